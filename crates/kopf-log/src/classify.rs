@@ -1,0 +1,588 @@
+//! Recognition of kopf's message templates.
+//!
+//! Every template here is copied from kopf's source (1.45.2; older forms from
+//! 1.43.0 and 1.39.1), file by file:
+//! - `_core/actions/execution.py`: handler outcomes;
+//! - `_core/reactor/processing.py`: `X is processed: N succeeded; M failed.`;
+//! - `_core/actions/application.py`: patch inconsistencies;
+//! - `_cogs/clients/events.py`: `Failed to post an event. ...`;
+//! - `_cogs/clients/api.py`: `Request attempt #N/M failed; ...`;
+//! - `_core/reactor/observation.py`: `Not enough permissions ...`, `Unresolved resources ...`;
+//! - `_core/engines/peering.py`: pausing, conflicts, resuming;
+//! - `_cogs/aiokits/aiotasks.py` (names from `_core/reactor/running.py`,
+//!   `orchestration.py`): `Watcher for ... has failed`, `Multidimensional multitasker has failed`;
+//! - `_core/actions/throttlers.py`: `Throttling for N seconds ...`;
+//! - `_core/engines/daemons.py`: `... did not exit in time. Leaving it orphaned.`;
+//! - `_core/reactor/running.py`: the scope `FutureWarning`.
+//!
+//! Matching is by fixed prefixes on the message (cheap `starts_with`) plus two
+//! `memmem` scans (`is forbidden`, the FutureWarning) over the whole line.
+
+use crate::{
+    EventKind, ExceptionOutcome, Forbidden, HandlerKind, HandlerRef, PermissionScope,
+    RequestAttempt,
+};
+use memchr::memmem;
+
+/// The result of classifying one message.
+///
+/// Exists because one message can carry several facts: e.g. a
+/// `Request attempt` line is both a retry and an RBAC denial.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Classification {
+    /// The primary meaning.
+    pub kind: EventKind,
+    /// An RBAC denial found anywhere in the message.
+    pub forbidden: Option<Forbidden>,
+    /// The request attempt of `Request attempt ...` lines.
+    pub request: Option<RequestAttempt>,
+}
+
+/// Pre-built substring finders, built once per parser.
+pub(crate) struct Finders {
+    forbidden: memmem::Finder<'static>,
+    future: memmem::Finder<'static>,
+}
+
+impl Finders {
+    pub(crate) fn new() -> Self {
+        Finders {
+            forbidden: memmem::Finder::new(b" is forbidden"),
+            future: memmem::Finder::new(b"Absence of either namespaces or cluster-wide flag"),
+        }
+    }
+
+    /// Finds and parses the first `is forbidden` clause in `text`.
+    pub(crate) fn forbidden_in(&self, text: &[u8]) -> Option<Forbidden> {
+        let at = self.forbidden.find(text)?;
+        Some(forbidden_at(text, at))
+    }
+}
+
+/// Classifies one message (without the `[ns/name] ` prefix and time/level
+/// header): the primary [`EventKind`], plus any RBAC denial and request attempt.
+/// Exists for callers that have messages from elsewhere (e.g. Event messages).
+pub fn classify_message(message: &str) -> Classification {
+    classify(message.as_bytes(), &Finders::new())
+}
+
+/// Parses the first `... is forbidden: User "U" cannot VERB resource "R" ...`
+/// clause in `text`. Exists for evidence found outside log records (e.g. in
+/// a pod's termination message).
+pub fn parse_forbidden(text: &str) -> Option<Forbidden> {
+    Finders::new().forbidden_in(text.as_bytes())
+}
+
+pub(crate) fn classify(m: &[u8], f: &Finders) -> Classification {
+    let mut request = None;
+    let mut kind = match m.first() {
+        Some(b'H' | b'T' | b'D' | b'A' | b'W' | b'I') => handler_message(m),
+        _ => None,
+    };
+    if kind.is_none() {
+        kind = fixed_message(m, &mut request);
+    }
+    let forbidden = f.forbidden_in(m);
+    let kind = match kind {
+        Some(EventKind::RequestRetry { .. }) | None if forbidden.is_some() => {
+            forbidden.clone().map(forbidden_kind)
+        }
+        Some(k) => Some(k),
+        None if f.future.find(m).is_some() => Some(EventKind::ScopeFutureWarning),
+        None => None,
+    };
+    Classification {
+        kind: kind.unwrap_or(EventKind::Other),
+        forbidden,
+        request,
+    }
+}
+
+/// Turns denial details into the [`EventKind::Forbidden`] variant.
+pub(crate) fn forbidden_kind(f: Forbidden) -> EventKind {
+    EventKind::Forbidden {
+        verb: f.verb,
+        resource: f.resource,
+        api_group: f.api_group,
+        user: f.user,
+        namespace: f.namespace,
+        cluster_scope: f.cluster_scope,
+    }
+}
+
+/// Parses `Handler 'id'` (or Timer/Daemon/...) at the start of `m`;
+/// returns the handler and the rest after the closing quote.
+pub(crate) fn handler_prefix(m: &[u8]) -> Option<(HandlerRef, &[u8])> {
+    let (kind, rest) = if let Some(r) = m.strip_prefix(b"Handler ") {
+        (HandlerKind::Handler, r)
+    } else if let Some(r) = m.strip_prefix(b"Timer ") {
+        (HandlerKind::Timer, r)
+    } else if let Some(r) = m.strip_prefix(b"Daemon ") {
+        (HandlerKind::Daemon, r)
+    } else if let Some(r) = m.strip_prefix(b"Activity ") {
+        (HandlerKind::Activity, r)
+    } else if let Some(r) = m.strip_prefix(b"Webhook ") {
+        (HandlerKind::Webhook, r)
+    } else if let Some(r) = m.strip_prefix(b"Indexer ") {
+        (HandlerKind::Indexer, r)
+    } else {
+        return None;
+    };
+    // Python's repr(): 'id', or "id" when the id contains a single quote;
+    // backslash escapes inside.
+    let q = *rest.first()?;
+    if q != b'\'' && q != b'"' {
+        return None;
+    }
+    let body = &rest[1..];
+    let mut i = 0;
+    let mut escaped = false;
+    while i < body.len() {
+        let c = body[i];
+        if escaped {
+            escaped = false;
+        } else if c == b'\\' {
+            escaped = true;
+        } else if c == q {
+            break;
+        }
+        i += 1;
+    }
+    if i >= body.len() || i == 0 {
+        return None;
+    }
+    let raw = &body[..i];
+    let id = if memchr::memchr(b'\\', raw).is_some() {
+        unescape_py(raw)
+    } else {
+        String::from_utf8_lossy(raw).into_owned()
+    };
+    Some((HandlerRef { kind, id }, &body[i + 1..]))
+}
+
+fn unescape_py(raw: &[u8]) -> String {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut it = raw.iter().copied();
+    while let Some(c) = it.next() {
+        if c == b'\\' {
+            match it.next() {
+                Some(b'n') => out.push(b'\n'),
+                Some(b't') => out.push(b'\t'),
+                Some(o) => out.push(o),
+                None => out.push(b'\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn handler_message(m: &[u8]) -> Option<EventKind> {
+    let (handler, rest) = handler_prefix(m)?;
+    if rest == b" succeeded." {
+        return Some(EventKind::HandlerSucceeded { handler });
+    }
+    if let Some(r) = rest.strip_prefix(b" failed ") {
+        if let Some(t) = r.strip_prefix(b"temporarily") {
+            let final_attempt =
+                t.starts_with(b" but will time out after ") || t.starts_with(b" but will exceed ");
+            return Some(EventKind::HandlerFailedTemporarily {
+                handler,
+                final_attempt,
+            });
+        }
+        if r.starts_with(b"permanently") {
+            return Some(EventKind::HandlerFailedPermanently { handler });
+        }
+        if let Some(e) = r.strip_prefix(b"with an exception") {
+            let (outcome, retry_in_seconds) = if let Some(t) = e.strip_prefix(b" and will ") {
+                if let Some(n) = t.strip_prefix(b"try again in ") {
+                    (ExceptionOutcome::Retry, parse_number(n))
+                } else if t.starts_with(b"ignore") {
+                    (ExceptionOutcome::Ignore, None)
+                } else if t.starts_with(b"stop") {
+                    (ExceptionOutcome::Stop, None)
+                } else {
+                    return None;
+                }
+            } else if let Some(t) = e.strip_prefix(b". Will ") {
+                // Before 1.40: "failed with an exception. Will retry." etc.
+                if t.starts_with(b"retry") {
+                    (ExceptionOutcome::Retry, None)
+                } else if t.starts_with(b"ignore") {
+                    (ExceptionOutcome::Ignore, None)
+                } else if t.starts_with(b"stop") {
+                    (ExceptionOutcome::Stop, None)
+                } else {
+                    return None;
+                }
+            } else {
+                return None;
+            };
+            return Some(EventKind::HandlerFailedWithException {
+                handler,
+                outcome,
+                retry_in_seconds,
+            });
+        }
+        return None;
+    }
+    if rest.starts_with(b" has timed out after ") {
+        return Some(EventKind::HandlerTimedOut { handler });
+    }
+    if rest.starts_with(b" has exceeded ") && rest.ends_with(b" retries.") {
+        return Some(EventKind::HandlerRetriesExceeded { handler });
+    }
+    if rest == b" did not exit in time. Leaving it orphaned." {
+        return Some(EventKind::OrphanedDaemon { handler });
+    }
+    if rest == b" is cancelled. Will escalate." {
+        return Some(EventKind::HandlerCancelled { handler });
+    }
+    None
+}
+
+fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<EventKind> {
+    match m.first()? {
+        b'R' => {
+            if let Some(r) = m.strip_prefix(b"Request attempt #") {
+                let a = parse_attempt(r)?;
+                *request = Some(a);
+                return Some(EventKind::RequestRetry {
+                    attempt: a.attempt,
+                    of: a.of,
+                    escalating: a.escalating,
+                });
+            }
+            if m.starts_with(b"Resuming operations after the pause") {
+                return Some(EventKind::PeeringResumed);
+            }
+            None
+        }
+        b'F' => {
+            if m.starts_with(b"Failed to post an event.") {
+                return Some(EventKind::EventPostFailed { code: post_code(m) });
+            }
+            None
+        }
+        b'M' => {
+            if m.starts_with(b"Merge-patching finished with inconsistencies") {
+                return Some(EventKind::PatchInconsistencies);
+            }
+            if m.starts_with(b"Multidimensional multitasker has failed") {
+                return Some(EventKind::MultitaskerFailed);
+            }
+            None
+        }
+        b'P' => {
+            if m.starts_with(b"Patching failed with inconsistencies") {
+                return Some(EventKind::PatchInconsistencies);
+            }
+            if m.starts_with(b"Pausing operations in favour of")
+                || m.starts_with(b"Pausing all operators, including self")
+            {
+                return Some(EventKind::PeeringPaused);
+            }
+            if m.starts_with(b"Possibly conflicting operators with the same priority") {
+                return Some(EventKind::PeeringConflict);
+            }
+            None
+        }
+        b'N' => {
+            let r = m.strip_prefix(b"Not enough permissions to ")?;
+            let what = if r.starts_with(b"watch for resources") {
+                PermissionScope::Watch
+            } else if r.starts_with(b"list namespaces") {
+                PermissionScope::ListNamespaces
+            } else if r.starts_with(b"watch for namespaces") {
+                PermissionScope::WatchNamespaces
+            } else {
+                return None;
+            };
+            Some(EventKind::PermissionDegraded { what })
+        }
+        b'U' => {
+            if m.starts_with(b"Unresolved resources cannot be served") {
+                return Some(EventKind::UnresolvedResources);
+            }
+            None
+        }
+        b'W' => {
+            // "watcher for {resource}@{namespace}".capitalize() + " has failed: {e}"
+            let r = m.strip_prefix(b"Watcher for ")?;
+            let end = memmem::find(r, b" has failed")?;
+            let what = &r[..end];
+            let (res, ns) = match memchr::memrchr(b'@', what) {
+                Some(at) => (&what[..at], Some(&what[at + 1..])),
+                None => (what, None),
+            };
+            let namespace = ns
+                .filter(|n| !n.is_empty() && *n != b"none" && *n != b"None")
+                .map(|n| String::from_utf8_lossy(n).into_owned());
+            Some(EventKind::WatcherFailed {
+                resource: String::from_utf8_lossy(res).into_owned(),
+                namespace,
+            })
+        }
+        b'T' => {
+            let r = m.strip_prefix(b"Throttling for ")?;
+            let end = memmem::find(r, b" seconds due to an unexpected error")?;
+            let seconds = parse_number(&r[..end]).unwrap_or(0.0);
+            Some(EventKind::Throttling { seconds })
+        }
+        _ => None,
+    }
+    .or_else(|| match m.first() {
+        // "Creation/Updating/Deletion/Resuming is processed: ..."
+        Some(b'C' | b'U' | b'D' | b'R') => processed(m),
+        _ => None,
+    })
+}
+
+/// `{Title} is processed: N succeeded; M failed.` (processing.py).
+fn processed(m: &[u8]) -> Option<EventKind> {
+    let at = memmem::find(m, b" is processed: ")?;
+    let title = &m[..at];
+    if title.is_empty() || title.len() > 32 || !title.iter().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let r = &m[at + 15..];
+    let (succeeded, r) = leading_u32(r)?;
+    let r = r.strip_prefix(b" succeeded; ")?;
+    let (failed, r) = leading_u32(r)?;
+    if r != b" failed." {
+        return None;
+    }
+    Some(EventKind::CauseProcessed {
+        cause: String::from_utf8_lossy(title).to_ascii_lowercase(),
+        succeeded,
+        failed,
+    })
+}
+
+/// `1/9 failed; will retry: ...`, `9/9 failed; escalating: ...`, `3 failed; TCP closed; ...`
+fn parse_attempt(r: &[u8]) -> Option<RequestAttempt> {
+    let (attempt, r) = leading_u32(r)?;
+    let (of, r) = match r.strip_prefix(b"/") {
+        Some(r) => {
+            let (n, r) = leading_u32(r)?;
+            (Some(n), r)
+        }
+        None => (None, r),
+    };
+    let r = r.strip_prefix(b" failed; ")?;
+    Some(RequestAttempt {
+        attempt,
+        of,
+        escalating: r.starts_with(b"escalating"),
+    })
+}
+
+/// `... Code: 403. ...` (APIError) or `... Status: 403. ...` (aiohttp).
+fn post_code(m: &[u8]) -> Option<u16> {
+    for key in [&b"Code: "[..], &b"Status: "[..]] {
+        if let Some(at) = memmem::find(m, key) {
+            let (n, _) = leading_u32(&m[at + key.len()..])?;
+            return u16::try_from(n).ok();
+        }
+    }
+    None
+}
+
+fn leading_u32(b: &[u8]) -> Option<(u32, &[u8])> {
+    let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if n == 0 || n > 9 {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for &c in &b[..n] {
+        v = v * 10 + u32::from(c - b'0');
+    }
+    Some((v, &b[n..]))
+}
+
+/// A leading decimal number such as `60`, `1.5`, `0.25`.
+fn parse_number(b: &[u8]) -> Option<f64> {
+    let n = b
+        .iter()
+        .take_while(|c| c.is_ascii_digit() || **c == b'.')
+        .count()
+        .min(32);
+    std::str::from_utf8(&b[..n]).ok()?.parse().ok()
+}
+
+/// Reads a `"quoted"` value right at the start of `b` (no escapes: Kubernetes
+/// does not put quotes inside these values).
+fn quoted(b: &[u8]) -> Option<(&[u8], &[u8])> {
+    let r = b.strip_prefix(b"\"")?;
+    let end = memchr::memchr(b'"', r)?;
+    Some((&r[..end], &r[end + 1..]))
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Parses the denial whose ` is forbidden` starts at `at`.
+fn forbidden_at(text: &[u8], at: usize) -> Forbidden {
+    let after = &text[at + b" is forbidden".len()..];
+    // Bound the clause: the RBAC message is short; never scan megabytes.
+    let after = &after[..after.len().min(1024)];
+    let mut f = Forbidden {
+        verb: String::new(),
+        resource: String::new(),
+        api_group: None,
+        user: None,
+        namespace: None,
+        cluster_scope: false,
+    };
+    let rbac = after
+        .strip_prefix(b": User ")
+        .and_then(quoted)
+        .and_then(|(user, r)| {
+            f.user = Some(lossy(user));
+            r.strip_prefix(b" cannot ")
+        });
+    if let Some(r) = rbac {
+        let vend = r.iter().position(|&c| c == b' ').unwrap_or(r.len());
+        f.verb = lossy(&r[..vend]);
+        let mut r = &r[vend..];
+        if let Some(x) = r.strip_prefix(b" resource ").and_then(quoted) {
+            f.resource = lossy(x.0);
+            r = x.1;
+        } else if let Some(x) = r.strip_prefix(b" path ").and_then(quoted) {
+            f.resource = lossy(x.0);
+            r = x.1;
+        } else {
+            // Old-style "cannot list pods in the namespace ...".
+            let r2 = r.strip_prefix(b" ").unwrap_or(r);
+            let e = r2.iter().position(|&c| c == b' ').unwrap_or(r2.len());
+            f.resource = lossy(&r2[..e]);
+            r = &r2[e..];
+        }
+        if let Some((g, rest)) = r.strip_prefix(b" in API group ").and_then(quoted) {
+            f.api_group = Some(lossy(g));
+            r = rest;
+        }
+        if r.starts_with(b" at the cluster scope") {
+            f.cluster_scope = true;
+        } else if let Some((ns, _)) = r.strip_prefix(b" in the namespace ").and_then(quoted) {
+            f.namespace = Some(lossy(ns));
+        }
+    } else {
+        // A non-RBAC denial: name the subject written before "is forbidden".
+        let before = &text[..at];
+        let start = before.len().saturating_sub(256);
+        let before = &before[start..];
+        let s = before
+            .iter()
+            .rposition(|&c| c == b'\'' || c == b'(' || c == b'>' || c == b'[')
+            .map(|p| p + 1)
+            .unwrap_or(0);
+        f.resource = lossy(before[s..].trim_ascii());
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(m: &str) -> EventKind {
+        classify_message(m).kind
+    }
+
+    fn h(kind: HandlerKind, id: &str) -> HandlerRef {
+        HandlerRef {
+            kind,
+            id: id.to_string(),
+        }
+    }
+
+    #[test]
+    fn handler_outcomes() {
+        assert_eq!(
+            kind("Handler 'create_fn' succeeded."),
+            EventKind::HandlerSucceeded {
+                handler: h(HandlerKind::Handler, "create_fn")
+            }
+        );
+        assert_eq!(
+            kind("Timer \"it's\" succeeded."),
+            EventKind::HandlerSucceeded {
+                handler: h(HandlerKind::Timer, "it's")
+            }
+        );
+        assert_eq!(
+            kind("Handler 'a/b' failed temporarily: boom"),
+            EventKind::HandlerFailedTemporarily {
+                handler: h(HandlerKind::Handler, "a/b"),
+                final_attempt: false
+            }
+        );
+        assert!(matches!(
+            kind("Daemon 'd' failed temporarily but will time out after 60 seconds: x"),
+            EventKind::HandlerFailedTemporarily {
+                final_attempt: true,
+                ..
+            }
+        ));
+        assert_eq!(
+            kind("Handler 'x' failed with an exception and will try again in 60 seconds: 'spec'"),
+            EventKind::HandlerFailedWithException {
+                handler: h(HandlerKind::Handler, "x"),
+                outcome: ExceptionOutcome::Retry,
+                retry_in_seconds: Some(60.0)
+            }
+        );
+        assert!(matches!(
+            kind("Handler 'x' failed with an exception. Will stop."),
+            EventKind::HandlerFailedWithException {
+                outcome: ExceptionOutcome::Stop,
+                ..
+            }
+        ));
+        assert!(matches!(kind("Handler 'x' succeeded"), EventKind::Other));
+        assert!(matches!(kind("Handler '' succeeded."), EventKind::Other));
+        assert!(matches!(kind("Handler 'x"), EventKind::Other));
+    }
+
+    #[test]
+    fn forbidden_details() {
+        let f = parse_forbidden(
+            "pods is forbidden: User \"system:serviceaccount:a:b\" cannot watch resource \"pods\" in API group \"\" in the namespace \"default\"",
+        )
+        .expect("forbidden");
+        assert_eq!(f.verb, "watch");
+        assert_eq!(f.resource, "pods");
+        assert_eq!(f.api_group.as_deref(), Some(""));
+        assert_eq!(f.namespace.as_deref(), Some("default"));
+        assert!(!f.cluster_scope);
+        let f = parse_forbidden("forbidden: User \"system:anonymous\" cannot get path \"/apis\"")
+            .is_none();
+        assert!(f, "needs ' is forbidden'");
+        let f = parse_forbidden("x: unable to create new content in namespace x because it is being terminated; the thing 'events \"e\" is forbidden: quota'")
+            .expect("non-rbac");
+        assert_eq!(f.verb, "");
+        assert_eq!(f.resource, "events \"e\"");
+        let f = parse_forbidden("\"x\" is forbidden").expect("end of text");
+        assert_eq!(f.resource, "\"x\"");
+    }
+
+    #[test]
+    fn processed_summary() {
+        assert_eq!(
+            kind("Creation is processed: 1 succeeded; 2 failed."),
+            EventKind::CauseProcessed {
+                cause: "creation".into(),
+                succeeded: 1,
+                failed: 2
+            }
+        );
+        assert_eq!(
+            kind("Creation is processed: 1 succeeded; 2 failed"),
+            EventKind::Other
+        );
+    }
+}

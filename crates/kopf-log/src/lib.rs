@@ -1,0 +1,474 @@
+//! Parser and classifier for kopf operator logs.
+//!
+//! kopf-audit reads the pod logs of Python operators written with
+//! [kopf](https://github.com/nolar/kopf) and turns them into typed [`Record`]s:
+//! time, level, logger, object reference and a recognised [`EventKind`]
+//! (handler outcomes, event-posting failures, RBAC `forbidden` errors,
+//! peering, fatal watcher failures, ...). The templates are kopf's own
+//! (read from kopf 1.45.2, 1.43.0 and 1.39.1): see `kopf-facts.md`.
+//!
+//! All three `--log-format`s are understood, line by line (a log may mix them,
+//! e.g. after a restart with other flags), with the kubelet's `timestamps=true`
+//! prefix, ANSI colours, multi-line tracebacks and arbitrary non-kopf noise.
+//! The parser never panics and never fails: unknown lines become
+//! [`EventKind::Other`] records with `format: None`.
+//!
+//! ```
+//! use kopf_log::{EventKind, Parser, ParserOptions};
+//!
+//! let mut parser = Parser::new(ParserOptions::default());
+//! let mut records = Vec::new();
+//! for line in [
+//!     "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/name] Handler 'x' failed temporarily: boom",
+//!     "[2026-11-30 02:41:56,001] kopf.objects         [INFO    ] [ns/name] Handler 'x' succeeded.",
+//! ] {
+//!     records.extend(parser.push_line(line.as_bytes()));
+//! }
+//! records.extend(parser.finish());
+//! assert!(matches!(records[0].kind, EventKind::HandlerFailedTemporarily { .. }));
+//! assert_eq!(records[1].object.as_ref().map(|o| o.name.as_str()), Some("name"));
+//! ```
+
+mod classify;
+mod parser;
+mod redact;
+mod time;
+
+pub use classify::{classify_message, parse_forbidden};
+pub use parser::{Parser, ParserOptions, Records, Stats, detect_format, records};
+pub use redact::{excerpt, redact, strip_ansi};
+pub use time::Timestamp;
+
+use serde::Serialize;
+use std::fmt;
+
+/// Which of kopf's `--log-format`s a line was written in.
+///
+/// Exists because the three formats carry different metadata (only `full`
+/// has the logger name; only `json` has the object's kind and uid; `plain`
+/// has no time or level) and because the checks must give the same findings
+/// whatever the format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// `[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] message` (kopf's default).
+    Full,
+    /// The message only (with the `[ns/name] ` prefix for object loggers).
+    Plain,
+    /// One JSON object per line (`message`, `timestamp`, `severity`, `object`, `exc_info`).
+    Json,
+}
+
+/// A Python logging level, as kopf writes it.
+///
+/// Exists so that checks can tell failures (ERROR) from chatter (INFO) and
+/// map kopf's levels to Kubernetes event types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// `DEBUG` / JSON `debug` (only with `-v`/`-d`).
+    Debug,
+    /// `INFO` / JSON `info` (the default level).
+    Info,
+    /// `WARNING` / JSON `warn`.
+    Warning,
+    /// `ERROR` / JSON `error`.
+    Error,
+    /// `CRITICAL` / JSON `fatal`.
+    Critical,
+}
+
+impl Level {
+    /// Parses a level name: Python's `DEBUG`..`CRITICAL` (also padded, as in
+    /// `[ERROR   ]`), `WARN`, `FATAL`, any case. `None` for anything else.
+    pub fn parse(s: &str) -> Option<Level> {
+        let t = s.trim();
+        let b = t.as_bytes();
+        let eq = |w: &str| b.eq_ignore_ascii_case(w.as_bytes());
+        if eq("info") {
+            Some(Level::Info)
+        } else if eq("error") || eq("err") {
+            Some(Level::Error)
+        } else if eq("warning") || eq("warn") {
+            Some(Level::Warning)
+        } else if eq("debug") || eq("trace") {
+            Some(Level::Debug)
+        } else if eq("critical") || eq("fatal") {
+            Some(Level::Critical)
+        } else {
+            None
+        }
+    }
+}
+
+/// The Kubernetes object a record is about.
+///
+/// Exists so that checks can correlate log failures with the object's Events
+/// (`events.silent-failures`). Text formats give only `[namespace/name]`
+/// (or `[name]` for cluster-scoped objects); JSON adds `kind` and `uid`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ObjectRef {
+    /// The namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// The object's `metadata.name`.
+    pub name: String,
+    /// The object's kind (JSON format only).
+    pub kind: Option<String>,
+    /// The object's `metadata.uid` (JSON format only).
+    pub uid: Option<String>,
+}
+
+/// The kind of kopf handler named in a message: kopf writes
+/// `Handler 'id'`, `Timer 'id'`, `Daemon 'id'`, `Activity 'id'`, `Webhook 'id'`
+/// or `Indexer 'id'`. Kept because daemons and timers fail differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum HandlerKind {
+    /// Resource-changing, -watching and other generic handlers.
+    Handler,
+    /// `@kopf.timer`.
+    Timer,
+    /// `@kopf.daemon`.
+    Daemon,
+    /// `@kopf.on.startup`, `cleanup`, `login`, `probe`.
+    Activity,
+    /// `@kopf.on.validate` / `mutate`.
+    Webhook,
+    /// `@kopf.index`.
+    Indexer,
+}
+
+impl HandlerKind {
+    /// The word kopf writes before the handler id.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            HandlerKind::Handler => "Handler",
+            HandlerKind::Timer => "Timer",
+            HandlerKind::Daemon => "Daemon",
+            HandlerKind::Activity => "Activity",
+            HandlerKind::Webhook => "Webhook",
+            HandlerKind::Indexer => "Indexer",
+        }
+    }
+}
+
+/// A handler as named in kopf's messages (`Handler 'create_fn'`).
+///
+/// Exists so that failures can be counted per handler and object
+/// (`runtime.handler-failures`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct HandlerRef {
+    /// The word before the id.
+    pub kind: HandlerKind,
+    /// The handler id (e.g. `create_fn`, `create_fn/sub1`), unquoted.
+    pub id: String,
+}
+
+impl fmt::Display for HandlerRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} '{}'", self.kind.as_str(), self.id)
+    }
+}
+
+/// What kopf does after an arbitrary exception in a handler.
+///
+/// Exists because `events.silent-failures` and `runtime.handler-failures`
+/// weigh a retry loop differently from a final stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExceptionOutcome {
+    /// `... and will try again in N seconds:` (1.40+) / `... Will retry.` (older).
+    Retry,
+    /// `... and will ignore it:` / `... Will ignore.`
+    Ignore,
+    /// `... and will stop now:` (also `(it would time out/exceed ...)`) / `... Will stop.`
+    Stop,
+}
+
+/// Which permission kopf found missing and degraded around
+/// (`_core/reactor/observation.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum PermissionScope {
+    /// `Not enough permissions to watch for resources: ...` (changes not noticed).
+    Watch,
+    /// `Not enough permissions to list namespaces. Falling back to ...`
+    ListNamespaces,
+    /// `Not enough permissions to watch for namespaces: ...`
+    WatchNamespaces,
+}
+
+/// The details of a Kubernetes RBAC denial, from
+/// `... is forbidden: User "U" cannot VERB resource "R" in API group "G" at the cluster scope|in the namespace "NS"`.
+///
+/// Exists so that `runtime.startup-forbidden` can name the missing verb and
+/// resource, whichever line (or traceback) the denial appeared in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Forbidden {
+    /// The denied verb (`list`, `watch`, `create`, ...); empty when the message
+    /// is a non-RBAC `is forbidden` (e.g. a terminating namespace).
+    pub verb: String,
+    /// The resource (`customresourcedefinitions`, `kopfexamples/status`), or
+    /// for non-resource URLs the path; for non-RBAC denials, the subject
+    /// written before `is forbidden`.
+    pub resource: String,
+    /// The API group; `Some("")` for the core group, `None` when not stated.
+    pub api_group: Option<String>,
+    /// The denied user (`system:serviceaccount:NS:SA`).
+    pub user: Option<String>,
+    /// The namespace of a namespaced denial.
+    pub namespace: Option<String>,
+    /// True for `at the cluster scope`.
+    pub cluster_scope: bool,
+}
+
+/// A retried Kubernetes API request: `Request attempt #N/M failed; ...`
+/// (`_cogs/clients/api.py`).
+///
+/// Exists so that a 403 retried for ~54 s is recognised as one problem and
+/// the final (escalated) attempt is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct RequestAttempt {
+    /// The attempt number `N`.
+    pub attempt: u32,
+    /// The total `M` (absent when kopf's backoffs are unbounded).
+    pub of: Option<u32>,
+    /// True for `escalating` (the last attempt: the error propagates).
+    pub escalating: bool,
+}
+
+/// The recognised meaning of a record.
+///
+/// Exists so that checks match on typed variants rather than on strings:
+/// the templates (old and new) live in one place, this crate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    /// INFO `Handler 'x' succeeded.`
+    HandlerSucceeded {
+        /// The handler.
+        handler: HandlerRef,
+    },
+    /// ERROR `Handler 'x' failed temporarily: MSG` (a `kopf.TemporaryError`),
+    /// also `... but will time out after N seconds: ...` / `... but will exceed N retries: ...`.
+    HandlerFailedTemporarily {
+        /// The handler.
+        handler: HandlerRef,
+        /// True for the `but will time out` / `but will exceed` variants:
+        /// this failure is final.
+        final_attempt: bool,
+    },
+    /// ERROR + traceback `Handler 'x' failed with an exception and will try again in N seconds: MSG`
+    /// (and `will ignore it`, `will stop now`); before 1.40 `... failed with an exception. Will retry.`
+    HandlerFailedWithException {
+        /// The handler.
+        handler: HandlerRef,
+        /// What kopf does next.
+        outcome: ExceptionOutcome,
+        /// The backoff of `will try again in N seconds` (new template only).
+        retry_in_seconds: Option<f64>,
+    },
+    /// ERROR `Handler 'x' failed permanently: MSG` (a `kopf.PermanentError`).
+    HandlerFailedPermanently {
+        /// The handler.
+        handler: HandlerRef,
+    },
+    /// ERROR `Handler 'x' has timed out after T.`
+    HandlerTimedOut {
+        /// The handler.
+        handler: HandlerRef,
+    },
+    /// ERROR `Handler 'x' has exceeded N retries.`
+    HandlerRetriesExceeded {
+        /// The handler.
+        handler: HandlerRef,
+    },
+    /// WARNING `Handler 'x' is cancelled. Will escalate.`
+    HandlerCancelled {
+        /// The handler.
+        handler: HandlerRef,
+    },
+    /// INFO `Creation is processed: 1 succeeded; 1 failed.` (also updating, deletion, resuming).
+    CauseProcessed {
+        /// The cause title as written, lower-cased (`creation`, `updating`, ...).
+        cause: String,
+        /// Handlers that succeeded.
+        succeeded: u32,
+        /// Handlers that failed.
+        failed: u32,
+    },
+    /// WARNING `Failed to post an event. Ignoring and continuing. Code: 403. ...`
+    /// (`Status: N.` for aiohttp errors).
+    EventPostFailed {
+        /// The HTTP/API code, when written.
+        code: Option<u16>,
+    },
+    /// WARNING `Merge-patching finished with inconsistencies: DIFF` (1.44+),
+    /// `Patching failed with inconsistencies: DIFF` (up to 1.43).
+    PatchInconsistencies,
+    /// An RBAC denial: `Request attempt #N/M failed; will retry|escalating: ... is forbidden: ...`
+    /// or any other line (or traceback) whose only recognised meaning is `is forbidden`.
+    /// Records of other kinds may also carry [`Record::forbidden`].
+    Forbidden {
+        /// The denied verb.
+        verb: String,
+        /// The denied resource.
+        resource: String,
+        /// The API group (`Some("")` for core).
+        api_group: Option<String>,
+        /// The denied user.
+        user: Option<String>,
+        /// The namespace of a namespaced denial.
+        namespace: Option<String>,
+        /// True for `at the cluster scope`.
+        cluster_scope: bool,
+    },
+    /// ERROR `Request attempt #N/M failed; ...` for anything but a 403.
+    RequestRetry {
+        /// The attempt number.
+        attempt: u32,
+        /// The total number of attempts, when bounded.
+        of: Option<u32>,
+        /// True for `escalating` (the last attempt).
+        escalating: bool,
+    },
+    /// WARNING `Not enough permissions to ...` (observation.py).
+    PermissionDegraded {
+        /// What could not be listed or watched.
+        what: PermissionScope,
+    },
+    /// WARNING `Unresolved resources cannot be served (try creating their CRDs): ...`
+    UnresolvedResources,
+    /// INFO `Pausing operations in favour of [...]` / WARNING `Pausing all operators, including self: ...`
+    PeeringPaused,
+    /// WARNING `Possibly conflicting operators with the same priority: ...`
+    PeeringConflict,
+    /// INFO `Resuming operations after the pause. ...`
+    PeeringResumed,
+    /// ERROR + traceback `Watcher for RESOURCE@NAMESPACE has failed: ...` (fatal: exit 1 follows).
+    WatcherFailed {
+        /// `plural.version.group` as written (kopf lower-cases it).
+        resource: String,
+        /// The namespace after `@` (`None` for cluster-wide watchers).
+        namespace: Option<String>,
+    },
+    /// ERROR + traceback `Multidimensional multitasker has failed: ...` (fatal).
+    MultitaskerFailed,
+    /// ERROR + traceback `Throttling for N seconds due to an unexpected error: ...`
+    Throttling {
+        /// The delay.
+        seconds: f64,
+    },
+    /// WARNING `Daemon 'x' did not exit in time. Leaving it orphaned.`
+    OrphanedDaemon {
+        /// The daemon (or timer).
+        handler: HandlerRef,
+    },
+    /// Python's `FutureWarning: Absence of either namespaces or cluster-wide flag ...` on stderr.
+    ScopeFutureWarning,
+    /// Anything else (other kopf messages, user messages, non-kopf output).
+    Other,
+}
+
+impl EventKind {
+    /// The handler named by handler-outcome kinds.
+    pub fn handler(&self) -> Option<&HandlerRef> {
+        match self {
+            EventKind::HandlerSucceeded { handler }
+            | EventKind::HandlerFailedTemporarily { handler, .. }
+            | EventKind::HandlerFailedWithException { handler, .. }
+            | EventKind::HandlerFailedPermanently { handler }
+            | EventKind::HandlerTimedOut { handler }
+            | EventKind::HandlerRetriesExceeded { handler }
+            | EventKind::HandlerCancelled { handler }
+            | EventKind::OrphanedDaemon { handler } => Some(handler),
+            _ => None,
+        }
+    }
+
+    /// True for handler failures (temporary, exception, permanent, timeout,
+    /// retries exceeded): what `events.silent-failures` and
+    /// `runtime.handler-failures` count.
+    pub fn is_handler_failure(&self) -> bool {
+        matches!(
+            self,
+            EventKind::HandlerFailedTemporarily { .. }
+                | EventKind::HandlerFailedWithException { .. }
+                | EventKind::HandlerFailedPermanently { .. }
+                | EventKind::HandlerTimedOut { .. }
+                | EventKind::HandlerRetriesExceeded { .. }
+        )
+    }
+
+    /// The level kopf logs this kind at; used to fill in [`Record::level`] for
+    /// the `plain` format, which does not write it. `None` for [`EventKind::Other`].
+    pub fn kopf_level(&self) -> Option<Level> {
+        Some(match self {
+            EventKind::HandlerSucceeded { .. }
+            | EventKind::CauseProcessed { .. }
+            | EventKind::PeeringResumed => Level::Info,
+            EventKind::PeeringPaused => Level::Info,
+            EventKind::HandlerCancelled { .. }
+            | EventKind::EventPostFailed { .. }
+            | EventKind::PatchInconsistencies
+            | EventKind::PermissionDegraded { .. }
+            | EventKind::UnresolvedResources
+            | EventKind::PeeringConflict
+            | EventKind::OrphanedDaemon { .. }
+            | EventKind::ScopeFutureWarning => Level::Warning,
+            EventKind::HandlerFailedTemporarily { .. }
+            | EventKind::HandlerFailedWithException { .. }
+            | EventKind::HandlerFailedPermanently { .. }
+            | EventKind::HandlerTimedOut { .. }
+            | EventKind::HandlerRetriesExceeded { .. }
+            | EventKind::RequestRetry { .. }
+            | EventKind::Forbidden { .. }
+            | EventKind::WatcherFailed { .. }
+            | EventKind::MultitaskerFailed
+            | EventKind::Throttling { .. } => Level::Error,
+            EventKind::Other => return None,
+        })
+    }
+}
+
+/// One log record: a line, plus its traceback lines in text formats.
+///
+/// Exists as the single typed unit all log-based checks consume. Everything
+/// in it is bounded: the message is cut at [`ParserOptions::max_message_bytes`],
+/// the traceback keeps its first and last lines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    /// The record's own time (`full`/`json`), else the kubelet's timestamp.
+    pub timestamp: Option<Timestamp>,
+    /// The kubelet's `timestamps=true` prefix, when the line had one.
+    pub kubelet_timestamp: Option<Timestamp>,
+    /// The level (`full`/`json`; for `plain`, inferred from a recognised kind).
+    pub level: Option<Level>,
+    /// The logger name (`full` only; cut to 20 characters by kopf, e.g. `kopf._core.reactor.r`).
+    pub logger: Option<String>,
+    /// The object the record is about.
+    pub object: Option<ObjectRef>,
+    /// The message, without the `[ns/name] ` prefix, ANSI codes stripped, bounded.
+    pub message: String,
+    /// The recognised meaning.
+    pub kind: EventKind,
+    /// The format; `None` for lines that are not kopf's.
+    pub format: Option<LogFormat>,
+    /// The first lines of the traceback (text continuation lines or JSON `exc_info`),
+    /// with a `... N more lines ...` marker and the last lines when longer.
+    pub traceback: Vec<String>,
+    /// An RBAC denial found in the message or the traceback, whatever the kind
+    /// (e.g. a `WatcherFailed` or `EventPostFailed` caused by a 403).
+    pub forbidden: Option<Forbidden>,
+    /// The request attempt of `Request attempt #N/M failed; ...` lines.
+    pub request: Option<RequestAttempt>,
+    /// The 1-based number of the record's first line in the input.
+    pub line: u64,
+    /// True when the message was cut at the bound.
+    pub truncated: bool,
+}
+
+impl Record {
+    /// True when the record is in one of kopf's formats or a recognised kopf message.
+    pub fn is_kopf(&self) -> bool {
+        self.format.is_some()
+    }
+}

@@ -1,0 +1,1146 @@
+//! The streaming line parser: format detection, headers, object prefixes,
+//! JSON fields, traceback continuation lines, statistics.
+
+use crate::classify::{self, Finders, forbidden_kind, handler_prefix};
+use crate::redact::strip_ansi_into;
+use crate::time::{Timestamp, parse_rfc3339_prefix};
+use crate::{EventKind, Level, LogFormat, ObjectRef, Record};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, BufRead};
+
+/// Tuning of the parser; the defaults suit the auditor.
+///
+/// Exists so that the bounds (what is kept per record) and kopf's
+/// `--log-refkey` can be set by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParserOptions {
+    /// Another JSON key holding the object reference, as set with kopf's
+    /// `--log-refkey`; `object` is always accepted.
+    pub refkey: Option<String>,
+    /// Messages longer than this many bytes are cut (on a char boundary).
+    pub max_message_bytes: usize,
+    /// How many traceback lines a record keeps: the first ~2/3 and the last ~1/3,
+    /// with a `... N more lines ...` marker between.
+    pub max_traceback_lines: usize,
+    /// Longest traceback line kept, in bytes (longer ones are cut).
+    pub max_traceback_line_bytes: usize,
+    /// Longest input line read by [`records`] and [`Parser::push_chunk`];
+    /// the rest of a longer line is skipped (but counted in [`Stats::bytes`]).
+    pub max_line_bytes: usize,
+}
+
+impl Default for ParserOptions {
+    fn default() -> Self {
+        ParserOptions {
+            refkey: None,
+            max_message_bytes: 4096,
+            max_traceback_lines: 16,
+            max_traceback_line_bytes: 512,
+            max_line_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Counters over everything the parser was given.
+///
+/// Exists for `runtime.unparsed-logs` (most lines not kopf's) and for the
+/// gathering's byte accounting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// Lines given to the parser.
+    pub lines: u64,
+    /// Lines that start a record in one of kopf's formats (`full` header,
+    /// kopf JSON, or a `plain` line with an object prefix or a known kopf message).
+    pub kopf_lines: u64,
+    /// Lines absorbed as tracebacks into the record before them.
+    pub continuation_lines: u64,
+    /// Bytes given (line terminators included when read through [`records`]
+    /// or [`Parser::push_chunk`]).
+    pub bytes: u64,
+    /// Records emitted.
+    pub records: u64,
+}
+
+impl Stats {
+    /// The share of non-continuation lines that are kopf's, `0.0..=1.0`
+    /// (1.0 for no lines).
+    pub fn kopf_ratio(&self) -> f64 {
+        let heads = self.lines.saturating_sub(self.continuation_lines);
+        if heads == 0 {
+            1.0
+        } else {
+            self.kopf_lines as f64 / heads as f64
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trace {
+    /// No traceback has started after the record's line.
+    Idle,
+    /// Inside `Traceback (most recent call last):` ... frames.
+    Frames,
+    /// After the exception line (`ValueError: boom`).
+    AfterException,
+}
+
+/// Bounded traceback lines: the first ones, a count of the omitted middle, the last ones.
+#[derive(Default)]
+struct Tb {
+    head: Vec<String>,
+    tail: VecDeque<String>,
+    omitted: usize,
+    blanks: usize,
+    head_max: usize,
+    tail_max: usize,
+}
+
+impl Tb {
+    fn new(max_lines: usize) -> Self {
+        let max_lines = max_lines.max(2);
+        Tb {
+            head_max: max_lines - max_lines / 3,
+            tail_max: max_lines / 3,
+            ..Tb::default()
+        }
+    }
+
+    fn push(&mut self, s: String) {
+        if self.head.len() < self.head_max {
+            self.head.push(s);
+        } else if self.tail_max == 0 {
+            self.omitted += 1;
+        } else {
+            if self.tail.len() == self.tail_max {
+                self.tail.pop_front();
+                self.omitted += 1;
+            }
+            self.tail.push_back(s);
+        }
+    }
+
+    /// The kept lines, with a marker for the omitted ones (trailing blanks dropped).
+    fn into_lines(self) -> Vec<String> {
+        let Tb {
+            mut head,
+            tail,
+            omitted,
+            ..
+        } = self;
+        if omitted > 0 {
+            head.push(format!("... {omitted} more lines ..."));
+        }
+        head.extend(tail);
+        head
+    }
+}
+
+struct Pending {
+    rec: Record,
+    trace: Trace,
+    tb: Tb,
+}
+
+/// The streaming parser.
+///
+/// Feed lines with [`Parser::push_line`] (or byte chunks with
+/// [`Parser::push_chunk`]); a record is returned once the next record starts,
+/// i.e. after its traceback lines were absorbed; [`Parser::finish`] returns the
+/// last one. Memory is bounded by the options, whatever the input.
+pub struct Parser {
+    opts: ParserOptions,
+    finders: Finders,
+    pending: Option<Pending>,
+    stats: Stats,
+    line_no: u64,
+    ansi_buf: Vec<u8>,
+    carry: Vec<u8>,
+    carry_dropped: bool,
+}
+
+impl fmt::Debug for Parser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Parser")
+            .field("opts", &self.opts)
+            .field("stats", &self.stats)
+            .field("line_no", &self.line_no)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Parser::new(ParserOptions::default())
+    }
+}
+
+impl Parser {
+    /// A parser with the given options.
+    pub fn new(options: ParserOptions) -> Self {
+        Parser {
+            opts: options,
+            finders: Finders::new(),
+            pending: None,
+            stats: Stats::default(),
+            line_no: 0,
+            ansi_buf: Vec::new(),
+            carry: Vec::new(),
+            carry_dropped: false,
+        }
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Parses one line (a trailing `\n` / `\r\n` is ignored). Returns the
+    /// previous record when this line starts a new one, `None` when the line
+    /// was absorbed into the pending record (a traceback) or nothing was pending.
+    pub fn push_line(&mut self, raw: &[u8]) -> Option<Record> {
+        self.stats.bytes += raw.len() as u64;
+        self.line(raw)
+    }
+
+    /// Parses a chunk of a byte stream (lines split anywhere), appending the
+    /// completed records to `out`. Lines longer than
+    /// [`ParserOptions::max_line_bytes`] are cut. Call [`Parser::finish`] at the end.
+    pub fn push_chunk(&mut self, chunk: &[u8], out: &mut Vec<Record>) {
+        self.stats.bytes += chunk.len() as u64;
+        let mut rest = chunk;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            let part = &rest[..i];
+            rest = &rest[i + 1..];
+            if self.carry.is_empty() && !self.carry_dropped {
+                let cut = part.len().min(self.opts.max_line_bytes);
+                out.extend(self.line(&part[..cut]));
+            } else {
+                self.append_carry(part);
+                let line = std::mem::take(&mut self.carry);
+                out.extend(self.line(&line));
+                self.carry = line;
+                self.carry.clear();
+                self.carry_dropped = false;
+            }
+        }
+        self.append_carry(rest);
+    }
+
+    fn append_carry(&mut self, part: &[u8]) {
+        let room = self.opts.max_line_bytes.saturating_sub(self.carry.len());
+        if part.len() > room {
+            self.carry_dropped = true;
+        }
+        self.carry.extend_from_slice(&part[..part.len().min(room)]);
+    }
+
+    /// Ends the input: parses any unterminated line given to
+    /// [`Parser::push_chunk`] and returns the last pending record. The parser can
+    /// be reused afterwards (line numbers and stats continue).
+    pub fn finish(&mut self) -> Option<Record> {
+        let mut first = None;
+        if !self.carry.is_empty() || self.carry_dropped {
+            let line = std::mem::take(&mut self.carry);
+            self.carry_dropped = false;
+            first = self.line(&line);
+        }
+        let last = self.pending.take().map(|p| self.finalize(p));
+        // At most one of them can be a record that was pending before the
+        // carried line; if both exist the caller needs both: chain via pending.
+        match (first, last) {
+            (Some(a), Some(b)) => {
+                // Re-park the last one so that it is not lost; return the earlier.
+                self.pending = Some(Pending {
+                    rec: b,
+                    trace: Trace::Idle,
+                    tb: Tb::new(0),
+                });
+                self.stats.records -= 1;
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn line(&mut self, raw: &[u8]) -> Option<Record> {
+        self.line_no += 1;
+        self.stats.lines += 1;
+        let mut l = raw;
+        if let Some(x) = l.strip_suffix(b"\n") {
+            l = x;
+        }
+        if let Some(x) = l.strip_suffix(b"\r") {
+            l = x;
+        }
+        let (kubelet, l) = strip_kubelet(l);
+        if memchr::memchr(0x1b, l).is_some() {
+            let mut buf = std::mem::take(&mut self.ansi_buf);
+            buf.clear();
+            strip_ansi_into(l, &mut buf);
+            let out = self.stripped_line(&buf, kubelet);
+            self.ansi_buf = buf;
+            out
+        } else {
+            self.stripped_line(l, kubelet)
+        }
+    }
+
+    fn stripped_line(&mut self, l: &[u8], kubelet: Option<Timestamp>) -> Option<Record> {
+        if self.absorb(l) {
+            self.stats.continuation_lines += 1;
+            return None;
+        }
+        let line_no = self.line_no;
+        let (rec, trace) = self.head(l, kubelet, line_no);
+        if rec.format.is_some() {
+            self.stats.kopf_lines += 1;
+        }
+        let mut p = Pending {
+            rec,
+            trace,
+            tb: Tb::new(self.opts.max_traceback_lines),
+        };
+        if trace == Trace::Frames {
+            // A traceback with no record to attach to: it is its own record.
+            p.tb.push(bounded_lossy(l, self.opts.max_traceback_line_bytes).0);
+        }
+        let prev = self.pending.replace(p);
+        prev.map(|p| self.finalize(p))
+    }
+
+    /// Decides whether `l` continues the pending record (a traceback) and absorbs it.
+    fn absorb(&mut self, l: &[u8]) -> bool {
+        let Some(p) = self.pending.as_mut() else {
+            return false;
+        };
+        let indented = matches!(l.first(), Some(b' ' | b'\t'));
+        let blank = l.iter().all(|c| c.is_ascii_whitespace());
+        let tb_start = is_traceback_start(l);
+        let chain = is_chain_header(l);
+        let take = match p.trace {
+            Trace::Idle => {
+                if tb_start && accepts_traceback(&p.rec) {
+                    p.trace = Trace::Frames;
+                    true
+                } else {
+                    false
+                }
+            }
+            Trace::Frames => {
+                if blank || indented || tb_start || chain {
+                    true
+                } else if is_full_header(l) || l.first() == Some(&b'{') {
+                    false
+                } else {
+                    p.trace = Trace::AfterException;
+                    true
+                }
+            }
+            Trace::AfterException => {
+                if blank {
+                    true
+                } else if tb_start || chain {
+                    p.trace = Trace::Frames;
+                    true
+                } else if is_full_header(l) || l.first() == Some(&b'{') {
+                    false
+                } else {
+                    // A multi-line exception message continues right after the
+                    // exception line; after a blank line it is a new record.
+                    p.tb.blanks == 0
+                        && (indented
+                            || (p.rec.format == Some(LogFormat::Full)
+                                && parse_prefix(l).is_none()
+                                && !known_plain(l)
+                                && classify::classify(l, &self.finders).kind == EventKind::Other))
+                }
+            }
+        };
+        if !take {
+            return false;
+        }
+        if blank {
+            p.tb.blanks += 1;
+            return true;
+        }
+        for _ in 0..std::mem::take(&mut p.tb.blanks) {
+            p.tb.push(String::new());
+        }
+        p.tb.push(bounded_lossy(l, self.opts.max_traceback_line_bytes).0);
+        if p.rec.forbidden.is_none() {
+            p.rec.forbidden = self.finders.forbidden_in(l);
+        }
+        true
+    }
+
+    fn finalize(&mut self, p: Pending) -> Record {
+        let Pending { mut rec, tb, .. } = p;
+        let lines = tb.into_lines();
+        if !lines.is_empty() {
+            rec.traceback = lines;
+        }
+        if matches!(rec.kind, EventKind::Other | EventKind::RequestRetry { .. })
+            && let Some(f) = rec.forbidden.clone()
+        {
+            rec.kind = forbidden_kind(f);
+            if rec.format == Some(LogFormat::Plain) || rec.format.is_none() {
+                rec.level = rec.level.or(Some(Level::Error));
+            }
+        }
+        self.stats.records += 1;
+        rec
+    }
+
+    /// Parses a line that starts a record.
+    fn head(&mut self, l: &[u8], kubelet: Option<Timestamp>, line: u64) -> (Record, Trace) {
+        if l.first() == Some(&b'{')
+            && let Some(rec) = self.json(l, kubelet, line)
+        {
+            return (rec, Trace::Idle);
+        }
+        let (format, timestamp, logger, level, msg) = match parse_full(l) {
+            Some(FullHeader {
+                ts,
+                logger,
+                level,
+                msg,
+            }) => {
+                let logger = String::from_utf8_lossy(logger.trim_ascii_end()).into_owned();
+                (Some(LogFormat::Full), Some(ts), Some(logger), level, msg)
+            }
+            None => (None, kubelet, None, None, l),
+        };
+        let (object, msg) = match parse_prefix(msg) {
+            Some((o, rest)) => (Some(o), rest),
+            None => (None, msg),
+        };
+        let c = classify::classify(msg, &self.finders);
+        let mut format = format;
+        let mut level = level;
+        if c.kind == EventKind::ScopeFutureWarning {
+            // Python's own warning on stderr, not a kopf log line.
+            level = Some(Level::Warning);
+        } else if format.is_none()
+            && (object.is_some() || c.kind != EventKind::Other || known_plain(msg))
+        {
+            format = Some(LogFormat::Plain);
+            level = c.kind.kopf_level();
+        }
+        let trace = if format.is_none() && is_traceback_start(l) {
+            Trace::Frames
+        } else {
+            Trace::Idle
+        };
+        let (message, truncated) = bounded_lossy(msg, self.opts.max_message_bytes);
+        let rec = Record {
+            timestamp: timestamp.or(kubelet),
+            kubelet_timestamp: kubelet,
+            level,
+            logger,
+            object,
+            message,
+            kind: c.kind,
+            format,
+            traceback: Vec::new(),
+            forbidden: c.forbidden,
+            request: c.request,
+            line,
+            truncated,
+        };
+        (rec, trace)
+    }
+
+    fn json(&mut self, l: &[u8], kubelet: Option<Timestamp>, line: u64) -> Option<Record> {
+        let refkey = self.opts.refkey.as_deref().unwrap_or("object");
+        let mut de = serde_json::Deserializer::from_slice(l);
+        let fields = LineSeed { refkey }.deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        let Some(mut message) = fields.message else {
+            // JSON, but not kopf's: keep the raw line.
+            let c = classify::classify(l, &self.finders);
+            let (message, truncated) = bounded_lossy(l, self.opts.max_message_bytes);
+            return Some(Record {
+                timestamp: kubelet,
+                kubelet_timestamp: kubelet,
+                level: None,
+                logger: None,
+                object: None,
+                message,
+                kind: c.kind,
+                format: None,
+                traceback: Vec::new(),
+                forbidden: c.forbidden,
+                request: c.request,
+                line,
+                truncated,
+            });
+        };
+        // `--log-prefix` also prefixes JSON messages.
+        let mut object = fields.object;
+        if let Some((o, rest)) = parse_prefix(message.as_bytes()) {
+            let skip = message.len() - rest.len();
+            object = object.or(Some(o));
+            message.drain(..skip);
+        }
+        let c = classify::classify(message.as_bytes(), &self.finders);
+        let mut forbidden = c.forbidden;
+        let mut traceback = Vec::new();
+        if let Some(exc) = fields.exc_info {
+            let mut tb = Tb::new(self.opts.max_traceback_lines);
+            let max_bytes = self.opts.max_traceback_line_bytes;
+            let finders = &self.finders;
+            let mut each = |t: &str| {
+                let b = t.as_bytes();
+                tb.push(bounded_lossy(b, max_bytes).0);
+                if forbidden.is_none() {
+                    forbidden = finders.forbidden_in(b);
+                }
+            };
+            match exc {
+                ExcInfo::Text(s) => s.lines().for_each(&mut each),
+                ExcInfo::Lines(v) => v.iter().flat_map(|s| s.lines()).for_each(&mut each),
+            }
+            traceback = tb.into_lines();
+        }
+        let kind = match c.kind {
+            EventKind::Other | EventKind::RequestRetry { .. } if forbidden.is_some() => forbidden
+                .clone()
+                .map(forbidden_kind)
+                .unwrap_or(EventKind::Other),
+            k => k,
+        };
+        let level = fields
+            .severity
+            .as_deref()
+            .and_then(Level::parse)
+            .or_else(|| fields.levelname.as_deref().and_then(Level::parse));
+        let timestamp = fields
+            .timestamp
+            .as_deref()
+            .and_then(Timestamp::parse_rfc3339)
+            .or(kubelet);
+        let truncated = truncate_string(&mut message, self.opts.max_message_bytes);
+        Some(Record {
+            timestamp,
+            kubelet_timestamp: kubelet,
+            level,
+            logger: fields.logger,
+            object,
+            message,
+            kind,
+            format: Some(LogFormat::Json),
+            traceback,
+            forbidden,
+            request: c.request,
+            line,
+            truncated,
+        })
+    }
+}
+
+/// kopf logs tracebacks only with `logger.exception()` (ERROR); a traceback
+/// after an INFO/DEBUG record, or after a JSON record (whose tracebacks are in
+/// `exc_info`), is Python's own output and starts a record of its own.
+fn accepts_traceback(rec: &Record) -> bool {
+    rec.format != Some(LogFormat::Json)
+        && !(rec.format == Some(LogFormat::Full)
+            && matches!(rec.level, Some(Level::Debug | Level::Info)))
+}
+
+fn is_traceback_start(l: &[u8]) -> bool {
+    let t = l.trim_ascii();
+    t.len() < 80 && t.ends_with(b"Traceback (most recent call last):")
+}
+
+fn is_chain_header(l: &[u8]) -> bool {
+    l.starts_with(b"The above exception was the direct cause of the following exception:")
+        || l.starts_with(b"During handling of the above exception, another exception occurred:")
+}
+
+/// Detects the format of one line (after the kubelet timestamp and ANSI codes,
+/// which this function also skips): `full` by its header, `json` by a JSON
+/// object with a `message` key, else `plain` only when the line has an object
+/// prefix or a known kopf message. Exists for callers that only sniff formats
+/// (e.g. to report which `--log-format` a pod uses).
+pub fn detect_format(line: &[u8]) -> Option<LogFormat> {
+    let mut p = Parser::default();
+    p.push_line(line);
+    p.finish().and_then(|r| r.format)
+}
+
+/// Strips the kubelet's `timestamps=true` prefix (`2026-11-30T02:41:55.039412345Z `).
+fn strip_kubelet(l: &[u8]) -> (Option<Timestamp>, &[u8]) {
+    if l.len() >= 20
+        && l[4] == b'-'
+        && l[10] == b'T'
+        && let Some((ts, n)) = parse_rfc3339_prefix(l)
+    {
+        if l.get(n) == Some(&b' ') {
+            return (Some(ts), &l[n + 1..]);
+        }
+        if n == l.len() {
+            return (Some(ts), &[]);
+        }
+    }
+    (None, l)
+}
+
+fn is_full_header(l: &[u8]) -> bool {
+    l.len() >= 26
+        && l[0] == b'['
+        && l[5] == b'-'
+        && l[8] == b'-'
+        && l[11] == b' '
+        && l[14] == b':'
+        && l[20] == b','
+        && l[24] == b']'
+        && l[25] == b' '
+}
+
+/// `[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] message`
+/// (`%(name)-20.20s [%(levelname)-8.8s]`).
+/// The parts of a `full` format line.
+struct FullHeader<'a> {
+    ts: Timestamp,
+    logger: &'a [u8],
+    level: Option<Level>,
+    msg: &'a [u8],
+}
+
+fn parse_full(l: &[u8]) -> Option<FullHeader<'_>> {
+    if !is_full_header(l) {
+        return None;
+    }
+    let ts = Timestamp::parse_asctime(std::str::from_utf8(&l[1..24]).ok()?)?;
+    // Fast path: an ASCII logger name of exactly 20 (padded/cut) characters.
+    let at = if l.len() >= 57 && l[46] == b' ' && l[47] == b'[' && l[56] == b']' {
+        46
+    } else {
+        // Non-ASCII logger names are 20 characters but more bytes: search.
+        let limit = l.len().min(26 + 20 * 4 + 1);
+        (26..limit).find(|&i| {
+            l.get(i) == Some(&b' ') && l.get(i + 1) == Some(&b'[') && l.get(i + 10) == Some(&b']')
+        })?
+    };
+    let logger = &l[26..at];
+    let level_raw = &l[at + 2..at + 10];
+    let level = std::str::from_utf8(level_raw).ok().and_then(Level::parse);
+    let rest = &l[at + 11..];
+    let msg = rest.strip_prefix(b" ").unwrap_or(rest);
+    Some(FullHeader {
+        ts,
+        logger,
+        level,
+        msg,
+    })
+}
+
+/// `[namespace/name] ` or `[name] ` (kopf's `ObjectPrefixingMixin`).
+fn parse_prefix(m: &[u8]) -> Option<(ObjectRef, &[u8])> {
+    if m.first() != Some(&b'[') {
+        return None;
+    }
+    let limit = m.len().min(1 + 63 + 1 + 253 + 2);
+    let close = memchr::memchr(b']', &m[..limit])?;
+    if m.get(close + 1) != Some(&b' ') {
+        return None;
+    }
+    let inner = &m[1..close];
+    let (ns, name) = match memchr::memchr(b'/', inner) {
+        Some(s) => (Some(&inner[..s]), &inner[s + 1..]),
+        None => (None, inner),
+    };
+    let name_ok = |b: &[u8]| {
+        !b.is_empty()
+            && b.len() <= 253
+            && b.iter().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b':' | b'@' | b'+')
+            })
+    };
+    if !name_ok(name) {
+        return None;
+    }
+    if let Some(ns) = ns
+        && (ns.is_empty()
+            || ns.len() > 63
+            || !ns
+                .iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-'))
+    {
+        return None;
+    }
+    // Only ASCII passed the checks above: these conversions cannot fail.
+    let obj = ObjectRef {
+        namespace: ns.map(|n| String::from_utf8_lossy(n).into_owned()),
+        name: String::from_utf8_lossy(name).into_owned(),
+        kind: None,
+        uid: None,
+    };
+    Some((obj, &m[close + 2..]))
+}
+
+/// Frequent kopf messages that have no [`EventKind`] but still mark a `plain`
+/// line as kopf's (for [`Stats::kopf_lines`]).
+fn known_plain(m: &[u8]) -> bool {
+    const PREFIXES: &[&[u8]] = &[
+        b"Starting Kopf ",
+        b"Initial authentication has been initiated.",
+        b"Re-authentication has been initiated.",
+        b"Adding the finalizer",
+        b"Removing the finalizer",
+        b"Patching with: ",
+        b"Merge-patching the ",
+        b"JSON-patching the ",
+        b"Something has changed, but we are not interested",
+        b"Deleted, really deleted, and we are notified.",
+        b"Deletion, but we are done with it",
+        b"Handling cycle is finished",
+        b"Sleeping for ",
+        b"Sleeping was ",
+        b"Stop-flag is ",
+        b"Signal ",
+        b"Throttling is over.",
+        b"Starting the watch-stream for ",
+        b"Stopping the watch-stream for ",
+        b"Restarting the watch-stream for ",
+        b"Pausing the watch-stream for ",
+        b"Resuming the watch-stream for ",
+        b"Keep-alive in ",
+        b"Serving health status at ",
+        b"Client is configured ",
+        b"Async client is configured ",
+        b"Request attempt #",
+        b"Non-watchable resources will not be served",
+        b"Non-patchable resources will not be served",
+        b"Ambiguous resources will not be served",
+        b"Event processing has failed with an unrecoverable error",
+    ];
+    if handler_prefix(m).is_some() {
+        return true;
+    }
+    PREFIXES.iter().any(|p| m.starts_with(p))
+        || memchr::memmem::find(m, b" is superseded by ").is_some()
+        || memchr::memmem::find(m, b" has been initiated.").is_some()
+}
+
+/// Lossy UTF-8 of at most `max` bytes, cut on a char boundary; true when cut.
+pub(crate) fn bounded_lossy(b: &[u8], max: usize) -> (String, bool) {
+    if b.len() <= max {
+        return (String::from_utf8_lossy(b).into_owned(), false);
+    }
+    let mut end = max;
+    // Back off over UTF-8 continuation bytes (at most 3 for valid text).
+    let mut steps = 0;
+    while end > 0 && steps < 3 && (b[end] & 0xC0) == 0x80 {
+        end -= 1;
+        steps += 1;
+    }
+    (String::from_utf8_lossy(&b[..end]).into_owned(), true)
+}
+
+fn truncate_string(s: &mut String, max: usize) -> bool {
+    if s.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    true
+}
+
+// ---------------------------------------------------------------------------
+// JSON: one pass over the line, allocating only for the keys kopf writes.
+
+enum ExcInfo {
+    Text(String),
+    Lines(Vec<String>),
+}
+
+#[derive(Default)]
+struct JsonFields {
+    message: Option<String>,
+    timestamp: Option<String>,
+    severity: Option<String>,
+    levelname: Option<String>,
+    logger: Option<String>,
+    object: Option<ObjectRef>,
+    exc_info: Option<ExcInfo>,
+}
+
+enum Key {
+    Message,
+    Timestamp,
+    Severity,
+    Levelname,
+    Logger,
+    Object,
+    ExcInfo,
+    Other,
+}
+
+struct KeySeed<'a> {
+    refkey: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Key;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeySeed<'_> {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+        Ok(match v {
+            "message" => Key::Message,
+            "timestamp" | "asctime" | "time" => Key::Timestamp,
+            "severity" => Key::Severity,
+            "levelname" | "level" => Key::Levelname,
+            "name" | "logger" => Key::Logger,
+            "exc_info" => Key::ExcInfo,
+            "object" => Key::Object,
+            k if k == self.refkey => Key::Object,
+            _ => Key::Other,
+        })
+    }
+}
+
+struct LineSeed<'a> {
+    refkey: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
+    type Value = JsonFields;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<JsonFields, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LineSeed<'_> {
+    type Value = JsonFields;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonFields, A::Error> {
+        let mut out = JsonFields::default();
+        while let Some(key) = map.next_key_seed(KeySeed {
+            refkey: self.refkey,
+        })? {
+            match key {
+                Key::Message => out.message = map.next_value_seed(Lenient)?,
+                Key::Timestamp => out.timestamp = map.next_value_seed(Lenient)?,
+                Key::Severity => out.severity = map.next_value_seed(Lenient)?,
+                Key::Levelname => out.levelname = map.next_value_seed(Lenient)?,
+                Key::Logger => out.logger = map.next_value_seed(Lenient)?,
+                Key::Object => out.object = map.next_value_seed(ObjectSeed)?,
+                Key::ExcInfo => out.exc_info = map.next_value_seed(ExcSeed)?,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Any JSON value: strings and scalars as text, containers skipped.
+struct Lenient;
+
+impl<'de> DeserializeSeed<'de> for Lenient {
+    type Value = Option<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Lenient {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// kopf's `object` (`apiVersion, kind, name, uid, namespace`); anything else is skipped.
+struct ObjectSeed;
+
+impl<'de> DeserializeSeed<'de> for ObjectSeed {
+    type Value = Option<ObjectRef>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+struct ObjKey(u8);
+
+impl<'de> de::Deserialize<'de> for ObjKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ObjKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ObjKey, E> {
+                Ok(ObjKey(match v {
+                    "name" => 1,
+                    "namespace" => 2,
+                    "kind" => 3,
+                    "uid" => 4,
+                    _ => 0,
+                }))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Visitor<'de> for ObjectSeed {
+    type Value = Option<ObjectRef>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object reference")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut name, mut namespace, mut kind, mut uid) = (None, None, None, None);
+        while let Some(ObjKey(k)) = map.next_key()? {
+            match k {
+                1 => name = map.next_value_seed(Lenient)?,
+                2 => namespace = map.next_value_seed(Lenient)?,
+                3 => kind = map.next_value_seed(Lenient)?,
+                4 => uid = map.next_value_seed(Lenient)?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let cap = |s: Option<String>| {
+            s.map(|mut s| {
+                truncate_string(&mut s, 512);
+                s
+            })
+        };
+        Ok(cap(name).map(|name| ObjectRef {
+            namespace: cap(namespace).filter(|n| !n.is_empty()),
+            name,
+            kind: cap(kind),
+            uid: cap(uid),
+        }))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Lenient.visit_seq(seq).map(|_| None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// `exc_info`: a string, or a list of strings (`exc_info_as_array`).
+struct ExcSeed;
+
+impl<'de> DeserializeSeed<'de> for ExcSeed {
+    type Value = Option<ExcInfo>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ExcSeed {
+    type Value = Option<ExcInfo>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a traceback")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(ExcInfo::Text(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(ExcInfo::Text(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut v = Vec::new();
+        while let Some(s) = seq.next_element_seed(Lenient)? {
+            if let Some(s) = s
+                && v.len() < 10_000
+            {
+                v.push(s);
+            }
+        }
+        Ok(Some(ExcInfo::Lines(v)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Lenient.visit_map(map).map(|_| None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+/// An iterator of records over a [`BufRead`], reading lines of at most
+/// [`ParserOptions::max_line_bytes`] (the rest of a longer line is skipped).
+///
+/// Exists for the common case of a log file or a blocking log stream.
+pub struct Records<R> {
+    reader: R,
+    parser: Parser,
+    buf: Vec<u8>,
+    done: bool,
+    queued: Option<Record>,
+}
+
+/// Parses everything `reader` yields. Items are `Err` only for I/O errors
+/// of the reader (after which the iterator ends).
+pub fn records<R: BufRead>(reader: R, options: ParserOptions) -> Records<R> {
+    Records {
+        reader,
+        parser: Parser::new(options),
+        buf: Vec::new(),
+        done: false,
+        queued: None,
+    }
+}
+
+impl<R> Records<R> {
+    /// The counters so far.
+    pub fn stats(&self) -> Stats {
+        self.parser.stats()
+    }
+}
+
+impl<R: BufRead> Records<R> {
+    /// Reads one line into `buf`, bounded; returns false at the end of input.
+    fn read_line(&mut self) -> io::Result<bool> {
+        self.buf.clear();
+        let max = self.parser.opts.max_line_bytes;
+        let mut any = false;
+        loop {
+            let avail = match self.reader.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                return Ok(any);
+            }
+            any = true;
+            let (part, used, eol) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (&avail[..i], i + 1, true),
+                None => (avail, avail.len(), false),
+            };
+            let room = max.saturating_sub(self.buf.len());
+            self.buf.extend_from_slice(&part[..part.len().min(room)]);
+            self.parser.stats.bytes += used as u64;
+            self.reader.consume(used);
+            if eol {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for Records<R> {
+    type Item = io::Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(r) = self.queued.take() {
+            return Some(Ok(r));
+        }
+        if self.done {
+            return None;
+        }
+        loop {
+            match self.read_line() {
+                Ok(true) => {
+                    let line = std::mem::take(&mut self.buf);
+                    let out = self.parser.line(&line);
+                    self.buf = line;
+                    if let Some(r) = out {
+                        return Some(Ok(r));
+                    }
+                }
+                Ok(false) => {
+                    self.done = true;
+                    let first = self.parser.finish();
+                    self.queued = self.parser.finish();
+                    return first.map(Ok);
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! A small, dependency-free UTC timestamp: enough to order and window log
+//! records without pulling a date-time crate into the parser.
+
+use std::fmt;
+
+/// A point in time, UTC, as seconds since the Unix epoch plus nanoseconds.
+///
+/// Exists so that records carry a comparable time without a date-time
+/// dependency; convert to `jiff`/`chrono` at the edges if needed
+/// (`jiff::Timestamp::new(ts.secs, ts.nanos as i32)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    /// Whole seconds since 1970-01-01T00:00:00Z (negative before it).
+    pub secs: i64,
+    /// Nanoseconds within the second, `0..1_000_000_000`.
+    pub nanos: u32,
+}
+
+impl Timestamp {
+    /// Parses an RFC 3339 timestamp (`2026-11-30T02:41:55.039412345Z`,
+    /// `2026-11-30T02:41:55.039412+00:00`, no fraction, or a space instead of
+    /// `T`), as written by the kubelet and by kopf's JSON format.
+    /// Returns `None` for anything else; never panics.
+    pub fn parse_rfc3339(s: &str) -> Option<Timestamp> {
+        let (ts, used) = parse_rfc3339_prefix(s.as_bytes())?;
+        if used == s.len() { Some(ts) } else { None }
+    }
+
+    /// Parses kopf's `full` format time `2026-11-30 02:41:55,039`
+    /// (Python's default `asctime`). The zone is not written in the log:
+    /// it is taken as UTC, which is what containers run with by default.
+    pub fn parse_asctime(s: &str) -> Option<Timestamp> {
+        let b = s.as_bytes();
+        if b.len() != 23 || b[19] != b',' {
+            return None;
+        }
+        let (_, secs) = parse_date_time(&b[..19], b' ')?;
+        let millis = digits(&b[20..23])?;
+        Some(Timestamp {
+            secs,
+            nanos: millis * 1_000_000,
+        })
+    }
+
+    /// Milliseconds since the epoch (saturating), for quick arithmetic.
+    pub fn as_millis(&self) -> i64 {
+        self.secs
+            .saturating_mul(1000)
+            .saturating_add(i64::from(self.nanos / 1_000_000))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    /// RFC 3339 in UTC with nanoseconds when non-zero: `2026-11-30T02:41:55.039412345Z`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let days = self.secs.div_euclid(86_400);
+        let sod = self.secs.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+            y,
+            m,
+            d,
+            sod / 3600,
+            (sod / 60) % 60,
+            sod % 60
+        )?;
+        if self.nanos != 0 {
+            // Like Go's RFC3339Nano: trailing zeros dropped.
+            let mut n = self.nanos;
+            let mut width = 9;
+            while n.is_multiple_of(10) {
+                n /= 10;
+                width -= 1;
+            }
+            write!(f, ".{:0width$}", n, width = width)?;
+        }
+        f.write_str("Z")
+    }
+}
+
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Parses an RFC 3339 timestamp at the start of `b`; returns it and the number
+/// of bytes it used. Used to strip the kubelet's `timestamps=true` prefix.
+pub(crate) fn parse_rfc3339_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
+    if b.len() < 20 {
+        return None;
+    }
+    let sep = b[10];
+    if sep != b'T' && sep != b't' && sep != b' ' {
+        return None;
+    }
+    let (_, mut secs) = parse_date_time(&b[..19], sep)?;
+    let mut i = 19;
+    let mut nanos: u32 = 0;
+    if b.get(i) == Some(&b'.') || b.get(i) == Some(&b',') {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            if i - start < 9 {
+                nanos = nanos * 10 + u32::from(b[i] - b'0');
+            }
+            i += 1;
+        }
+        let n = i - start;
+        if n == 0 {
+            return None;
+        }
+        for _ in n..9 {
+            nanos *= 10;
+        }
+    }
+    match b.get(i) {
+        Some(b'Z') | Some(b'z') => i += 1,
+        Some(&c) if c == b'+' || c == b'-' => {
+            let off = b.get(i + 1..i + 6)?;
+            if off[2] != b':' {
+                return None;
+            }
+            let hh = i64::from(digits(&off[0..2])?);
+            let mm = i64::from(digits(&off[3..5])?);
+            if hh > 23 || mm > 59 {
+                return None;
+            }
+            let offset = hh * 3600 + mm * 60;
+            secs = if c == b'+' {
+                secs - offset
+            } else {
+                secs + offset
+            };
+            i += 6;
+        }
+        _ => return None,
+    }
+    Some((Timestamp { secs, nanos }, i))
+}
+
+/// `YYYY-MM-DD?HH:MM:SS` (19 bytes) to (days, seconds since epoch).
+fn parse_date_time(b: &[u8], sep: u8) -> Option<(i64, i64)> {
+    if b.len() != 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != sep
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let y = i64::from(digits(&b[0..4])?);
+    let m = digits(&b[5..7])?;
+    let d = digits(&b[8..10])?;
+    let hh = i64::from(digits(&b[11..13])?);
+    let mi = i64::from(digits(&b[14..16])?);
+    let ss = i64::from(digits(&b[17..19])?);
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) || hh > 23 || mi > 59 || ss > 60
+    {
+        return None;
+    }
+    let days = days_from_civil(y, m, d);
+    Some((days, days * 86_400 + hh * 3600 + mi * 60 + ss.min(59)))
+}
+
+fn digits(b: &[u8]) -> Option<u32> {
+    let mut v: u32 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u32::from(c - b'0');
+    }
+    Some(v)
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 for a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubelet_and_json_forms() {
+        let a = Timestamp::parse_rfc3339("2026-11-30T02:41:55.039412345Z").expect("valid");
+        assert_eq!(a.nanos, 39_412_345);
+        assert_eq!(a.to_string(), "2026-11-30T02:41:55.039412345Z");
+        let b = Timestamp::parse_rfc3339("2026-11-30T02:41:55.039412+00:00").expect("valid");
+        assert_eq!(b.secs, a.secs);
+        assert_eq!(b.nanos, 39_412_000);
+        let c = Timestamp::parse_rfc3339("2026-11-30T04:41:55+02:00").expect("valid");
+        assert_eq!(c.secs, a.secs);
+        assert_eq!(
+            Timestamp::parse_rfc3339("1970-01-01T00:00:00Z").map(|t| t.secs),
+            Some(0)
+        );
+        let d = Timestamp::parse_asctime("2026-11-30 02:41:55,039").expect("valid");
+        assert_eq!(d.secs, a.secs);
+        assert_eq!(d.nanos, 39_000_000);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for s in [
+            "",
+            "2026-13-30T02:41:55Z",
+            "2026-02-30T02:41:55Z",
+            "2026-11-30T24:41:55Z",
+            "2026-11-30T02:41:55",
+            "2026-11-30T02:41:55.Z",
+            "2026-11-30T02:41:55+0000",
+            "２０２６-11-30T02:41:55Z",
+        ] {
+            assert!(Timestamp::parse_rfc3339(s).is_none(), "{s}");
+        }
+    }
+
+    #[test]
+    fn civil_roundtrip() {
+        for days in [-800_000i64, -1, 0, 1, 59, 365, 20_000, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+}
