@@ -1,0 +1,321 @@
+//! The `KopfAudit` custom resource: what platform teams apply through GitOps, and the
+//! status that dashboards, `kubectl wait` and alerting read.
+//!
+//! Validation lives in the schema (OpenAPI and CEL) so that a bad object is refused by
+//! the API server at apply time; what only the controller can judge becomes a condition.
+
+use crate::checks::{CheckId, Severity};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use kube::core::Rule;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The API group of every kopf-audit resource.
+pub const GROUP: &str = "kopfaudit.dev";
+
+/// Desired audit: which kopf operator to audit, how often and how strictly.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "kopfaudit.dev",
+    version = "v1alpha1",
+    kind = "KopfAudit",
+    namespaced,
+    status = "KopfAuditStatus",
+    shortname = "ka",
+    category = "all",
+    printcolumn = r#"{"name":"Compliant","type":"string","jsonPath":".status.conditions[?(@.type==\"Compliant\")].status"}"#,
+    printcolumn = r#"{"name":"Errors","type":"integer","jsonPath":".status.summary.errors"}"#,
+    printcolumn = r#"{"name":"Warnings","type":"integer","jsonPath":".status.summary.warnings"}"#,
+    printcolumn = r#"{"name":"Last Audit","type":"date","jsonPath":".status.lastAuditTime"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct KopfAuditSpec {
+    /// The Deployment(s) running the kopf operator to audit.
+    pub target: AuditTarget,
+
+    /// The resources the operator handles. When absent they are inferred from the
+    /// operator's RBAC and from kopf's marks on objects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub handled_resources: Vec<HandledResource>,
+
+    /// How often to re-audit, as a Go duration (`30s`, `5m`, `1h`); at least 30s.
+    #[serde(default = "default_interval")]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[x_kube(validation = Rule::new("duration(self) >= duration('30s')").message("interval must be at least 30s"))]
+    pub interval: String,
+
+    /// Checks to disable and severities to override.
+    #[serde(default, skip_serializing_if = "ChecksConfig::is_empty")]
+    pub checks: ChecksConfig,
+
+    /// Thresholds the workload and events checks compare against.
+    #[serde(default, skip_serializing_if = "Thresholds::is_empty")]
+    pub thresholds: Thresholds,
+
+    /// How much of the operator's log to read per audit.
+    #[serde(default, skip_serializing_if = "LogsConfig::is_empty")]
+    pub logs: LogsConfig,
+
+    /// Stop auditing (the last results stay, and a condition says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspend: bool,
+}
+
+/// The default re-audit period.
+pub const DEFAULT_INTERVAL: &str = "5m";
+
+fn default_interval() -> String {
+    DEFAULT_INTERVAL.to_string()
+}
+
+/// Which workload runs the kopf operator.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.deployment) != has(self.selector)").message("set exactly one of target.deployment or target.selector"))]
+pub struct AuditTarget {
+    /// The name of one Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub deployment: Option<String>,
+
+    /// A label selector matching one or more Deployments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+
+    /// The namespace of the target; defaults to the KopfAudit's own. Another namespace
+    /// is refused unless the auditor is started with cross-namespace targets allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: Option<String>,
+
+    /// The container running kopf; by default the first container that runs kopf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub container: Option<String>,
+}
+
+/// A resource the audited operator handles.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HandledResource {
+    /// API group (empty for the core group).
+    #[serde(default)]
+    #[schemars(length(max = 253))]
+    pub group: String,
+    /// API version, e.g. `v1`.
+    #[schemars(length(min = 1, max = 63))]
+    pub version: String,
+    /// Plural resource name, e.g. `tenants`.
+    #[schemars(length(min = 1, max = 63))]
+    pub plural: String,
+}
+
+/// Check selection and severity overrides.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChecksConfig {
+    /// Check IDs not to run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub disable: Vec<CheckId>,
+
+    /// Severity per check ID, replacing the default.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[x_kube(validation = known_check_ids_rule())]
+    #[schemars(extend("maxProperties" = 64))]
+    pub severity: BTreeMap<String, Severity>,
+}
+
+impl ChecksConfig {
+    fn is_empty(&self) -> bool {
+        self.disable.is_empty() && self.severity.is_empty()
+    }
+}
+
+/// The CEL rule that refuses severity overrides for checks that do not exist.
+fn known_check_ids_rule() -> Rule {
+    let ids: Vec<String> = CheckId::ALL
+        .iter()
+        .map(|c| format!("'{}'", c.as_str()))
+        .collect();
+    Rule::new(format!("self.all(k, k in [{}])", ids.join(", ")))
+        .message("checks.severity names an unknown check ID (see the check list in the README)")
+}
+
+/// A positive Kubernetes quantity, such as `256Mi`.
+fn positive_quantity_rule() -> Rule {
+    Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))")
+        .message("must be a positive quantity such as 256Mi")
+}
+
+/// Thresholds that override the catalogue's defaults.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Thresholds {
+    /// Minimum memory request (default 256Mi).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = positive_quantity_rule())]
+    pub memory_request: Option<String>,
+
+    /// Minimum memory limit (default 512Mi).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = positive_quantity_rule())]
+    pub memory_limit: Option<String>,
+
+    /// How many identical events in the window count as spam (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2, max = 1000))]
+    pub event_repeats: Option<u32>,
+}
+
+impl Thresholds {
+    fn is_empty(&self) -> bool {
+        *self == Thresholds::default()
+    }
+}
+
+/// Bounds on the log read per audit.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LogsConfig {
+    /// How far back to read (default 10m), as a Go duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[x_kube(validation = Rule::new("duration(self) >= duration('1m') && duration(self) <= duration('24h')").message("logs.window must be between 1m and 24h"))]
+    pub window: Option<String>,
+
+    /// At most this many bytes per container and audit (default 4Mi, at most 64Mi).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0')) && quantity(self).compareTo(quantity('64Mi')) <= 0").message("logs.limitBytes must be a positive quantity of at most 64Mi"))]
+    pub limit_bytes: Option<String>,
+}
+
+impl LogsConfig {
+    fn is_empty(&self) -> bool {
+        *self == LogsConfig::default()
+    }
+}
+
+/// What the last audit found, for dashboards, `kubectl wait` and alerting.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KopfAuditStatus {
+    /// The generation the status describes (kstatus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// When the status last changed as the result of an audit. Audits that change
+    /// nothing do not rewrite the status; the metrics carry every audit's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_audit_time: Option<Time>,
+
+    /// Ready, Reconciling, Stalled, Compliant and one condition per area.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+
+    /// Finding counts by severity, skipped checks counted apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+
+    /// What the auditor learned about each target workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetStatus>,
+
+    /// The findings, most severe first, capped far below etcd's object size limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+
+    /// Checks skipped by exemption annotations, with their reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedCheck>,
+}
+
+/// Finding counts by severity.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Findings of severity error.
+    pub errors: u32,
+    /// Findings of severity warning.
+    pub warnings: u32,
+    /// Findings of severity info.
+    pub infos: u32,
+    /// Findings left out of `findings` by the cap.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The auditor's reading of one target Deployment.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetStatus {
+    /// The Deployment's name.
+    pub name: String,
+    /// Whether a container runs kopf.
+    pub kopf: bool,
+    /// The container that runs kopf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// `namespaced` (with `namespaces`) or `cluster-wide`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The namespaces (or glob patterns) served in namespaced mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// `standalone`, `auto` or the peering name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peering: Option<String>,
+    /// kopf's `--log-format`: `full`, `plain` or `json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<String>,
+    /// The ServiceAccount the pods run as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+}
+
+/// One thing wrong, and how to fix it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    /// The stable check ID.
+    pub check: CheckId,
+    /// The effective severity (after overrides).
+    pub severity: Severity,
+    /// The target Deployment the finding is about.
+    pub target: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+    /// Short, redacted evidence: a log line, a rule, an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// When the finding was first seen (kept while it persists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
+}
+
+/// A check not run because of an exemption annotation.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedCheck {
+    /// The exempted check.
+    pub check: CheckId,
+    /// The target whose annotation exempts it.
+    pub target: String,
+    /// The reason given in the annotation, or why the exemption was refused.
+    pub reason: String,
+    /// False when the exemption was refused (no reason given, or exemptions disabled):
+    /// the check then ran as usual.
+    pub honoured: bool,
+}

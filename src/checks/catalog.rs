@@ -1,0 +1,247 @@
+//! The check catalogue: every check ID, its area and default severity, defined once.
+//!
+//! The IDs are public API (status, metrics labels, exemption annotations, CLI output):
+//! add checks freely, rename none.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How bad a finding is; ordered so that `Error > Warning > Info`.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing, no action required.
+    Info,
+    /// A convention is violated and will bite.
+    Warning,
+    /// The operator is broken or will break.
+    Error,
+}
+
+impl Severity {
+    /// The lowercase word used in status, metrics and the CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The five condition areas a check belongs to; each has its own condition type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Area {
+    /// The target Deployment and its pods.
+    Workload,
+    /// What the operator's ServiceAccount may do.
+    Rbac,
+    /// How the operator surfaces state as Events.
+    Events,
+    /// What kopf leaves on handled objects and their CRDs.
+    Persistence,
+    /// What the operator's logs say about its own health.
+    Runtime,
+}
+
+impl Area {
+    /// Every area, in the order conditions are listed.
+    pub const ALL: [Area; 5] = [
+        Area::Workload,
+        Area::Rbac,
+        Area::Events,
+        Area::Persistence,
+        Area::Runtime,
+    ];
+
+    /// The prefix of this area's check IDs (`workload.`, `rbac.`, ...).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Area::Workload => "workload",
+            Area::Rbac => "rbac",
+            Area::Events => "events",
+            Area::Persistence => "persistence",
+            Area::Runtime => "runtime",
+        }
+    }
+}
+
+macro_rules! define_checks {
+    ($( $variant:ident = $id:literal, $area:ident, $severity:ident, $summary:literal; )*) => {
+        /// A stable check identifier, serialized as its dotted ID (`rbac.events`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+        pub enum CheckId {
+            $(
+                #[doc = $summary]
+                #[serde(rename = $id)]
+                $variant,
+            )*
+        }
+
+        impl CheckId {
+            /// Every check, in catalogue order.
+            pub const ALL: &'static [CheckId] = &[$(CheckId::$variant),*];
+
+            /// The dotted ID, as it appears in status, metrics and annotations.
+            pub fn as_str(self) -> &'static str {
+                match self { $(CheckId::$variant => $id,)* }
+            }
+
+            /// The condition area the check reports into.
+            pub fn area(self) -> Area {
+                match self { $(CheckId::$variant => Area::$area,)* }
+            }
+
+            /// The severity used unless a finding says otherwise or the KopfAudit overrides it.
+            pub fn default_severity(self) -> Severity {
+                match self { $(CheckId::$variant => Severity::$severity,)* }
+            }
+
+            /// One line on what the check looks for, for documentation and the CLI.
+            pub fn summary(self) -> &'static str {
+                match self { $(CheckId::$variant => $summary,)* }
+            }
+        }
+    };
+}
+
+define_checks! {
+    WorkloadNotKopf = "workload.not-kopf", Workload, Info, "No container of the target runs kopf (`kopf run`, `python -m kopf`).";
+    WorkloadMemoryRequest = "workload.memory-request", Workload, Warning, "Memory request missing or below 256Mi, kopf's resting baseline.";
+    WorkloadMemoryLimit = "workload.memory-limit", Workload, Warning, "Memory limit missing or below 512Mi (error below 256Mi): OOMKilled under normal watch load.";
+    WorkloadCpuLimit = "workload.cpu-limit", Workload, Warning, "A CPU limit is set; CPU is compressible, set only a request.";
+    WorkloadCpuRequest = "workload.cpu-request", Workload, Info, "No CPU request.";
+    WorkloadOomKilled = "workload.oom-killed", Workload, Error, "A container's current or last state is OOMKilled: raise the memory limit first.";
+    WorkloadCrashLoop = "workload.crash-loop", Workload, Error, "CrashLoopBackOff or restarts; quotes the first lines of the previous container's log.";
+    WorkloadStandaloneReplicas = "workload.standalone-replicas", Workload, Error, "`--standalone` (peering off) with more than one replica: two operators handle every object.";
+    WorkloadLiveness = "workload.liveness", Workload, Warning, "No liveness probe, or it does not hit kopf's `--liveness` endpoint.";
+    WorkloadDefaultServiceAccount = "workload.default-service-account", Workload, Warning, "The pod runs as the namespace's `default` ServiceAccount.";
+    WorkloadNoScopeFlag = "workload.no-scope-flag", Workload, Warning, "Neither `-A`/`--all-namespaces` nor `-n`/`--namespace` is given: kopf falls back to cluster-wide with a FutureWarning.";
+    RbacCrdScan = "rbac.crd-scan", Rbac, Error, "No list or watch (get: warning) on customresourcedefinitions at cluster scope.";
+    RbacEvents = "rbac.events", Rbac, Error, "No create on core events in a namespace where the operator must post.";
+    RbacEventsPatch = "rbac.events-patch", Rbac, Info, "Events create is granted but patch is not (advice: kopf 1.45 only creates).";
+    RbacNamespaces = "rbac.namespaces", Rbac, Error, "Namespaced mode (`-n`) without list and watch on namespaces.";
+    RbacPeering = "rbac.peering", Rbac, Error, "Peering is on and get, list, watch or patch is missing on kopf's peering resources.";
+    RbacHandledResources = "rbac.handled-resources", Rbac, Error, "A handled resource lacks get, list, watch or patch (or status patch).";
+    RbacOverPrivileged = "rbac.over-privileged", Rbac, Warning, "Wildcard verbs or resources, a cluster-admin binding, or cluster-wide read of secrets.";
+    EventsSilentFailures = "events.silent-failures", Events, Warning, "Handler failures in the logs, yet the object has no Warning or Error event.";
+    EventsLoggingFlood = "events.logging-flood", Events, Warning, "Events with reason Logging and type Normal or Debug on handled objects.";
+    EventsSteadyStateSpam = "events.steady-state-spam", Events, Warning, "The same object, reason and message posted 3 or more times in the window.";
+    EventsPostFailures = "events.post-failures", Events, Error, "The logs contain `Failed to post an event`.";
+    EventsDuplicates = "events.duplicates", Events, Info, "The same failure surfaces as an explicit event and as a Logging event.";
+    EventsTruncated = "events.truncated", Events, Info, "Event messages cut at kopf's 1024-character limit.";
+    PersistenceProgressAnnotations = "persistence.progress-annotations", Persistence, Warning, "Handled objects carry kopf.zalando.org/<handler-id> progress annotations.";
+    PersistenceDiffbaseAnnotation = "persistence.diffbase-annotation", Persistence, Warning, "Handled objects carry kopf.zalando.org/last-handled-configuration.";
+    PersistenceDefaultFinalizer = "persistence.default-finalizer", Persistence, Info, "The finalizer is kopf's default kopf.zalando.org/KopfFinalizerMarker.";
+    PersistenceStatusSchema = "persistence.status-schema", Persistence, Warning, "The handled CRD has no status subresource or its status schema prunes unknown fields.";
+    PersistencePatchInconsistencies = "persistence.patch-inconsistencies", Persistence, Error, "The logs contain `Merge-patching finished with inconsistencies`.";
+    PersistenceStuckFinalizer = "persistence.stuck-finalizer", Persistence, Error, "A handled object has been deleting for over 10 minutes with a kopf finalizer.";
+    PersistenceAnnotationSize = "persistence.annotation-size", Persistence, Warning, "A handled object's annotations approach the 262144-byte limit.";
+    RuntimeHandlerFailures = "runtime.handler-failures", Runtime, Warning, "Handler failures in the window, per handler and object.";
+    RuntimeStartupForbidden = "runtime.startup-forbidden", Runtime, Error, "An `is forbidden` line in the logs names a missing verb and resource.";
+    RuntimePermissionDegraded = "runtime.permission-degraded", Runtime, Error, "`Not enough permissions to watch for resources`: changes go unnoticed.";
+    RuntimePeeringConflict = "runtime.peering-conflict", Runtime, Error, "`Possibly conflicting operators with the same priority`.";
+    RuntimeUnresolvedResources = "runtime.unresolved-resources", Runtime, Error, "`Unresolved resources cannot be served`: a handled CRD is missing.";
+    RuntimeThrottling = "runtime.throttling", Runtime, Error, "`Throttling for N seconds due to an unexpected error`.";
+    RuntimeOrphanedDaemons = "runtime.orphaned-daemons", Runtime, Warning, "Daemons did not exit in time and were left orphaned.";
+    RuntimeUnparsedLogs = "runtime.unparsed-logs", Runtime, Info, "Most lines in the window match no known kopf log format.";
+}
+
+impl CheckId {
+    /// Looks a check up by its dotted ID, for annotations and CLI flags.
+    pub fn parse(id: &str) -> Option<CheckId> {
+        CheckId::ALL.iter().copied().find(|c| c.as_str() == id)
+    }
+}
+
+impl fmt::Display for CheckId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_prefixed_by_their_area() {
+        let mut seen = std::collections::HashSet::new();
+        for check in CheckId::ALL {
+            assert!(seen.insert(check.as_str()), "duplicate {check}");
+            let prefix = format!("{}.", check.area().prefix());
+            assert!(
+                check.as_str().starts_with(&prefix),
+                "{check} not in {prefix}"
+            );
+            assert_eq!(CheckId::parse(check.as_str()), Some(*check));
+        }
+    }
+
+    #[test]
+    fn serializes_as_the_dotted_id() {
+        let json = serde_json::to_string(&CheckId::RbacEventsPatch).expect("serializes");
+        assert_eq!(json, "\"rbac.events-patch\"");
+        let back: CheckId = serde_json::from_str("\"workload.oom-killed\"").expect("parses");
+        assert_eq!(back, CheckId::WorkloadOomKilled);
+    }
+
+    #[test]
+    fn every_check_of_the_shared_catalogue_is_defined() {
+        // The IDs listed in the catalogue (checks.md), copied here so that a rename fails a test.
+        let catalogue = [
+            "workload.not-kopf",
+            "workload.memory-request",
+            "workload.memory-limit",
+            "workload.cpu-limit",
+            "workload.cpu-request",
+            "workload.oom-killed",
+            "workload.crash-loop",
+            "workload.standalone-replicas",
+            "workload.liveness",
+            "workload.default-service-account",
+            "workload.no-scope-flag",
+            "rbac.crd-scan",
+            "rbac.events",
+            "rbac.events-patch",
+            "rbac.namespaces",
+            "rbac.peering",
+            "rbac.handled-resources",
+            "rbac.over-privileged",
+            "events.silent-failures",
+            "events.logging-flood",
+            "events.steady-state-spam",
+            "events.post-failures",
+            "events.duplicates",
+            "events.truncated",
+            "persistence.progress-annotations",
+            "persistence.diffbase-annotation",
+            "persistence.default-finalizer",
+            "persistence.status-schema",
+            "persistence.patch-inconsistencies",
+            "persistence.stuck-finalizer",
+            "persistence.annotation-size",
+            "runtime.handler-failures",
+            "runtime.startup-forbidden",
+            "runtime.permission-degraded",
+            "runtime.peering-conflict",
+            "runtime.unresolved-resources",
+            "runtime.throttling",
+            "runtime.orphaned-daemons",
+            "runtime.unparsed-logs",
+        ];
+        for id in catalogue {
+            assert!(CheckId::parse(id).is_some(), "{id} missing");
+        }
+        assert_eq!(catalogue.len(), CheckId::ALL.len());
+    }
+}

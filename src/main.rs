@@ -1,0 +1,268 @@
+//! The `kopf-audit` binary: `run` (the operator), `check` (one audit, for CI) and
+//! `crd` (prints the CustomResourceDefinition).
+
+use clap::{Parser, Subcommand, ValueEnum};
+use kopf_audit::api::KopfAudit;
+use kopf_audit::checks::Severity;
+use kopf_audit::cli::{self, CheckTarget};
+use kopf_audit::controller::{self, Settings};
+use kopf_audit::evaluate::Policy;
+use kopf_audit::http;
+use kopf_audit::metrics::Metrics;
+use kube::CustomResourceExt;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+#[derive(Parser)]
+#[command(
+    name = "kopf-audit",
+    version,
+    about = "Audits Python operators written with kopf"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the operator: watch KopfAudits and keep their status current.
+    Run(RunArgs),
+    /// Audit once against the current kubeconfig and print the findings.
+    Check(CheckArgs),
+    /// Print the KopfAudit CustomResourceDefinition as YAML.
+    Crd,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Log format.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "json",
+        env = "KOPF_AUDIT_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
+    /// Log filter (tracing's EnvFilter syntax).
+    #[arg(long, default_value = "info", env = "KOPF_AUDIT_LOG_LEVEL")]
+    log_level: String,
+    /// Allow KopfAudits to target Deployments in other namespaces.
+    #[arg(long, env = "KOPF_AUDIT_ALLOW_CROSS_NAMESPACE")]
+    allow_cross_namespace: bool,
+    /// Ignore `skip.kopfaudit.dev/<check>` exemption annotations (they are reported as refused).
+    #[arg(long, env = "KOPF_AUDIT_REFUSE_EXEMPTIONS")]
+    refuse_exemptions: bool,
+    /// Watch only this namespace (a namespaced install).
+    #[arg(long, env = "KOPF_AUDIT_WATCH_NAMESPACE")]
+    watch_namespace: Option<String>,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080", env = "KOPF_AUDIT_HTTP_ADDR")]
+    http_addr: SocketAddr,
+    /// This instance's name in Events (set it to the pod name).
+    #[arg(long, env = "POD_NAME", default_value = "kopf-audit")]
+    instance: String,
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Namespace of the Deployment or KopfAudit (default: the kubeconfig's).
+    #[arg(short, long)]
+    namespace: Option<String>,
+    /// Audit this Deployment with default settings.
+    #[arg(long, conflicts_with = "audit", required_unless_present = "audit")]
+    deployment: Option<String>,
+    /// Audit with the spec of this existing KopfAudit.
+    #[arg(long)]
+    audit: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "table")]
+    output: Output,
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value = "error")]
+    fail_on: FailOn,
+    /// Ignore exemption annotations.
+    #[arg(long)]
+    refuse_exemptions: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FailOn {
+    Error,
+    Warning,
+    Info,
+    Never,
+}
+
+impl FailOn {
+    fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Never => None,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crd => match serde_yaml::to_string(&KopfAudit::crd()) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("kopf-audit: cannot render the CRD: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Run(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(run(args))),
+        Command::Check(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(check(args))),
+    }
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("kopf-audit: cannot start the runtime: {e}"))
+        .ok()
+}
+
+fn init_tracing(format: LogFormat, filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn run(args: RunArgs) -> ExitCode {
+    init_tracing(args.log_format, &args.log_level);
+    let client = match kube::Client::try_default().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build a Kubernetes client");
+            return ExitCode::from(2);
+        }
+    };
+    let metrics = Arc::new(Metrics::new());
+    let ready = Arc::new(AtomicBool::new(false));
+    let server = tokio::spawn(http::serve(args.http_addr, metrics.clone(), ready.clone()));
+    let settings = Settings {
+        allow_cross_namespace: args.allow_cross_namespace,
+        policy: Policy {
+            refuse_exemptions: args.refuse_exemptions,
+        },
+        watch_namespace: args.watch_namespace,
+        instance: args.instance,
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
+    controller::run(client, settings, metrics, ready, shutdown_signal()).await;
+    server.abort();
+    tracing::info!("kopf-audit stopped");
+    ExitCode::SUCCESS
+}
+
+/// Resolves on SIGTERM or Ctrl-C, whichever comes first.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutdown requested");
+}
+
+async fn check(args: CheckArgs) -> ExitCode {
+    let config = match kube::Config::infer().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kopf-audit: no usable kubeconfig: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let client = match kube::Client::try_from(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kopf-audit: cannot build a client: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let target = match (args.deployment, args.audit) {
+        (_, Some(a)) => CheckTarget::Audit(a),
+        (Some(d), None) => CheckTarget::Deployment(d),
+        (None, None) => return ExitCode::from(2),
+    };
+    let policy = Policy {
+        refuse_exemptions: args.refuse_exemptions,
+    };
+    let status = match cli::check(&client, &namespace, &target, &policy).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match args.output {
+        Output::Table => print!("{}", cli::table(&status)),
+        Output::Json => match serde_json::to_string_pretty(&status) {
+            Ok(json) => println!("{json}"),
+            Err(e) => {
+                eprintln!("kopf-audit: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    }
+    let failed = match (args.fail_on.threshold(), cli::worst(&status)) {
+        (Some(threshold), Some(worst)) => worst >= threshold,
+        _ => false,
+    };
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

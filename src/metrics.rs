@@ -1,0 +1,266 @@
+//! Prometheus metrics with bounded labels: audit (namespace/name), check ID, severity,
+//! condition type. No pod names, no log text.
+
+use crate::api::KopfAuditStatus;
+use crate::checks::{CheckId, Severity};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+/// Labels naming one KopfAudit.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct AuditLabels {
+    /// The KopfAudit's namespace.
+    pub namespace: String,
+    /// The KopfAudit's name.
+    pub name: String,
+}
+
+/// Labels of a finding count.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct FindingLabels {
+    /// The KopfAudit's namespace.
+    pub namespace: String,
+    /// The KopfAudit's name.
+    pub name: String,
+    /// The check ID.
+    pub check: String,
+    /// The effective severity.
+    pub severity: String,
+}
+
+/// Labels of a condition status.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct ConditionLabels {
+    /// The KopfAudit's namespace.
+    pub namespace: String,
+    /// The KopfAudit's name.
+    pub name: String,
+    /// The condition type.
+    pub condition: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+}
+
+/// The finding and condition label sets last exported for one audit.
+type ExportedSets = (BTreeSet<FindingLabels>, BTreeSet<ConditionLabels>);
+
+/// Every metric the operator exports, registered once.
+pub struct Metrics {
+    registry: Registry,
+    audits: Family<AuditLabels, Counter>,
+    failures: Family<AuditLabels, Counter>,
+    status_writes: Family<AuditLabels, Counter>,
+    duration: Histogram,
+    last_audit: Family<AuditLabels, Gauge<f64, AtomicU64>>,
+    findings: Family<FindingLabels, Gauge>,
+    conditions: Family<ConditionLabels, Gauge>,
+    /// Label sets last exported per audit, so that resolved ones are removed.
+    exported: Mutex<BTreeMap<AuditLabels, ExportedSets>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric under the `kopf_audit` prefix.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("kopf_audit");
+        let audits = Family::<AuditLabels, Counter>::default();
+        let failures = Family::<AuditLabels, Counter>::default();
+        let status_writes = Family::<AuditLabels, Counter>::default();
+        let duration = Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]);
+        let last_audit = Family::<AuditLabels, Gauge<f64, AtomicU64>>::default();
+        let findings = Family::<FindingLabels, Gauge>::default();
+        let conditions = Family::<ConditionLabels, Gauge>::default();
+        registry.register("audits", "Audits run", audits.clone());
+        registry.register(
+            "audit_failures",
+            "Audits that failed and were retried",
+            failures.clone(),
+        );
+        registry.register(
+            "status_writes",
+            "Status writes (zero in a steady state)",
+            status_writes.clone(),
+        );
+        registry.register(
+            "audit_duration_seconds",
+            "Time to gather, evaluate and publish one audit",
+            duration.clone(),
+        );
+        registry.register(
+            "last_audit_timestamp_seconds",
+            "When each audit last ran (Unix time)",
+            last_audit.clone(),
+        );
+        registry.register(
+            "findings",
+            "Findings per audit, check and severity",
+            findings.clone(),
+        );
+        registry.register(
+            "condition",
+            "1 for each audit's current condition type and status",
+            conditions.clone(),
+        );
+        Metrics {
+            registry,
+            audits,
+            failures,
+            status_writes,
+            duration,
+            last_audit,
+            findings,
+            conditions,
+            exported: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Counts one status write.
+    pub fn status_write(&self, namespace: &str, name: &str) {
+        self.status_writes
+            .get_or_create(&audit(namespace, name))
+            .inc();
+    }
+
+    /// Records one audit: its duration, outcome, findings and conditions.
+    pub fn audited(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: &KopfAuditStatus,
+        took: Duration,
+        failed: bool,
+    ) {
+        let labels = audit(namespace, name);
+        self.audits.get_or_create(&labels).inc();
+        if failed {
+            self.failures.get_or_create(&labels).inc();
+        }
+        self.duration.observe(took.as_secs_f64());
+        let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
+        self.last_audit.get_or_create(&labels).set(now);
+
+        let mut counts: BTreeMap<(CheckId, Severity), i64> = BTreeMap::new();
+        for f in &status.findings {
+            *counts.entry((f.check, f.severity)).or_default() += 1;
+        }
+        let finding_sets: BTreeSet<FindingLabels> = counts
+            .iter()
+            .map(|((check, severity), n)| {
+                let l = FindingLabels {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    check: check.as_str().into(),
+                    severity: severity.as_str().into(),
+                };
+                self.findings.get_or_create(&l).set(*n);
+                l
+            })
+            .collect();
+        let condition_sets: BTreeSet<ConditionLabels> = status
+            .conditions
+            .iter()
+            .map(|c| {
+                let l = ConditionLabels {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    condition: c.type_.clone(),
+                    status: c.status.clone(),
+                };
+                self.conditions.get_or_create(&l).set(1);
+                l
+            })
+            .collect();
+        if let Ok(mut exported) = self.exported.lock() {
+            if let Some((old_f, old_c)) = exported.get(&labels) {
+                for gone in old_f.difference(&finding_sets) {
+                    self.findings.remove(gone);
+                }
+                for gone in old_c.difference(&condition_sets) {
+                    self.conditions.remove(gone);
+                }
+            }
+            exported.insert(labels, (finding_sets, condition_sets));
+        }
+    }
+
+    /// Forgets an audit that was deleted.
+    pub fn forget(&self, namespace: &str, name: &str) {
+        let labels = audit(namespace, name);
+        if let Ok(mut exported) = self.exported.lock()
+            && let Some((f, c)) = exported.remove(&labels)
+        {
+            f.iter().for_each(|l| {
+                self.findings.remove(l);
+            });
+            c.iter().for_each(|l| {
+                self.conditions.remove(l);
+            });
+        }
+        self.last_audit.remove(&labels);
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+fn audit(namespace: &str, name: &str) -> AuditLabels {
+    AuditLabels {
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Finding;
+
+    fn finding(check: CheckId) -> Finding {
+        Finding {
+            check,
+            severity: check.default_severity(),
+            target: "op".into(),
+            message: "m".into(),
+            evidence: None,
+            since: None,
+        }
+    }
+
+    #[test]
+    fn findings_appear_and_resolved_ones_disappear() {
+        let m = Metrics::new();
+        let mut status = KopfAuditStatus {
+            findings: vec![finding(CheckId::WorkloadCpuLimit)],
+            ..Default::default()
+        };
+        m.audited("ns", "a", &status, Duration::from_millis(5), false);
+        let text = m.encode();
+        assert!(text.contains(r#"kopf_audit_findings{namespace="ns",name="a",check="workload.cpu-limit",severity="warning"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"kopf_audit_audits_total{namespace="ns",name="a"} 1"#),
+            "{text}"
+        );
+        status.findings.clear();
+        m.audited("ns", "a", &status, Duration::from_millis(5), false);
+        assert!(!m.encode().contains("workload.cpu-limit"));
+    }
+}
