@@ -63,7 +63,7 @@ impl Finders {
 /// header): the primary [`EventKind`], plus any RBAC denial and request attempt.
 /// Exists for callers that have messages from elsewhere (e.g. Event messages).
 pub fn classify_message(message: &str) -> Classification {
-    classify(message.as_bytes(), &Finders::new())
+    classify(message.as_bytes(), Some(message), &Finders::new())
 }
 
 /// Parses the first `... is forbidden: User "U" cannot VERB resource "R" ...`
@@ -73,10 +73,12 @@ pub fn parse_forbidden(text: &str) -> Option<Forbidden> {
     Finders::new().forbidden_in(text.as_bytes())
 }
 
-pub(crate) fn classify(m: &[u8], f: &Finders) -> Classification {
+/// `whole` is the valid UTF-8 text `m` was cut from, if known: strings are
+/// then copied out of it without validating them again.
+pub(crate) fn classify(m: &[u8], whole: Option<&str>, f: &Finders) -> Classification {
     let mut request = None;
     let mut kind = match m.first() {
-        Some(b'H' | b'T' | b'D' | b'A' | b'W' | b'I') => handler_message(m),
+        Some(b'H' | b'T' | b'D' | b'A' | b'W' | b'I') => handler_message(m, whole),
         _ => None,
     };
     if kind.is_none() {
@@ -112,7 +114,10 @@ pub(crate) fn forbidden_kind(f: Forbidden) -> EventKind {
 
 /// Parses `Handler 'id'` (or Timer/Daemon/...) at the start of `m`;
 /// returns the handler and the rest after the closing quote.
-pub(crate) fn handler_prefix(m: &[u8]) -> Option<(HandlerRef, &[u8])> {
+pub(crate) fn handler_prefix<'m>(
+    m: &'m [u8],
+    whole: Option<&str>,
+) -> Option<(HandlerRef, &'m [u8])> {
     let (kind, rest) = if let Some(r) = m.strip_prefix(b"Handler ") {
         (HandlerKind::Handler, r)
     } else if let Some(r) = m.strip_prefix(b"Timer ") {
@@ -155,7 +160,7 @@ pub(crate) fn handler_prefix(m: &[u8]) -> Option<(HandlerRef, &[u8])> {
     let id = if memchr::memchr(b'\\', raw).is_some() {
         unescape_py(raw)
     } else {
-        String::from_utf8_lossy(raw).into_owned()
+        own(whole, raw)
     };
     Some((HandlerRef { kind, id }, &body[i + 1..]))
 }
@@ -178,8 +183,8 @@ fn unescape_py(raw: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn handler_message(m: &[u8]) -> Option<EventKind> {
-    let (handler, rest) = handler_prefix(m)?;
+fn handler_message(m: &[u8], whole: Option<&str>) -> Option<EventKind> {
+    let (handler, rest) = handler_prefix(m, whole)?;
     if rest == b" succeeded." {
         return Some(EventKind::HandlerSucceeded { handler });
     }
@@ -319,9 +324,9 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
             };
             let namespace = ns
                 .filter(|n| !n.is_empty() && *n != b"none" && *n != b"None")
-                .map(|n| String::from_utf8_lossy(n).into_owned());
+                .map(lossy);
             Some(EventKind::WatcherFailed {
-                resource: String::from_utf8_lossy(res).into_owned(),
+                resource: lossy(res),
                 namespace,
             })
         }
@@ -342,7 +347,10 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
 
 /// `{Title} is processed: N succeeded; M failed.` (processing.py).
 fn processed(m: &[u8]) -> Option<EventKind> {
-    let at = memmem::find(m, b" is processed: ")?;
+    let at = first_word_end(m)?;
+    if !m[at..].starts_with(b" is processed: ") {
+        return None;
+    }
     let title = &m[..at];
     if title.is_empty() || title.len() > 32 || !title.iter().all(|c| c.is_ascii_alphabetic()) {
         return None;
@@ -359,6 +367,16 @@ fn processed(m: &[u8]) -> Option<EventKind> {
         succeeded,
         failed,
     })
+}
+
+/// The end of a leading capitalised word of up to 32 letters (`Creation`).
+pub(crate) fn first_word_end(m: &[u8]) -> Option<usize> {
+    let n = m
+        .iter()
+        .take(33)
+        .take_while(|c| c.is_ascii_alphabetic())
+        .count();
+    (n > 0 && n <= 32 && m.get(n) == Some(&b' ')).then_some(n)
 }
 
 /// `1/9 failed; will retry: ...`, `9/9 failed; escalating: ...`, `3 failed; TCP closed; ...`
@@ -420,8 +438,25 @@ fn quoted(b: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((&r[..end], &r[end + 1..]))
 }
 
-fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+/// `part` (a sub-slice of `whole`'s bytes) as an owned string, copied from
+/// `whole` without validating it again; falls back to [`lossy`].
+pub(crate) fn own(whole: Option<&str>, part: &[u8]) -> String {
+    whole
+        .and_then(|w| {
+            let start = (part.as_ptr() as usize).checked_sub(w.as_ptr() as usize)?;
+            w.get(start..start.checked_add(part.len())?)
+        })
+        .map(str::to_owned)
+        .unwrap_or_else(|| lossy(part))
+}
+
+/// Bytes to an owned string: a plain copy for valid UTF-8 (the fast,
+/// common case), replacement characters otherwise.
+pub(crate) fn lossy(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
+    }
 }
 
 /// Parses the denial whose ` is forbidden` starts at `at`.

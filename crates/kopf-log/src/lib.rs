@@ -369,6 +369,36 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The variant's name (`"HandlerSucceeded"`, `"Forbidden"`, ...): a stable,
+    /// allocation-free label for metrics and counters.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::HandlerSucceeded { .. } => "HandlerSucceeded",
+            EventKind::HandlerFailedTemporarily { .. } => "HandlerFailedTemporarily",
+            EventKind::HandlerFailedWithException { .. } => "HandlerFailedWithException",
+            EventKind::HandlerFailedPermanently { .. } => "HandlerFailedPermanently",
+            EventKind::HandlerTimedOut { .. } => "HandlerTimedOut",
+            EventKind::HandlerRetriesExceeded { .. } => "HandlerRetriesExceeded",
+            EventKind::HandlerCancelled { .. } => "HandlerCancelled",
+            EventKind::CauseProcessed { .. } => "CauseProcessed",
+            EventKind::EventPostFailed { .. } => "EventPostFailed",
+            EventKind::PatchInconsistencies => "PatchInconsistencies",
+            EventKind::Forbidden { .. } => "Forbidden",
+            EventKind::RequestRetry { .. } => "RequestRetry",
+            EventKind::PermissionDegraded { .. } => "PermissionDegraded",
+            EventKind::UnresolvedResources => "UnresolvedResources",
+            EventKind::PeeringPaused => "PeeringPaused",
+            EventKind::PeeringConflict => "PeeringConflict",
+            EventKind::PeeringResumed => "PeeringResumed",
+            EventKind::WatcherFailed { .. } => "WatcherFailed",
+            EventKind::MultitaskerFailed => "MultitaskerFailed",
+            EventKind::Throttling { .. } => "Throttling",
+            EventKind::OrphanedDaemon { .. } => "OrphanedDaemon",
+            EventKind::ScopeFutureWarning => "ScopeFutureWarning",
+            EventKind::Other => "Other",
+        }
+    }
+
     /// The handler named by handler-outcome kinds.
     pub fn handler(&self) -> Option<&HandlerRef> {
         match self {

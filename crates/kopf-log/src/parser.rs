@@ -1,7 +1,7 @@
 //! The streaming line parser: format detection, headers, object prefixes,
 //! JSON fields, traceback continuation lines, statistics.
 
-use crate::classify::{self, Finders, forbidden_kind, handler_prefix};
+use crate::classify::{self, Finders, first_word_end, forbidden_kind, handler_prefix, own};
 use crate::redact::strip_ansi_into;
 use crate::time::{Timestamp, parse_rfc3339_prefix};
 use crate::{EventKind, Level, LogFormat, ObjectRef, Record};
@@ -352,9 +352,10 @@ impl Parser {
                     p.tb.blanks == 0
                         && (indented
                             || (p.rec.format == Some(LogFormat::Full)
-                                && parse_prefix(l).is_none()
-                                && !known_plain(l)
-                                && classify::classify(l, &self.finders).kind == EventKind::Other))
+                                && parse_prefix(l, None).is_none()
+                                && !known_plain(l, None)
+                                && classify::classify(l, None, &self.finders).kind
+                                    == EventKind::Other))
                 }
             }
         };
@@ -395,8 +396,10 @@ impl Parser {
 
     /// Parses a line that starts a record.
     fn head(&mut self, l: &[u8], kubelet: Option<Timestamp>, line: u64) -> (Record, Trace) {
+        // Validate once; fields are then copied out without validating again.
+        let whole = std::str::from_utf8(l).ok();
         if l.first() == Some(&b'{')
-            && let Some(rec) = self.json(l, kubelet, line)
+            && let Some(rec) = self.json(l, whole, kubelet, line)
         {
             return (rec, Trace::Idle);
         }
@@ -407,23 +410,23 @@ impl Parser {
                 level,
                 msg,
             }) => {
-                let logger = String::from_utf8_lossy(logger.trim_ascii_end()).into_owned();
+                let logger = own(whole, logger.trim_ascii_end());
                 (Some(LogFormat::Full), Some(ts), Some(logger), level, msg)
             }
             None => (None, kubelet, None, None, l),
         };
-        let (object, msg) = match parse_prefix(msg) {
+        let (object, msg) = match parse_prefix(msg, whole) {
             Some((o, rest)) => (Some(o), rest),
             None => (None, msg),
         };
-        let c = classify::classify(msg, &self.finders);
+        let c = classify::classify(msg, whole, &self.finders);
         let mut format = format;
         let mut level = level;
         if c.kind == EventKind::ScopeFutureWarning {
             // Python's own warning on stderr, not a kopf log line.
             level = Some(Level::Warning);
         } else if format.is_none()
-            && (object.is_some() || c.kind != EventKind::Other || known_plain(msg))
+            && (object.is_some() || c.kind != EventKind::Other || known_plain(msg, whole))
         {
             format = Some(LogFormat::Plain);
             level = c.kind.kopf_level();
@@ -433,7 +436,7 @@ impl Parser {
         } else {
             Trace::Idle
         };
-        let (message, truncated) = bounded_lossy(msg, self.opts.max_message_bytes);
+        let (message, truncated) = bounded(msg, whole, self.opts.max_message_bytes);
         let rec = Record {
             timestamp: timestamp.or(kubelet),
             kubelet_timestamp: kubelet,
@@ -452,15 +455,34 @@ impl Parser {
         (rec, trace)
     }
 
-    fn json(&mut self, l: &[u8], kubelet: Option<Timestamp>, line: u64) -> Option<Record> {
+    fn json(
+        &mut self,
+        l: &[u8],
+        whole: Option<&str>,
+        kubelet: Option<Timestamp>,
+        line: u64,
+    ) -> Option<Record> {
         let refkey = self.opts.refkey.as_deref().unwrap_or("object");
-        let mut de = serde_json::Deserializer::from_slice(l);
-        let fields = LineSeed { refkey }.deserialize(&mut de).ok()?;
-        de.end().ok()?;
+        let seed = LineSeed { refkey };
+        let fields = match whole {
+            // Already valid UTF-8: serde_json skips re-validating each string.
+            Some(text) => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let f = seed.deserialize(&mut de).ok()?;
+                de.end().ok()?;
+                f
+            }
+            None => {
+                let mut de = serde_json::Deserializer::from_slice(l);
+                let f = seed.deserialize(&mut de).ok()?;
+                de.end().ok()?;
+                f
+            }
+        };
         let Some(mut message) = fields.message else {
             // JSON, but not kopf's: keep the raw line.
-            let c = classify::classify(l, &self.finders);
-            let (message, truncated) = bounded_lossy(l, self.opts.max_message_bytes);
+            let c = classify::classify(l, whole, &self.finders);
+            let (message, truncated) = bounded(l, whole, self.opts.max_message_bytes);
             return Some(Record {
                 timestamp: kubelet,
                 kubelet_timestamp: kubelet,
@@ -479,12 +501,12 @@ impl Parser {
         };
         // `--log-prefix` also prefixes JSON messages.
         let mut object = fields.object;
-        if let Some((o, rest)) = parse_prefix(message.as_bytes()) {
+        if let Some((o, rest)) = parse_prefix(message.as_bytes(), Some(&message)) {
             let skip = message.len() - rest.len();
             object = object.or(Some(o));
             message.drain(..skip);
         }
-        let c = classify::classify(message.as_bytes(), &self.finders);
+        let c = classify::classify(message.as_bytes(), Some(&message), &self.finders);
         let mut forbidden = c.forbidden;
         let mut traceback = Vec::new();
         if let Some(exc) = fields.exc_info {
@@ -511,16 +533,8 @@ impl Parser {
                 .unwrap_or(EventKind::Other),
             k => k,
         };
-        let level = fields
-            .severity
-            .as_deref()
-            .and_then(Level::parse)
-            .or_else(|| fields.levelname.as_deref().and_then(Level::parse));
-        let timestamp = fields
-            .timestamp
-            .as_deref()
-            .and_then(Timestamp::parse_rfc3339)
-            .or(kubelet);
+        let level = fields.severity.or(fields.levelname);
+        let timestamp = fields.timestamp.or(kubelet);
         let truncated = truncate_string(&mut message, self.opts.max_message_bytes);
         Some(Record {
             timestamp,
@@ -638,7 +652,7 @@ fn parse_full(l: &[u8]) -> Option<FullHeader<'_>> {
 }
 
 /// `[namespace/name] ` or `[name] ` (kopf's `ObjectPrefixingMixin`).
-fn parse_prefix(m: &[u8]) -> Option<(ObjectRef, &[u8])> {
+fn parse_prefix<'m>(m: &'m [u8], whole: Option<&str>) -> Option<(ObjectRef, &'m [u8])> {
     if m.first() != Some(&b'[') {
         return None;
     }
@@ -673,8 +687,8 @@ fn parse_prefix(m: &[u8]) -> Option<(ObjectRef, &[u8])> {
     }
     // Only ASCII passed the checks above: these conversions cannot fail.
     let obj = ObjectRef {
-        namespace: ns.map(|n| String::from_utf8_lossy(n).into_owned()),
-        name: String::from_utf8_lossy(name).into_owned(),
+        namespace: ns.map(|n| own(whole, n)),
+        name: own(whole, name),
         kind: None,
         uid: None,
     };
@@ -683,7 +697,7 @@ fn parse_prefix(m: &[u8]) -> Option<(ObjectRef, &[u8])> {
 
 /// Frequent kopf messages that have no [`EventKind`] but still mark a `plain`
 /// line as kopf's (for [`Stats::kopf_lines`]).
-fn known_plain(m: &[u8]) -> bool {
+fn known_plain(m: &[u8], whole: Option<&str>) -> bool {
     const PREFIXES: &[&[u8]] = &[
         b"Starting Kopf ",
         b"Initial authentication has been initiated.",
@@ -717,27 +731,34 @@ fn known_plain(m: &[u8]) -> bool {
         b"Ambiguous resources will not be served",
         b"Event processing has failed with an unrecoverable error",
     ];
-    if handler_prefix(m).is_some() {
+    if handler_prefix(m, whole).is_some() {
         return true;
     }
     PREFIXES.iter().any(|p| m.starts_with(p))
-        || memchr::memmem::find(m, b" is superseded by ").is_some()
-        || memchr::memmem::find(m, b" has been initiated.").is_some()
+        || first_word_end(m).is_some_and(|n| m[n..].starts_with(b" is superseded by "))
+        || m.ends_with(b" has been initiated.")
 }
 
-/// Lossy UTF-8 of at most `max` bytes, cut on a char boundary; true when cut.
+/// Lossy UTF-8 of at most `max` bytes (after replacement characters), cut on
+/// a char boundary; true when cut.
 pub(crate) fn bounded_lossy(b: &[u8], max: usize) -> (String, bool) {
-    if b.len() <= max {
-        return (String::from_utf8_lossy(b).into_owned(), false);
-    }
-    let mut end = max;
+    bounded(b, None, max)
+}
+
+/// [`bounded_lossy`] of a sub-slice of `whole` (copied without re-validation).
+pub(crate) fn bounded(b: &[u8], whole: Option<&str>, max: usize) -> (String, bool) {
+    let mut cut = b.len() > max;
+    let mut end = b.len().min(max);
     // Back off over UTF-8 continuation bytes (at most 3 for valid text).
     let mut steps = 0;
-    while end > 0 && steps < 3 && (b[end] & 0xC0) == 0x80 {
+    while cut && end > 0 && steps < 3 && (b[end] & 0xC0) == 0x80 {
         end -= 1;
         steps += 1;
     }
-    (String::from_utf8_lossy(&b[..end]).into_owned(), true)
+    let mut s = own(whole, &b[..end]);
+    // Invalid bytes become 3-byte replacement characters: re-apply the bound.
+    cut |= truncate_string(&mut s, max);
+    (s, cut)
 }
 
 fn truncate_string(s: &mut String, max: usize) -> bool {
@@ -763,9 +784,9 @@ enum ExcInfo {
 #[derive(Default)]
 struct JsonFields {
     message: Option<String>,
-    timestamp: Option<String>,
-    severity: Option<String>,
-    levelname: Option<String>,
+    timestamp: Option<Timestamp>,
+    severity: Option<Level>,
+    levelname: Option<Level>,
     logger: Option<String>,
     object: Option<ObjectRef>,
     exc_info: Option<ExcInfo>,
@@ -836,9 +857,9 @@ impl<'de> Visitor<'de> for LineSeed<'_> {
         })? {
             match key {
                 Key::Message => out.message = map.next_value_seed(Lenient)?,
-                Key::Timestamp => out.timestamp = map.next_value_seed(Lenient)?,
-                Key::Severity => out.severity = map.next_value_seed(Lenient)?,
-                Key::Levelname => out.levelname = map.next_value_seed(Lenient)?,
+                Key::Timestamp => out.timestamp = map.next_value_seed(Parsed(parse_ts))?,
+                Key::Severity => out.severity = map.next_value_seed(Parsed(Level::parse))?,
+                Key::Levelname => out.levelname = map.next_value_seed(Parsed(Level::parse))?,
                 Key::Logger => out.logger = map.next_value_seed(Lenient)?,
                 Key::Object => out.object = map.next_value_seed(ObjectSeed)?,
                 Key::ExcInfo => out.exc_info = map.next_value_seed(ExcSeed)?,
@@ -897,6 +918,54 @@ impl<'de> Visitor<'de> for Lenient {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(None)
+    }
+}
+
+fn parse_ts(s: &str) -> Option<Timestamp> {
+    Timestamp::parse_rfc3339(s)
+}
+
+/// A string value parsed in place (no allocation); other values are skipped.
+struct Parsed<T>(fn(&str) -> Option<T>);
+
+impl<'de, T> DeserializeSeed<'de> for Parsed<T> {
+    type Value = Option<T>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, T> Visitor<'de> for Parsed<T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((self.0)(v))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Lenient.visit_seq(seq).map(|_| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Lenient.visit_map(map).map(|_| None)
     }
 }
 

@@ -1,0 +1,48 @@
+//! Feeds arbitrary bytes to the kopf-log parser, line by line and in chunks,
+//! and checks that it never panics and that its bounds and counters hold.
+#![no_main]
+
+use kopf_log::{Parser, ParserOptions, Record};
+use libfuzzer_sys::fuzz_target;
+
+fn check(records: &[Record], options: &ParserOptions) {
+    for r in records {
+        assert!(r.message.len() <= options.max_message_bytes);
+        assert!(r.traceback.len() <= options.max_traceback_lines + 1);
+        assert!(r.traceback.iter().all(|l| l.len() <= options.max_traceback_line_bytes.max(32)));
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    // Small bounds so that the fuzzer reaches them.
+    let options = ParserOptions {
+        refkey: Some("ref".into()),
+        max_message_bytes: 64,
+        max_traceback_lines: 4,
+        max_traceback_line_bytes: 32,
+        max_line_bytes: 256,
+    };
+    let mut by_line = Vec::new();
+    let mut p = Parser::new(options.clone());
+    for line in data.split(|&b| b == b'\n') {
+        let line = &line[..line.len().min(options.max_line_bytes)];
+        by_line.extend(p.push_line(line));
+    }
+    while let Some(r) = p.finish() {
+        by_line.push(r);
+    }
+    assert_eq!(p.stats().records as usize, by_line.len());
+    check(&by_line, &options);
+
+    // Chunks split at an arbitrary point.
+    let cut = data.first().map(|&b| b as usize % (data.len() + 1)).unwrap_or(0);
+    let mut q = Parser::new(options.clone());
+    let mut by_chunk = Vec::new();
+    q.push_chunk(&data[..cut], &mut by_chunk);
+    q.push_chunk(&data[cut..], &mut by_chunk);
+    while let Some(r) = q.finish() {
+        by_chunk.push(r);
+    }
+    check(&by_chunk, &options);
+    assert_eq!(q.stats().bytes as usize, data.len());
+});
