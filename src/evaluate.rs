@@ -97,7 +97,7 @@ fn evaluate_target(
     let pod_spec = target.deployment.spec.template.spec.as_ref();
     let containers = pod_spec.map(|s| s.containers.as_slice()).unwrap_or(&[]);
     let wanted = spec.target.container.as_deref();
-    let mut findings = match kopf_mode::find_kopf(containers, wanted) {
+    let mut findings = match kopf_mode::find_kopf(containers, wanted, target.deployment.metadata.namespace.as_deref()) {
         Some((container, run)) => {
             eval.targets
                 .push(target_status(&name, Some(&run), pod_spec));
@@ -662,4 +662,203 @@ fn clip(text: &str) -> String {
         end -= 1;
     }
     format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::AuditTarget;
+    use jiff::Timestamp;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Container, PodSpec};
+
+    fn at(secs: i64) -> Time {
+        Time(Timestamp::from_second(secs).expect("valid"))
+    }
+
+    fn spec() -> KopfAuditSpec {
+        KopfAuditSpec {
+            target: AuditTarget {
+                deployment: Some("op".into()),
+                ..Default::default()
+            },
+            handled_resources: Vec::new(),
+            interval: "30s".into(),
+            checks: Default::default(),
+            thresholds: Default::default(),
+            logs: Default::default(),
+            suspend: false,
+        }
+    }
+
+    fn evidence(args: &[&str], annotations: &[(&str, &str)]) -> Evidence {
+        let mut d = Deployment::default();
+        d.metadata.name = Some("op".into());
+        d.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        d.spec.template.spec = Some(PodSpec {
+            containers: vec![Container {
+                name: "operator".into(),
+                command: Some(vec!["kopf".into(), "run".into()]),
+                args: Some(args.iter().map(|s| s.to_string()).collect()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        Evidence {
+            now: Timestamp::from_second(0).expect("valid"),
+            targets: vec![TargetEvidence {
+                deployment: d,
+                ..Default::default()
+            }],
+        }
+    }
+
+    fn audit(stored: Option<&KopfAuditStatus>, ev: Evidence, now: i64) -> StatusUpdate {
+        let s = spec();
+        let eval = evaluate(&s, &ev, &Policy::default());
+        next_status(stored, &Outcome::Audited(ev), Some(&eval), Some(1), &at(now))
+    }
+
+    fn cond<'a>(status: &'a KopfAuditStatus, t: ConditionType) -> &'a str {
+        conditions::status_of(&status.conditions, t)
+            .map(|c| c.status.as_str())
+            .unwrap_or("missing")
+    }
+
+    #[test]
+    fn first_audit_writes_every_condition_and_one_headline_event() {
+        let pending = pending_status(Some(1), &at(0));
+        assert_eq!(pending.conditions.len(), ConditionType::ALL.len());
+        let first = audit(Some(&pending), evidence(&["-A"], &[]), 10);
+        assert!(first.changed);
+        assert_eq!(first.status.conditions.len(), ConditionType::ALL.len());
+        assert_eq!(cond(&first.status, ConditionType::WorkloadCompliant), "False");
+        assert_eq!(cond(&first.status, ConditionType::Compliant), "False");
+        assert_eq!(cond(&first.status, ConditionType::Ready), "True");
+        assert_eq!(first.events.len(), 1, "{:?}", first.events);
+        assert_eq!(first.events[0].reason, Reason::NonCompliant);
+    }
+
+    #[test]
+    fn steady_state_writes_nothing_and_emits_nothing() {
+        let first = audit(None, evidence(&["-A"], &[]), 10);
+        let second = audit(Some(&first.status), evidence(&["-A"], &[]), 40);
+        assert!(!second.changed);
+        assert!(second.events.is_empty());
+        assert_eq!(second.status, first.status);
+    }
+
+    #[test]
+    fn a_new_finding_raises_one_event_and_keeps_since_of_others() {
+        let first = audit(None, evidence(&["-A"], &[]), 10);
+        let second = audit(Some(&first.status), evidence(&[], &[]), 40);
+        assert!(second.changed);
+        let reasons: Vec<Reason> = second.events.iter().map(|e| e.reason).collect();
+        assert_eq!(reasons, vec![Reason::FindingRaised], "{:?}", second.events);
+        assert!(second.events[0].note.contains("workload.no-scope-flag"), "{}", second.events[0].note);
+        let since = |s: &KopfAuditStatus, c: CheckId| {
+            s.findings.iter().find(|f| f.check == c).and_then(|f| f.since.clone())
+        };
+        assert_eq!(
+            since(&second.status, CheckId::WorkloadLiveness),
+            since(&first.status, CheckId::WorkloadLiveness)
+        );
+    }
+
+    #[test]
+    fn target_lost_and_restored_emit_one_event_each() {
+        let first = audit(None, evidence(&["-A"], &[]), 10);
+        let lost = next_status(
+            Some(&first.status),
+            &Outcome::Stalled {
+                reason: Reason::TargetNotFound,
+                message: "gone".into(),
+            },
+            None,
+            Some(1),
+            &at(40),
+        );
+        assert_eq!(cond(&lost.status, ConditionType::Stalled), "True");
+        assert_eq!(lost.events.len(), 1);
+        assert_eq!(lost.events[0].reason, Reason::TargetMissing);
+        assert!(lost.status.findings.is_empty());
+        let back = audit(Some(&lost.status), evidence(&["-A"], &[]), 70);
+        assert_eq!(back.events.len(), 1, "{:?}", back.events);
+        assert_eq!(back.events[0].reason, Reason::NonCompliant);
+    }
+
+    #[test]
+    fn exemptions_skip_with_a_reason_and_can_be_refused() {
+        let key = format!("{SKIP_ANNOTATION_PREFIX}workload.liveness");
+        let ev = evidence(&["-A"], &[(key.as_str(), "probed by the mesh")]);
+        let eval = evaluate(&spec(), &ev, &Policy::default());
+        assert!(!eval.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+        assert_eq!(eval.skipped.len(), 1);
+        assert!(eval.skipped[0].honoured);
+        let refused = evaluate(&spec(), &ev, &Policy { refuse_exemptions: true });
+        assert!(refused.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+        assert!(!refused.skipped[0].honoured);
+        let no_reason = evidence(&["-A"], &[(key.as_str(), " ")]);
+        let eval = evaluate(&spec(), &no_reason, &Policy::default());
+        assert!(eval.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+    }
+
+    #[test]
+    fn disabled_checks_and_severity_overrides() {
+        let mut s = spec();
+        s.checks.disable = vec![CheckId::WorkloadLiveness];
+        s.checks
+            .severity
+            .insert("workload.cpu-request".into(), Severity::Error);
+        let eval = evaluate(&s, &evidence(&["-A"], &[]), &Policy::default());
+        assert!(!eval.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+        let cpu = eval
+            .findings
+            .iter()
+            .find(|f| f.check == CheckId::WorkloadCpuRequest)
+            .expect("cpu-request");
+        assert_eq!(cpu.severity, Severity::Error);
+        assert_eq!(eval.findings[0].severity, Severity::Error, "most severe first");
+    }
+
+    #[test]
+    fn not_kopf_leaves_kopf_areas_unknown() {
+        let mut ev = evidence(&[], &[]);
+        if let Some(spec) = ev.targets[0].deployment.spec.template.spec.as_mut() {
+            spec.containers[0].command = Some(vec!["nginx".into()]);
+        }
+        let update = audit(None, ev, 10);
+        assert!(update.status.findings.iter().any(|f| f.check == CheckId::WorkloadNotKopf));
+        let rbac = conditions::status_of(&update.status.conditions, ConditionType::RbacCompliant)
+            .expect("rbac");
+        assert_eq!(rbac.status, "Unknown");
+        assert_eq!(rbac.reason, "NotKopf");
+    }
+
+    #[test]
+    fn findings_are_capped_and_counted() {
+        let many: Vec<Finding> = (0..(MAX_FINDINGS + 5))
+            .map(|i| crate::checks::finding(CheckId::WorkloadCpuLimit, &format!("t{i}"), "m".into(), None))
+            .collect();
+        let (kept, summary) = cap_findings(&many, &[], &at(0));
+        assert_eq!(kept.len(), MAX_FINDINGS);
+        assert_eq!(summary.warnings as usize, MAX_FINDINGS + 5);
+        assert_eq!(summary.omitted, 5);
+    }
+
+    #[test]
+    fn suspend_keeps_results_and_says_so() {
+        let first = audit(None, evidence(&["-A"], &[]), 10);
+        let suspended = next_status(Some(&first.status), &Outcome::Suspended, None, Some(2), &at(40));
+        assert_eq!(suspended.status.findings, first.status.findings);
+        let ready = conditions::status_of(&suspended.status.conditions, ConditionType::Ready).expect("ready");
+        assert_eq!(ready.reason, "Suspended");
+        assert_eq!(suspended.events.len(), 1);
+        assert_eq!(suspended.events[0].reason, Reason::Suspended);
+    }
 }

@@ -165,7 +165,11 @@ async fn previous_logs(
         .as_ref()
         .map(|s| s.containers.as_slice())
         .unwrap_or(&[]);
-    let Some((container, _)) = kopf_mode::find_kopf(containers, spec.target.container.as_deref())
+    let Some((container, _)) = kopf_mode::find_kopf(
+        containers,
+        spec.target.container.as_deref(),
+        Some(namespace),
+    )
     else {
         return BTreeMap::new();
     };

@@ -99,19 +99,30 @@ pub struct KopfRun {
 }
 
 /// Finds the container that runs kopf: the named one if given, else the first that does.
+/// `namespace` is the pod's, for `$(VAR)` references to `metadata.namespace`.
 pub fn find_kopf<'a>(
     containers: &'a [Container],
     wanted: Option<&str>,
+    namespace: Option<&str>,
 ) -> Option<(&'a Container, KopfRun)> {
     containers
         .iter()
         .filter(|c| wanted.is_none_or(|w| c.name == w))
-        .find_map(|c| parse_container(c).map(|run| (c, run)))
+        .find_map(|c| parse_in_namespace(c, namespace).map(|run| (c, run)))
 }
 
 /// Parses one container; `None` when it does not run kopf.
 pub fn parse_container(container: &Container) -> Option<KopfRun> {
-    let words = command_words(container);
+    parse_in_namespace(container, None)
+}
+
+/// Parses one container of a pod in `namespace`, expanding `$(VAR)` references as the
+/// kubelet does.
+pub fn parse_in_namespace(container: &Container, namespace: Option<&str>) -> Option<KopfRun> {
+    let words: Vec<String> = command_words(container)
+        .iter()
+        .map(|w| expand_vars(w, container, namespace))
+        .collect();
     let run_at = kopf_run_position(&words)?;
     let mut run = KopfRun {
         container: container.name.clone(),
@@ -132,6 +143,45 @@ fn has_kopf_env(container: &Container) -> bool {
         .iter()
         .flatten()
         .any(|e| e.name.starts_with("KOPF_RUN_"))
+}
+
+/// The value of an env var as the kubelet would set it: a literal, or the pod's namespace
+/// for a `metadata.namespace` field reference.
+fn env_value(container: &Container, name: &str, namespace: Option<&str>) -> Option<String> {
+    let var = container.env.iter().flatten().find(|e| e.name == name)?;
+    if let Some(v) = &var.value {
+        return Some(v.clone());
+    }
+    let field = var.value_from.as_ref()?.field_ref.as_ref()?;
+    (field.field_path == "metadata.namespace")
+        .then(|| namespace.map(str::to_string))
+        .flatten()
+}
+
+/// Expands `$(VAR)` in a command word; unknown references stay as written.
+fn expand_vars(word: &str, container: &Container, namespace: Option<&str>) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut rest = word;
+    while let Some(start) = rest.find("$(") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find(')') {
+            Some(end) => {
+                let name = &after[..end];
+                match env_value(container, name, namespace) {
+                    Some(v) => out.push_str(&v),
+                    None => out.push_str(&rest[start..start + 2 + end + 1]),
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The command line as words; `sh -c "..."` scripts are split on whitespace.
@@ -393,8 +443,27 @@ mod tests {
         sidecar.name = "proxy".into();
         let op = container(&["kopf", "run", "-A"], &[]);
         let list = [sidecar, op];
-        assert_eq!(find_kopf(&list, None).expect("found").0.name, "operator");
-        assert!(find_kopf(&list, Some("proxy")).is_none());
+        assert_eq!(find_kopf(&list, None, None).expect("found").0.name, "operator");
+        assert!(find_kopf(&list, Some("proxy"), None).is_none());
+    }
+
+    #[test]
+    fn expands_namespace_references() {
+        use k8s_openapi::api::core::v1::{EnvVarSource, ObjectFieldSelector};
+        let mut c = container(&["kopf", "run", "--namespace=$(POD_NAMESPACE)", "$(UNSET)"], &[]);
+        c.env = Some(vec![EnvVar {
+            name: "POD_NAMESPACE".into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.namespace".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]);
+        let run = parse_in_namespace(&c, Some("team-a")).expect("kopf");
+        assert_eq!(run.scope, Scope::Namespaced(vec!["team-a".into()]));
     }
 
     #[test]

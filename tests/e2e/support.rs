@@ -1,0 +1,340 @@
+//! Test support for the end-to-end tests: the running local cluster (hack/cluster.sh),
+//! a unique namespace per test, kopf fixtures run by hack/fixture.py, and the auditor
+//! itself as a local process. Everything prints what it is doing to stderr.
+//!
+//! No cluster means a FAILED test with the reason, never a skipped one.
+
+#![allow(dead_code)]
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Prints a progress line for a test run.
+pub fn say(what: impl AsRef<str>) {
+    let now = jiff::Zoned::now().strftime("%H:%M:%S");
+    eprintln!("[e2e {now}] {}", what.as_ref());
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The work directory hack/cluster.sh uses.
+pub fn workdir() -> PathBuf {
+    std::env::var_os("KOPF_AUDIT_WORKDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".e2e"))
+}
+
+/// The admin kubeconfig of the running cluster, or a panic saying how to start one.
+pub fn kubeconfig_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("KOPF_AUDIT_KUBECONFIG") {
+        return PathBuf::from(p);
+    }
+    let status = Command::new("bash")
+        .arg(repo().join("hack/cluster.sh"))
+        .arg("status")
+        .output();
+    match status {
+        Ok(out) if out.status.success() => workdir().join("kubeconfig"),
+        Ok(out) => panic!(
+            "the local cluster is not running ({}): start it with `hack/cluster.sh up`, or run everything with `hack/test.sh`",
+            String::from_utf8_lossy(&out.stdout).trim()
+        ),
+        Err(e) => panic!("cannot run hack/cluster.sh status: {e}"),
+    }
+}
+
+/// An admin client for the local cluster.
+pub async fn admin_client() -> Client {
+    client_for(&kubeconfig_path()).await
+}
+
+/// A client from a kubeconfig file.
+pub async fn client_for(path: &Path) -> Client {
+    let kubeconfig = Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("cannot read kubeconfig {}: {e}", path.display()));
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("bad kubeconfig {}: {e}", path.display()));
+    Client::try_from(config).unwrap_or_else(|e| panic!("cannot build a client: {e}"))
+}
+
+/// The kubectl built with the cluster.
+pub fn kubectl() -> PathBuf {
+    workdir().join("bin/kubectl")
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A namespace that exists for one test and is deleted when dropped.
+pub struct TestNamespace {
+    /// Its name.
+    pub name: String,
+}
+
+impl TestNamespace {
+    /// Creates `e2e-<prefix>-<unique>`.
+    pub async fn create(client: &Client, prefix: &str) -> TestNamespace {
+        let unique = format!(
+            "{}{}",
+            std::process::id() % 10000,
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        let name = format!("e2e-{prefix}-{unique}");
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}
+        }))
+        .expect("namespace object");
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+        say(format!("namespace {name} created"));
+        TestNamespace { name }
+    }
+
+    /// Deletes it now (also done on drop, without waiting).
+    pub async fn delete(&self, client: &Client) {
+        let _ = Api::<Namespace>::all(client.clone())
+            .delete(&self.name, &DeleteParams::background())
+            .await;
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let _ = Command::new(kubectl())
+            .arg("--kubeconfig")
+            .arg(kubeconfig_path())
+            .args(["delete", "namespace", &self.name, "--wait=false", "--ignore-not-found"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Sends SIGTERM to a child and waits up to `grace` before killing it.
+fn terminate(child: &mut Child, grace: Duration) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A kopf operator fixture running under hack/fixture.py; stopped when dropped.
+pub struct Fixture {
+    child: Child,
+    /// The fixture's name (its folder under tests/fixtures/kopf).
+    pub name: String,
+    /// The first pod's name.
+    pub pod: String,
+    /// The first run's CRI log file.
+    pub log: PathBuf,
+}
+
+impl Fixture {
+    /// Deploys a fixture into `namespace` and waits for `FIXTURE READY`.
+    pub fn start(name: &str, namespace: &str, log_format: Option<&str>) -> Fixture {
+        say(format!("starting kopf fixture {name} in {namespace}"));
+        let mut cmd = Command::new("python3");
+        cmd.arg(repo().join("hack/fixture.py"))
+            .args(["run", "--kubeconfig"])
+            .arg(kubeconfig_path())
+            .args(["--fixture", name, "--namespace", namespace])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(f) = log_format {
+            cmd.args(["--log-format", f]);
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start hack/fixture.py: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let (pod, log) = loop {
+            match lines.next() {
+                Some(Ok(line)) if line.starts_with("FIXTURE READY") => {
+                    let field = |key: &str| {
+                        line.split_whitespace()
+                            .find_map(|w| w.strip_prefix(key))
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    break (field("pod="), PathBuf::from(field("log=")));
+                }
+                Some(Ok(line)) if line.starts_with("FIXTURE FAILED") => {
+                    terminate(&mut child, Duration::from_secs(5));
+                    panic!("fixture {name} failed to start: {line}");
+                }
+                Some(Ok(_)) => continue,
+                _ => {
+                    terminate(&mut child, Duration::from_secs(5));
+                    panic!("fixture {name} exited before it was ready");
+                }
+            }
+        };
+        // Keep draining stdout so the supervisor never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        say(format!("fixture {name} ready: pod {pod}"));
+        Fixture {
+            child,
+            name: name.to_string(),
+            pod,
+            log,
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        say(format!("stopping fixture {}", self.name));
+        terminate(&mut self.child, Duration::from_secs(15));
+    }
+}
+
+/// A free TCP port on the loopback interface.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+/// The auditor (`kopf-audit run`) as a local process; stopped when dropped.
+pub struct Auditor {
+    child: Child,
+    /// Where its /metrics, /healthz and /readyz are served.
+    pub http: String,
+    /// Its log file.
+    pub log: PathBuf,
+}
+
+impl Auditor {
+    /// Starts the auditor watching one namespace, with the given kubeconfig and flags.
+    pub fn start(kubeconfig: &Path, namespace: &str, extra: &[&str]) -> Auditor {
+        let port = free_port();
+        let http = format!("127.0.0.1:{port}");
+        let log = workdir().join(format!("auditor-{namespace}-{port}.log"));
+        let file = std::fs::File::create(&log).expect("auditor log file");
+        say(format!("starting kopf-audit for {namespace} (log {})", log.display()));
+        let child = Command::new(env!("CARGO_BIN_EXE_kopf-audit"))
+            .args(["run", "--log-format", "text", "--log-level", "info,kopf_audit=debug"])
+            .args(["--watch-namespace", namespace, "--http-addr", &http])
+            .args(["--instance", &format!("e2e-{port}")])
+            .args(extra)
+            .env("KUBECONFIG", kubeconfig)
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start kopf-audit: {e}"));
+        Auditor { child, http, log }
+    }
+
+    /// The auditor's log so far.
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops it with SIGTERM and says whether it exited in time.
+    pub fn stop(&mut self) -> bool {
+        terminate(&mut self.child, Duration::from_secs(10));
+        true
+    }
+}
+
+impl Drop for Auditor {
+    fn drop(&mut self) {
+        terminate(&mut self.child, Duration::from_secs(10));
+    }
+}
+
+/// Polls `probe` every second until it returns `Some`, or panics after `timeout` with
+/// `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    say(format!("waiting for {what} (up to {}s)", timeout.as_secs()));
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {}s waiting for {what}", timeout.as_secs());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Runs kubectl against the cluster as admin and returns (success, stdout, stderr).
+pub fn kubectl_run(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run kubectl: {e}"));
+    if let Some(input) = stdin
+        && let Some(mut pipe) = child.stdin.take()
+    {
+        let _ = pipe.write_all(input.as_bytes());
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("kubectl output");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Check IDs a fixture declares it must and must not trigger (tests/fixtures/kopf/NAME/expect.yaml).
+pub struct Expectations {
+    /// IDs that must be reported.
+    pub must: Vec<String>,
+    /// IDs that must not be reported.
+    pub must_not: Vec<String>,
+}
+
+/// Reads a fixture's expectations.
+pub fn expectations(fixture: &str) -> Expectations {
+    let path = repo().join(format!("tests/fixtures/kopf/{fixture}/expect.yaml"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let value: serde_yaml::Value =
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("bad {}: {e}", path.display()));
+    let list = |key: &str| -> Vec<String> {
+        value
+            .get(key)
+            .and_then(|v| v.as_sequence())
+            .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    Expectations {
+        must: list("must"),
+        must_not: list("must_not"),
+    }
+}
