@@ -32,8 +32,20 @@ enum Command {
     Run(RunArgs),
     /// Audit once against the current kubeconfig and print the findings.
     Check(CheckArgs),
+    /// Print the stored results of existing KopfAudits, as a person would read them.
+    Report(ReportArgs),
     /// Print the KopfAudit CustomResourceDefinition as YAML.
     Crd,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Namespace of the KopfAudits (default: the kubeconfig's).
+    #[arg(short, long, conflicts_with = "all_namespaces")]
+    namespace: Option<String>,
+    /// Report the KopfAudits of every namespace.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
 }
 
 #[derive(clap::Args)]
@@ -134,6 +146,9 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(run(args))),
         Command::Check(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(check(args))),
+        Command::Report(args) => {
+            runtime().map_or(ExitCode::from(2), |rt| rt.block_on(report(args)))
+        }
     }
 }
 
@@ -212,25 +227,61 @@ async fn shutdown_signal() {
     tracing::info!("shutdown requested");
 }
 
+/// A client from the current kubeconfig and its default namespace, or a message.
+async fn client_and_namespace() -> Result<(kube::Client, String), String> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| format!("no usable kubeconfig: {e}"))?;
+    let namespace = config.default_namespace.clone();
+    let client =
+        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+    Ok((client, namespace))
+}
+
+async fn report(args: ReportArgs) -> ExitCode {
+    let (client, default_ns) = match client_and_namespace().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let api: kube::Api<KopfAudit> = if args.all_namespaces {
+        kube::Api::all(client)
+    } else {
+        kube::Api::namespaced(client, &args.namespace.unwrap_or(default_ns))
+    };
+    let audits = match api.list(&Default::default()).await {
+        Ok(list) => list.items,
+        Err(e) => {
+            eprintln!("kopf-audit: listing KopfAudits: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for audit in audits {
+        let name = format!(
+            "{}/{}",
+            audit.metadata.namespace.as_deref().unwrap_or(""),
+            audit.metadata.name.as_deref().unwrap_or("")
+        );
+        println!("=== KopfAudit {name}");
+        match &audit.status {
+            Some(status) => println!("{}", cli::table(status)),
+            None => println!("(not audited yet)\n"),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 async fn check(args: CheckArgs) -> ExitCode {
-    let config = match kube::Config::infer().await {
+    let (client, default_ns) = match client_and_namespace().await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("kopf-audit: no usable kubeconfig: {e}");
+            eprintln!("kopf-audit: {e}");
             return ExitCode::from(2);
         }
     };
-    let namespace = args
-        .namespace
-        .clone()
-        .unwrap_or_else(|| config.default_namespace.clone());
-    let client = match kube::Client::try_from(config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("kopf-audit: cannot build a client: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let namespace = args.namespace.clone().unwrap_or(default_ns);
     let target = match (args.deployment, args.audit) {
         (_, Some(a)) => CheckTarget::Audit(a),
         (Some(d), None) => CheckTarget::Deployment(d),

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The README's test command: everything CI runs, with all its set-up, on a fresh machine.
+#   lint -> local cluster (control plane built once, cached outside the clone) ->
+#   kopf venv (cached) -> every test: unit, CRD, end-to-end
+# The cluster is stopped at the end unless it was running before we started
+# (or KOPF_AUDIT_KEEP_CLUSTER=1 is set).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+step() { echo; echo "=== [test $(date +%H:%M:%S)] $*"; }
+
+step "tool versions"
+cargo --version
+go version
+python3 --version
+
+step "format and lint: cargo fmt --check, cargo clippy -D warnings"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "local cluster: hack/cluster.sh up (the first run builds the control plane: 25-45 min)"
+was_running=no
+bash hack/cluster.sh status >/dev/null 2>&1 && was_running=yes
+stop_cluster() {
+  if [ "$was_running" = no ] && [ "${KOPF_AUDIT_KEEP_CLUSTER:-0}" != 1 ]; then
+    step "stopping the local cluster"
+    bash hack/cluster.sh down || true
+  fi
+}
+trap stop_cluster EXIT
+kubeconfig=$(bash hack/cluster.sh up | tail -n 1)
+export KOPF_AUDIT_KUBECONFIG="$kubeconfig"
+echo "kubeconfig: $KOPF_AUDIT_KUBECONFIG"
+
+step "kopf venv: hack/kopf-venv.sh"
+bash hack/kopf-venv.sh | tail -n 1
+
+step "all tests: cargo test --workspace (end-to-end tests print their progress)"
+cargo test --workspace --no-fail-fast -- --test-threads="${KOPF_AUDIT_TEST_THREADS:-4}"
