@@ -9,7 +9,11 @@ fn check(records: &[Record], options: &ParserOptions) {
     for r in records {
         assert!(r.message.len() <= options.max_message_bytes);
         assert!(r.traceback.len() <= options.max_traceback_lines + 1);
-        assert!(r.traceback.iter().all(|l| l.len() <= options.max_traceback_line_bytes.max(32)));
+        assert!(
+            r.traceback
+                .iter()
+                .all(|l| l.len() <= options.max_traceback_line_bytes.max(32))
+        );
     }
 }
 
@@ -35,7 +39,10 @@ fuzz_target!(|data: &[u8]| {
     check(&by_line, &options);
 
     // Chunks split at an arbitrary point.
-    let cut = data.first().map(|&b| b as usize % (data.len() + 1)).unwrap_or(0);
+    let cut = data
+        .first()
+        .map(|&b| b as usize % (data.len() + 1))
+        .unwrap_or(0);
     let mut q = Parser::new(options.clone());
     let mut by_chunk = Vec::new();
     q.push_chunk(&data[..cut], &mut by_chunk);

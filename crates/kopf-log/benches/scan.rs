@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p kopf-log --bench scan` (see BENCHMARKS.md).
 //! Environment: `KOPF_BENCH_MB` (default 100), `KOPF_BENCH_RUNS` (default 5),
-//! `KOPF_BENCH_FILE` (default `$CARGO_TARGET_TMPDIR/kopf-bench-<MB>mb.log`).
+//! `KOPF_BENCH_FILE` (default `$CARGO_TARGET_TMPDIR/kopf-bench-<MB>mb-v2.log`).
 
 use criterion::{Criterion, Throughput};
 use kopf_log::{EventKind, LogFormat, Parser, ParserOptions, records};
@@ -221,7 +221,7 @@ impl Gen {
 fn generate(path: &Path, target_bytes: u64) -> std::io::Result<()> {
     let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
     let mut g = Gen {
-        rng: Rng(0x5EED_0F_C0FFEE),
+        rng: Rng(0x5EED_0FC0_FFEE),
         t: 0,
     };
     let mut written = 0u64;
@@ -318,7 +318,7 @@ fn main() {
     let path: PathBuf = std::env::var_os("KOPF_BENCH_FILE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("kopf-bench-{mb}mb.log"))
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("kopf-bench-{mb}mb-v2.log"))
         });
     let target = mb * 1_000_000;
     if std::fs::metadata(&path)
