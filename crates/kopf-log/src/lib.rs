@@ -29,12 +29,14 @@
 //! assert_eq!(records[1].object.as_ref().map(|o| o.name.as_str()), Some("name"));
 //! ```
 
+#![warn(missing_docs)]
+
 mod classify;
 mod parser;
 mod redact;
 mod time;
 
-pub use classify::{classify_message, parse_forbidden};
+pub use classify::{Classification, classify_message, parse_forbidden};
 pub use parser::{Parser, ParserOptions, Records, Stats, detect_format, records};
 pub use redact::{excerpt, redact, strip_ansi};
 pub use time::Timestamp;

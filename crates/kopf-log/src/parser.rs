@@ -236,9 +236,10 @@ impl Parser {
         self.carry.extend_from_slice(&part[..part.len().min(room)]);
     }
 
-    /// Ends the input: parses any unterminated line given to
-    /// [`Parser::push_chunk`] and returns the last pending record. The parser can
-    /// be reused afterwards (line numbers and stats continue).
+    /// Ends the input: returns the last pending record. Call it until it
+    /// returns `None` (at most twice: an unterminated line left by
+    /// [`Parser::push_chunk`] makes one more record). The parser can be reused
+    /// afterwards (line numbers and stats continue).
     pub fn finish(&mut self) -> Option<Record> {
         let mut first = None;
         if !self.carry.is_empty() || self.carry_dropped {
