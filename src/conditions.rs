@@ -74,7 +74,9 @@ impl ConditionType {
         match self {
             ConditionType::Ready => "the audit ran for the current generation",
             ConditionType::Reconciling => "an audit of the current generation is in progress",
-            ConditionType::Stalled => "the audit cannot run (target missing, refused, suspended)",
+            ConditionType::Stalled => {
+                "the audit cannot run (target missing, cross-namespace refused, API errors)"
+            }
             ConditionType::Compliant => "all five area conditions are True",
             ConditionType::WorkloadCompliant => {
                 "no workload finding (Deployment, pods) at warning or above"

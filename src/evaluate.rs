@@ -97,7 +97,11 @@ fn evaluate_target(
     let pod_spec = target.deployment.spec.template.spec.as_ref();
     let containers = pod_spec.map(|s| s.containers.as_slice()).unwrap_or(&[]);
     let wanted = spec.target.container.as_deref();
-    let mut findings = match kopf_mode::find_kopf(containers, wanted, target.deployment.metadata.namespace.as_deref()) {
+    let mut findings = match kopf_mode::find_kopf(
+        containers,
+        wanted,
+        target.deployment.metadata.namespace.as_deref(),
+    ) {
         Some((container, run)) => {
             eval.targets
                 .push(target_status(&name, Some(&run), pod_spec));
@@ -721,7 +725,13 @@ mod tests {
     fn audit(stored: Option<&KopfAuditStatus>, ev: Evidence, now: i64) -> StatusUpdate {
         let s = spec();
         let eval = evaluate(&s, &ev, &Policy::default());
-        next_status(stored, &Outcome::Audited(ev), Some(&eval), Some(1), &at(now))
+        next_status(
+            stored,
+            &Outcome::Audited(ev),
+            Some(&eval),
+            Some(1),
+            &at(now),
+        )
     }
 
     fn cond<'a>(status: &'a KopfAuditStatus, t: ConditionType) -> &'a str {
@@ -737,7 +747,10 @@ mod tests {
         let first = audit(Some(&pending), evidence(&["-A"], &[]), 10);
         assert!(first.changed);
         assert_eq!(first.status.conditions.len(), ConditionType::ALL.len());
-        assert_eq!(cond(&first.status, ConditionType::WorkloadCompliant), "False");
+        assert_eq!(
+            cond(&first.status, ConditionType::WorkloadCompliant),
+            "False"
+        );
         assert_eq!(cond(&first.status, ConditionType::Compliant), "False");
         assert_eq!(cond(&first.status, ConditionType::Ready), "True");
         assert_eq!(first.events.len(), 1, "{:?}", first.events);
@@ -760,9 +773,16 @@ mod tests {
         assert!(second.changed);
         let reasons: Vec<Reason> = second.events.iter().map(|e| e.reason).collect();
         assert_eq!(reasons, vec![Reason::FindingRaised], "{:?}", second.events);
-        assert!(second.events[0].note.contains("workload.no-scope-flag"), "{}", second.events[0].note);
+        assert!(
+            second.events[0].note.contains("workload.no-scope-flag"),
+            "{}",
+            second.events[0].note
+        );
         let since = |s: &KopfAuditStatus, c: CheckId| {
-            s.findings.iter().find(|f| f.check == c).and_then(|f| f.since.clone())
+            s.findings
+                .iter()
+                .find(|f| f.check == c)
+                .and_then(|f| f.since.clone())
         };
         assert_eq!(
             since(&second.status, CheckId::WorkloadLiveness),
@@ -797,15 +817,35 @@ mod tests {
         let key = format!("{SKIP_ANNOTATION_PREFIX}workload.liveness");
         let ev = evidence(&["-A"], &[(key.as_str(), "probed by the mesh")]);
         let eval = evaluate(&spec(), &ev, &Policy::default());
-        assert!(!eval.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+        assert!(
+            !eval
+                .findings
+                .iter()
+                .any(|f| f.check == CheckId::WorkloadLiveness)
+        );
         assert_eq!(eval.skipped.len(), 1);
         assert!(eval.skipped[0].honoured);
-        let refused = evaluate(&spec(), &ev, &Policy { refuse_exemptions: true });
-        assert!(refused.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+        let refused = evaluate(
+            &spec(),
+            &ev,
+            &Policy {
+                refuse_exemptions: true,
+            },
+        );
+        assert!(
+            refused
+                .findings
+                .iter()
+                .any(|f| f.check == CheckId::WorkloadLiveness)
+        );
         assert!(!refused.skipped[0].honoured);
         let no_reason = evidence(&["-A"], &[(key.as_str(), " ")]);
         let eval = evaluate(&spec(), &no_reason, &Policy::default());
-        assert!(eval.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+        assert!(
+            eval.findings
+                .iter()
+                .any(|f| f.check == CheckId::WorkloadLiveness)
+        );
     }
 
     #[test]
@@ -816,14 +856,23 @@ mod tests {
             .severity
             .insert("workload.cpu-request".into(), Severity::Error);
         let eval = evaluate(&s, &evidence(&["-A"], &[]), &Policy::default());
-        assert!(!eval.findings.iter().any(|f| f.check == CheckId::WorkloadLiveness));
+        assert!(
+            !eval
+                .findings
+                .iter()
+                .any(|f| f.check == CheckId::WorkloadLiveness)
+        );
         let cpu = eval
             .findings
             .iter()
             .find(|f| f.check == CheckId::WorkloadCpuRequest)
             .expect("cpu-request");
         assert_eq!(cpu.severity, Severity::Error);
-        assert_eq!(eval.findings[0].severity, Severity::Error, "most severe first");
+        assert_eq!(
+            eval.findings[0].severity,
+            Severity::Error,
+            "most severe first"
+        );
     }
 
     #[test]
@@ -833,7 +882,13 @@ mod tests {
             spec.containers[0].command = Some(vec!["nginx".into()]);
         }
         let update = audit(None, ev, 10);
-        assert!(update.status.findings.iter().any(|f| f.check == CheckId::WorkloadNotKopf));
+        assert!(
+            update
+                .status
+                .findings
+                .iter()
+                .any(|f| f.check == CheckId::WorkloadNotKopf)
+        );
         let rbac = conditions::status_of(&update.status.conditions, ConditionType::RbacCompliant)
             .expect("rbac");
         assert_eq!(rbac.status, "Unknown");
@@ -843,7 +898,14 @@ mod tests {
     #[test]
     fn findings_are_capped_and_counted() {
         let many: Vec<Finding> = (0..(MAX_FINDINGS + 5))
-            .map(|i| crate::checks::finding(CheckId::WorkloadCpuLimit, &format!("t{i}"), "m".into(), None))
+            .map(|i| {
+                crate::checks::finding(
+                    CheckId::WorkloadCpuLimit,
+                    &format!("t{i}"),
+                    "m".into(),
+                    None,
+                )
+            })
             .collect();
         let (kept, summary) = cap_findings(&many, &[], &at(0));
         assert_eq!(kept.len(), MAX_FINDINGS);
@@ -854,9 +916,16 @@ mod tests {
     #[test]
     fn suspend_keeps_results_and_says_so() {
         let first = audit(None, evidence(&["-A"], &[]), 10);
-        let suspended = next_status(Some(&first.status), &Outcome::Suspended, None, Some(2), &at(40));
+        let suspended = next_status(
+            Some(&first.status),
+            &Outcome::Suspended,
+            None,
+            Some(2),
+            &at(40),
+        );
         assert_eq!(suspended.status.findings, first.status.findings);
-        let ready = conditions::status_of(&suspended.status.conditions, ConditionType::Ready).expect("ready");
+        let ready = conditions::status_of(&suspended.status.conditions, ConditionType::Ready)
+            .expect("ready");
         assert_eq!(ready.reason, "Suspended");
         assert_eq!(suspended.events.len(), 1);
         assert_eq!(suspended.events[0].reason, Reason::Suspended);

@@ -169,8 +169,7 @@ async fn previous_logs(
         containers,
         spec.target.container.as_deref(),
         Some(namespace),
-    )
-    else {
+    ) else {
         return BTreeMap::new();
     };
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);

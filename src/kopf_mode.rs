@@ -443,14 +443,20 @@ mod tests {
         sidecar.name = "proxy".into();
         let op = container(&["kopf", "run", "-A"], &[]);
         let list = [sidecar, op];
-        assert_eq!(find_kopf(&list, None, None).expect("found").0.name, "operator");
+        assert_eq!(
+            find_kopf(&list, None, None).expect("found").0.name,
+            "operator"
+        );
         assert!(find_kopf(&list, Some("proxy"), None).is_none());
     }
 
     #[test]
     fn expands_namespace_references() {
         use k8s_openapi::api::core::v1::{EnvVarSource, ObjectFieldSelector};
-        let mut c = container(&["kopf", "run", "--namespace=$(POD_NAMESPACE)", "$(UNSET)"], &[]);
+        let mut c = container(
+            &["kopf", "run", "--namespace=$(POD_NAMESPACE)", "$(UNSET)"],
+            &[],
+        );
         c.env = Some(vec![EnvVar {
             name: "POD_NAMESPACE".into(),
             value_from: Some(EnvVarSource {

@@ -17,3 +17,4 @@ pub mod http;
 pub mod kopf_mode;
 pub mod metrics;
 pub mod publish;
+pub mod reference;

@@ -36,6 +36,8 @@ enum Command {
     Report(ReportArgs),
     /// Print the KopfAudit CustomResourceDefinition as YAML.
     Crd,
+    /// Print the reference of checks, conditions and reasons as Markdown.
+    Reference,
 }
 
 #[derive(clap::Args)]
@@ -134,6 +136,10 @@ impl FailOn {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Reference => {
+            print!("{}", kopf_audit::reference::markdown());
+            ExitCode::SUCCESS
+        }
         Command::Crd => match serde_yaml::to_string(&KopfAudit::crd()) {
             Ok(yaml) => {
                 print!("{yaml}");

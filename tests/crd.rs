@@ -8,7 +8,10 @@ fn generated() -> String {
 
 #[test]
 fn committed_crd_matches_the_code() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/crd/kopfaudit.dev_kopfaudits.yaml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crd/kopfaudit.dev_kopfaudits.yaml"
+    );
     let committed = std::fs::read_to_string(path).expect("crd/ file exists");
     assert!(
         committed == generated(),
@@ -18,8 +21,24 @@ fn committed_crd_matches_the_code() {
 
 #[test]
 fn chart_crd_matches_the_code_when_the_chart_exists() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/kopf-audit/crds/kopfaudit.dev_kopfaudits.yaml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/charts/kopf-audit/crds/kopfaudit.dev_kopfaudits.yaml"
+    );
     if let Ok(committed) = std::fs::read_to_string(path) {
-        assert!(committed == generated(), "the chart's CRD is stale: copy crd/kopfaudit.dev_kopfaudits.yaml into charts/kopf-audit/crds/");
+        assert!(
+            committed == generated(),
+            "the chart's CRD is stale: copy crd/kopfaudit.dev_kopfaudits.yaml into charts/kopf-audit/crds/"
+        );
     }
+}
+
+#[test]
+fn committed_reference_matches_the_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md");
+    let committed = std::fs::read_to_string(path).expect("docs/reference.md exists");
+    assert!(
+        committed == kopf_audit::reference::markdown(),
+        "docs/reference.md is stale: run `cargo run -- reference > docs/reference.md`"
+    );
 }

@@ -27,31 +27,35 @@ async fn a_deployment_pod_runs_and_its_log_is_read_through_the_api() {
     let ns = TestNamespace::create(&client, "pod-log").await;
     let fixture = Fixture::start("good", &ns.name, None);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
-    let pod = pods.get(&fixture.pod).await.expect("the fixture's pod exists");
+    let pod = pods
+        .get(&fixture.pod)
+        .await
+        .expect("the fixture's pod exists");
     let phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
     assert_eq!(phase, "Running", "kwok runs the Deployment's pod");
-    let log = wait_for("kopf's output in the pod log", Duration::from_secs(90), || {
-        let client = client.clone();
-        let (ns, pod) = (ns.name.clone(), fixture.pod.clone());
-        async move {
-            let log = pod_log(&client, &ns, &pod, false).await;
-            log.contains("succeeded").then_some(log)
-        }
-    })
+    let log = wait_for(
+        "kopf's output in the pod log",
+        Duration::from_secs(90),
+        || {
+            let client = client.clone();
+            let (ns, pod) = (ns.name.clone(), fixture.pod.clone());
+            async move {
+                let log = pod_log(&client, &ns, &pod, false).await;
+                log.contains("succeeded").then_some(log)
+            }
+        },
+    )
     .await;
     assert!(
-        log.lines().any(|l| l.contains("] kopf.") && l.contains("[INFO    ]")),
+        log.lines()
+            .any(|l| l.contains("] kopf.") && l.contains("[INFO    ]")),
         "full-format kopf lines: {log}"
     );
     say("pod log served through the API");
 }
 
 /// A client acting as a ServiceAccount, through a TokenRequest token.
-async fn client_as(
-    admin: &kube::Client,
-    ns: &str,
-    account: &str,
-) -> kube::Client {
+async fn client_as(admin: &kube::Client, ns: &str, account: &str) -> kube::Client {
     let request: TokenRequest = serde_json::from_value(serde_json::json!({
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
         "spec": {"expirationSeconds": 3600}
@@ -111,14 +115,18 @@ async fn missing_events_create_is_refused_and_kopf_logs_the_403() {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
         other => panic!("creating an event as {account} should be forbidden, got {other:?}"),
     }
-    let log = wait_for("`Failed to post an event` in the pod log", Duration::from_secs(120), || {
-        let client = client.clone();
-        let (ns, pod) = (ns.name.clone(), fixture.pod.clone());
-        async move {
-            let log = pod_log(&client, &ns, &pod, false).await;
-            log.contains("Failed to post an event").then_some(log)
-        }
-    })
+    let log = wait_for(
+        "`Failed to post an event` in the pod log",
+        Duration::from_secs(120),
+        || {
+            let client = client.clone();
+            let (ns, pod) = (ns.name.clone(), fixture.pod.clone());
+            async move {
+                let log = pod_log(&client, &ns, &pod, false).await;
+                log.contains("Failed to post an event").then_some(log)
+            }
+        },
+    )
     .await;
     let line = log
         .lines()
@@ -133,17 +141,21 @@ async fn posting_loggers_at_info_produce_logging_events() {
     let ns = TestNamespace::create(&client, "flood").await;
     let _fixture = Fixture::start("logging-flood", &ns.name, None);
     let events: Api<Event> = Api::namespaced(client.clone(), &ns.name);
-    let found = wait_for("a Logging event posted by kopf", Duration::from_secs(90), || {
-        let events = events.clone();
-        async move {
-            let list = events.list(&ListParams::default()).await.ok()?;
-            list.items.into_iter().find(|e| {
-                e.reason.as_deref() == Some("Logging")
-                    && e.type_.as_deref() == Some("Normal")
-                    && e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("kopf")
-            })
-        }
-    })
+    let found = wait_for(
+        "a Logging event posted by kopf",
+        Duration::from_secs(90),
+        || {
+            let events = events.clone();
+            async move {
+                let list = events.list(&ListParams::default()).await.ok()?;
+                list.items.into_iter().find(|e| {
+                    e.reason.as_deref() == Some("Logging")
+                        && e.type_.as_deref() == Some("Normal")
+                        && e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("kopf")
+                })
+            }
+        },
+    )
     .await;
     let kind = found.involved_object.kind.unwrap_or_default();
     assert_ne!(kind, "", "the event is about a handled object");
@@ -167,7 +179,10 @@ fn fixture_resource(fixture: &str) -> ApiResource {
         let kind = spec["names"]["kind"].as_str().unwrap_or_default();
         let plural = spec["names"]["plural"].as_str().unwrap_or_default();
         let version = spec["versions"][0]["name"].as_str().unwrap_or_default();
-        return ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        return ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, version, kind),
+            plural,
+        );
     }
     panic!("fixture {fixture} has no CRD");
 }
@@ -179,24 +194,29 @@ async fn default_persistence_leaves_kopf_annotations() {
     let _fixture = Fixture::start("annotations-storage", &ns.name, None);
     let resource = fixture_resource("annotations-storage");
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);
-    let keys = wait_for("kopf.zalando.org/ annotations on a handled object", Duration::from_secs(90), || {
-        let api = api.clone();
-        async move {
-            let list = api.list(&ListParams::default()).await.ok()?;
-            let keys: Vec<String> = list
-                .items
-                .iter()
-                .flat_map(|o| o.metadata.annotations.iter().flatten())
-                .map(|(k, _)| k.clone())
-                .filter(|k| k.starts_with("kopf.zalando.org/"))
-                .collect();
-            (!keys.is_empty()).then_some(keys)
-        }
-    })
+    let keys = wait_for(
+        "kopf.zalando.org/ annotations on a handled object",
+        Duration::from_secs(90),
+        || {
+            let api = api.clone();
+            async move {
+                let list = api.list(&ListParams::default()).await.ok()?;
+                let keys: Vec<String> = list
+                    .items
+                    .iter()
+                    .flat_map(|o| o.metadata.annotations.iter().flatten())
+                    .map(|(k, _)| k.clone())
+                    .filter(|k| k.starts_with("kopf.zalando.org/"))
+                    .collect();
+                (!keys.is_empty()).then_some(keys)
+            }
+        },
+    )
     .await;
     say(format!("kopf annotations: {keys:?}"));
     assert!(
-        keys.iter().any(|k| k == "kopf.zalando.org/last-handled-configuration"),
+        keys.iter()
+            .any(|k| k == "kopf.zalando.org/last-handled-configuration"),
         "the diff-base annotation: {keys:?}"
     );
 }

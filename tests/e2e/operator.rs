@@ -23,23 +23,31 @@ pub async fn ensure_crd(client: &Client) {
     )
     .await
     .expect("applying the KopfAudit CRD");
-    wait_for("the KopfAudit CRD to be established", Duration::from_secs(30), || {
-        let crds = crds.clone();
-        async move {
-            let crd = crds.get("kopfaudits.kopfaudit.dev").await.ok()?;
-            let established = crd
-                .status?
-                .conditions?
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
-            established.then_some(())
-        }
-    })
+    wait_for(
+        "the KopfAudit CRD to be established",
+        Duration::from_secs(30),
+        || {
+            let crds = crds.clone();
+            async move {
+                let crd = crds.get("kopfaudits.kopfaudit.dev").await.ok()?;
+                let established = crd
+                    .status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                established.then_some(())
+            }
+        },
+    )
     .await;
 }
 
 /// Creates a KopfAudit from JSON.
-async fn create_audit(client: &Client, ns: &str, body: serde_json::Value) -> Result<KopfAudit, kube::Error> {
+async fn create_audit(
+    client: &Client,
+    ns: &str,
+    body: serde_json::Value,
+) -> Result<KopfAudit, kube::Error> {
     let audit: KopfAudit = serde_json::from_value(body).expect("KopfAudit JSON");
     Api::<KopfAudit>::namespaced(client.clone(), ns)
         .create(&PostParams::default(), &audit)
@@ -94,9 +102,9 @@ async fn audit_events(client: &Client, ns: &str, name: &str) -> Vec<Event> {
         .into_iter()
         .filter(|e| e.reporting_controller.as_deref() == Some(REPORTING_CONTROLLER))
         .filter(|e| {
-            e.regarding
-                .as_ref()
-                .is_some_and(|r| r.kind.as_deref() == Some("KopfAudit") && r.name.as_deref() == Some(name))
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("KopfAudit") && r.name.as_deref() == Some(name)
+            })
         })
         .collect()
 }
@@ -106,7 +114,11 @@ fn reasons(events: &[Event]) -> Vec<String> {
 }
 
 fn found_checks(status: &KopfAuditStatus) -> BTreeSet<String> {
-    status.findings.iter().map(|f| f.check.as_str().to_string()).collect()
+    status
+        .findings
+        .iter()
+        .map(|f| f.check.as_str().to_string())
+        .collect()
 }
 
 /// The Deployment a fixture created (each fixture has one).
@@ -115,7 +127,10 @@ async fn fixture_deployment(client: &Client, ns: &str) -> Deployment {
         .list(&ListParams::default())
         .await
         .expect("deployments");
-    list.items.into_iter().next().expect("the fixture's Deployment")
+    list.items
+        .into_iter()
+        .next()
+        .expect("the fixture's Deployment")
 }
 
 /// Audits a fixture and checks the workload findings its expect.yaml declares (the
@@ -131,19 +146,45 @@ async fn audit_fixture_workload(fixture: &str) {
         .await
         .expect("creating the KopfAudit");
     let expect = expectations(fixture);
-    let must: BTreeSet<String> = expect.must.iter().filter(|c| c.starts_with("workload.")).cloned().collect();
-    let audit = wait_status(&client, &ns.name, "audit", &format!("{fixture}: findings {must:?}"), Duration::from_secs(180), |s| {
-        condition(s, "Ready") == Some(("True", "AuditSucceeded")) && must.is_subset(&found_checks(s))
-    })
+    let must: BTreeSet<String> = expect
+        .must
+        .iter()
+        .filter(|c| c.starts_with("workload."))
+        .cloned()
+        .collect();
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        &format!("{fixture}: findings {must:?}"),
+        Duration::from_secs(180),
+        |s| {
+            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
+                && must.is_subset(&found_checks(s))
+        },
+    )
     .await;
     let status = audit.status.expect("status");
     let found = found_checks(&status);
-    for id in expect.must_not.iter().filter(|c| c.starts_with("workload.")) {
-        assert!(!found.contains(id), "{fixture}: {id} must not be reported; findings: {:#?}", status.findings);
+    for id in expect
+        .must_not
+        .iter()
+        .filter(|c| c.starts_with("workload."))
+    {
+        assert!(
+            !found.contains(id),
+            "{fixture}: {id} must not be reported; findings: {:#?}",
+            status.findings
+        );
     }
     let workload_ok = must.is_empty();
     let expected = if workload_ok { "True" } else { "False" };
-    assert_eq!(condition(&status, "WorkloadCompliant").map(|c| c.0), Some(expected), "{fixture}: {:#?}", status.conditions);
+    assert_eq!(
+        condition(&status, "WorkloadCompliant").map(|c| c.0),
+        Some(expected),
+        "{fixture}: {:#?}",
+        status.conditions
+    );
     assert_eq!(status.targets.len(), 1);
     assert!(status.targets[0].kopf, "{fixture} runs kopf");
     say(format!("{fixture}: {found:?}"));
@@ -177,26 +218,51 @@ async fn target_loss_and_return_are_one_event_each_and_steady_state_writes_nothi
     let deployment = fixture_deployment(&client, &ns.name).await;
     let name = deployment.name_any();
     let auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(&client, &ns.name, audit_for("lifecycle", &name, "30s")).await.expect("create");
+    create_audit(&client, &ns.name, audit_for("lifecycle", &name, "30s"))
+        .await
+        .expect("create");
 
-    wait_status(&client, &ns.name, "lifecycle", "WorkloadCompliant=True", Duration::from_secs(90), |s| {
-        condition(s, "WorkloadCompliant") == Some(("True", "NoFindings"))
-    })
+    wait_status(
+        &client,
+        &ns.name,
+        "lifecycle",
+        "WorkloadCompliant=True",
+        Duration::from_secs(90),
+        |s| condition(s, "WorkloadCompliant") == Some(("True", "NoFindings")),
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let first = audit_events(&client, &ns.name, "lifecycle").await;
-    assert_eq!(first.len(), 1, "one Event for the first result: {:?}", reasons(&first));
+    assert_eq!(
+        first.len(),
+        1,
+        "one Event for the first result: {:?}",
+        reasons(&first)
+    );
 
     say("deleting the target Deployment");
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns.name);
-    deployments.delete(&name, &DeleteParams::foreground()).await.expect("delete");
-    wait_status(&client, &ns.name, "lifecycle", "Stalled/TargetNotFound", Duration::from_secs(60), |s| {
-        condition(s, "Stalled") == Some(("True", "TargetNotFound"))
-    })
+    deployments
+        .delete(&name, &DeleteParams::foreground())
+        .await
+        .expect("delete");
+    wait_status(
+        &client,
+        &ns.name,
+        "lifecycle",
+        "Stalled/TargetNotFound",
+        Duration::from_secs(60),
+        |s| condition(s, "Stalled") == Some(("True", "TargetNotFound")),
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let after_loss = audit_events(&client, &ns.name, "lifecycle").await;
-    assert_eq!(after_loss.len(), 2, "exactly one Event for the loss: {:?}", reasons(&after_loss));
+    assert_eq!(
+        after_loss.len(),
+        2,
+        "exactly one Event for the loss: {:?}",
+        reasons(&after_loss)
+    );
     assert!(reasons(&after_loss).contains(&"TargetMissing".to_string()));
 
     say("restoring the target Deployment");
@@ -209,21 +275,48 @@ async fn target_loss_and_return_are_one_event_each_and_steady_state_writes_nothi
         ..Default::default()
     };
     restored.status = None;
-    wait_for("the old Deployment to be gone", Duration::from_secs(60), || {
-        let deployments = deployments.clone();
-        let name = name.clone();
-        async move { deployments.get_opt(&name).await.ok().flatten().is_none().then_some(()) }
-    })
+    wait_for(
+        "the old Deployment to be gone",
+        Duration::from_secs(60),
+        || {
+            let deployments = deployments.clone();
+            let name = name.clone();
+            async move {
+                deployments
+                    .get_opt(&name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_none()
+                    .then_some(())
+            }
+        },
+    )
     .await;
-    deployments.create(&PostParams::default(), &restored).await.expect("restore");
-    wait_status(&client, &ns.name, "lifecycle", "audit running again", Duration::from_secs(60), |s| {
-        condition(s, "Stalled") == Some(("False", "AuditSucceeded"))
-            && condition(s, "WorkloadCompliant") == Some(("True", "NoFindings"))
-    })
+    deployments
+        .create(&PostParams::default(), &restored)
+        .await
+        .expect("restore");
+    wait_status(
+        &client,
+        &ns.name,
+        "lifecycle",
+        "audit running again",
+        Duration::from_secs(60),
+        |s| {
+            condition(s, "Stalled") == Some(("False", "AuditSucceeded"))
+                && condition(s, "WorkloadCompliant") == Some(("True", "NoFindings"))
+        },
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let after_return = audit_events(&client, &ns.name, "lifecycle").await;
-    assert_eq!(after_return.len(), 3, "exactly one Event for the return: {:?}", reasons(&after_return));
+    assert_eq!(
+        after_return.len(),
+        3,
+        "exactly one Event for the return: {:?}",
+        reasons(&after_return)
+    );
 
     let api: Api<KopfAudit> = Api::namespaced(client.clone(), &ns.name);
     let before = api.get("lifecycle").await.expect("get").resource_version();
@@ -232,9 +325,17 @@ async fn target_loss_and_return_are_one_event_each_and_steady_state_writes_nothi
     let after = api.get("lifecycle").await.expect("get").resource_version();
     assert_eq!(before, after, "no status write in a steady state");
     let steady = audit_events(&client, &ns.name, "lifecycle").await;
-    assert_eq!(steady.len(), 3, "no Event in a steady state: {:?}", reasons(&steady));
+    assert_eq!(
+        steady.len(),
+        3,
+        "no Event in a steady state: {:?}",
+        reasons(&steady)
+    );
     let audits = auditor.logs().matches("audited").count();
-    assert!(audits >= 3, "the auditor kept auditing during the steady state ({audits} audits logged)");
+    assert!(
+        audits >= 3,
+        "the auditor kept auditing during the steady state ({audits} audits logged)"
+    );
 }
 
 #[tokio::test]
@@ -243,20 +344,38 @@ async fn invalid_kopfaudits_are_refused_by_the_api_server_with_the_schema_messag
     ensure_crd(&client).await;
     let ns = TestNamespace::create(&client, "invalid").await;
     let cases = [
-        (serde_json::json!({"target": {"deployment": "op"}, "interval": "10s"}), "interval must be at least 30s"),
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "interval": "10s"}),
+            "interval must be at least 30s",
+        ),
         (
             serde_json::json!({"target": {"deployment": "op", "selector": {"matchLabels": {"a": "b"}}}}),
             "set exactly one of target.deployment or target.selector",
         ),
-        (serde_json::json!({"target": {}}), "set exactly one of target.deployment or target.selector"),
-        (serde_json::json!({"target": {"deployment": "op"}, "checks": {"disable": ["workload.nope"]}}), "Unsupported value"),
+        (
+            serde_json::json!({"target": {}}),
+            "set exactly one of target.deployment or target.selector",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "checks": {"disable": ["workload.nope"]}}),
+            "Unsupported value",
+        ),
         (
             serde_json::json!({"target": {"deployment": "op"}, "checks": {"severity": {"rbac.nope": "error"}}}),
             "checks.severity names an unknown check ID",
         ),
-        (serde_json::json!({"target": {"deployment": "op"}, "thresholds": {"memoryLimit": "-1Mi"}}), "must be a positive quantity"),
-        (serde_json::json!({"target": {"deployment": "op"}, "thresholds": {"eventRepeats": 0}}), "greater than or equal to 2"),
-        (serde_json::json!({"target": {"deployment": "op"}, "interval": "5 minutes"}), "should match"),
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "thresholds": {"memoryLimit": "-1Mi"}}),
+            "must be a positive quantity",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "thresholds": {"eventRepeats": 0}}),
+            "greater than or equal to 2",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "interval": "5 minutes"}),
+            "should match",
+        ),
     ];
     for (i, (spec, message)) in cases.into_iter().enumerate() {
         let body = serde_json::json!({
@@ -264,16 +383,25 @@ async fn invalid_kopfaudits_are_refused_by_the_api_server_with_the_schema_messag
             "metadata": {"name": format!("bad-{i}")}, "spec": spec
         });
         let resource = kube::core::ApiResource::erase::<KopfAudit>(&());
-        let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);
-        let object: kube::api::DynamicObject = serde_json::from_value(body.clone()).expect("object");
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(client.clone(), &ns.name, &resource);
+        let object: kube::api::DynamicObject =
+            serde_json::from_value(body.clone()).expect("object");
         let refused = api.create(&PostParams::default(), &object).await;
         match refused {
             Err(kube::Error::Api(status)) => {
                 assert_eq!(status.code, 422, "case {i}: {status:?}");
-                assert!(status.message.contains(message), "case {i}: expected {message:?} in {:?}", status.message);
+                assert!(
+                    status.message.contains(message),
+                    "case {i}: expected {message:?} in {:?}",
+                    status.message
+                );
                 say(format!("refused as expected: {}", status.message));
             }
-            other => panic!("case {i} ({spec_str}) was not refused: {other:?}", spec_str = body["spec"]),
+            other => panic!(
+                "case {i} ({spec_str}) was not refused: {other:?}",
+                spec_str = body["spec"]
+            ),
         }
     }
 }
@@ -286,29 +414,74 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
     let _kopf = Fixture::start("bad-resources", &ns.name, None);
     let deployment = fixture_deployment(&client, &ns.name).await.name_any();
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(&client, &ns.name, audit_for("cli", &deployment, "30s")).await.expect("create");
-    let audit = wait_status(&client, &ns.name, "cli", "the first audit", Duration::from_secs(90), |s| {
-        condition(s, "Ready") == Some(("True", "AuditSucceeded"))
-    })
+    create_audit(&client, &ns.name, audit_for("cli", &deployment, "30s"))
+        .await
+        .expect("create");
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "cli",
+        "the first audit",
+        Duration::from_secs(90),
+        |s| condition(s, "Ready") == Some(("True", "AuditSucceeded")),
+    )
     .await;
     let status = audit.status.expect("status");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_kopf-audit"))
-        .args(["check", "--namespace", &ns.name, "--audit", "cli", "--output", "json", "--fail-on", "error"])
+        .args([
+            "check",
+            "--namespace",
+            &ns.name,
+            "--audit",
+            "cli",
+            "--output",
+            "json",
+            "--fail-on",
+            "error",
+        ])
         .env("KUBECONFIG", support::kubeconfig_path())
         .output()
         .expect("running kopf-audit check");
-    let printed: KopfAuditStatus = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("check printed no status JSON ({e}): {}", String::from_utf8_lossy(&output.stderr)));
+    let printed: KopfAuditStatus = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "check printed no status JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
     let strip = |s: &KopfAuditStatus| -> Vec<(String, String, String, String, Option<String>)> {
         s.findings
             .iter()
-            .map(|f| (f.check.to_string(), f.severity.to_string(), f.target.clone(), f.message.clone(), f.evidence.clone()))
+            .map(|f| {
+                (
+                    f.check.to_string(),
+                    f.severity.to_string(),
+                    f.target.clone(),
+                    f.message.clone(),
+                    f.evidence.clone(),
+                )
+            })
             .collect()
     };
-    assert_eq!(strip(&printed), strip(&status), "check and the operator agree");
-    assert_eq!(output.status.code(), Some(1), "bad-resources has errors, so --fail-on error exits 1");
+    assert_eq!(
+        strip(&printed),
+        strip(&status),
+        "check and the operator agree"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "bad-resources has errors, so --fail-on error exits 1"
+    );
     let table = std::process::Command::new(env!("CARGO_BIN_EXE_kopf-audit"))
-        .args(["check", "--namespace", &ns.name, "--deployment", &deployment, "--fail-on", "never"])
+        .args([
+            "check",
+            "--namespace",
+            &ns.name,
+            "--deployment",
+            &deployment,
+            "--fail-on",
+            "never",
+        ])
         .env("KUBECONFIG", support::kubeconfig_path())
         .output()
         .expect("running kopf-audit check");

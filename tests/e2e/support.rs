@@ -115,7 +115,13 @@ impl Drop for TestNamespace {
         let _ = Command::new(kubectl())
             .arg("--kubeconfig")
             .arg(kubeconfig_path())
-            .args(["delete", "namespace", &self.name, "--wait=false", "--ignore-not-found"])
+            .args([
+                "delete",
+                "namespace",
+                &self.name,
+                "--wait=false",
+                "--ignore-not-found",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
@@ -233,9 +239,18 @@ impl Auditor {
         let http = format!("127.0.0.1:{port}");
         let log = workdir().join(format!("auditor-{namespace}-{port}.log"));
         let file = std::fs::File::create(&log).expect("auditor log file");
-        say(format!("starting kopf-audit for {namespace} (log {})", log.display()));
+        say(format!(
+            "starting kopf-audit for {namespace} (log {})",
+            log.display()
+        ));
         let child = Command::new(env!("CARGO_BIN_EXE_kopf-audit"))
-            .args(["run", "--log-format", "text", "--log-level", "info,kopf_audit=debug"])
+            .args([
+                "run",
+                "--log-format",
+                "text",
+                "--log-level",
+                "info,kopf_audit=debug",
+            ])
             .args(["--watch-namespace", namespace, "--http-addr", &http])
             .args(["--instance", &format!("e2e-{port}")])
             .args(extra)
@@ -330,7 +345,11 @@ pub fn expectations(fixture: &str) -> Expectations {
         value
             .get(key)
             .and_then(|v| v.as_sequence())
-            .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .map(|s| {
+                s.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     Expectations {
