@@ -4,8 +4,9 @@
 use crate::api::{Finding, KopfAuditSpec, KopfAuditStatus, SkippedCheck, Summary, TargetStatus};
 use crate::checks::workload::{self, WorkloadThresholds};
 use crate::checks::{Area, CheckId, Severity, quantity};
+use crate::checks::{events, persistence, rbac, runtime};
 use crate::conditions::{self, ConditionType, DesiredCondition, Reason, Status};
-use crate::evidence::{Evidence, TargetEvidence};
+use crate::evidence::{Evidence, Gathered, TargetEvidence};
 use crate::kopf_mode::{self, KopfRun};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,26 +62,36 @@ pub struct Evaluation {
     pub unknown_areas: BTreeMap<Area, (Reason, String)>,
 }
 
-/// Areas this version audits; the others are reported `Unknown`/`NotAudited`.
-const AUDITED_AREAS: [Area; 1] = [Area::Workload];
+/// The areas that need kopf; a target without kopf leaves them `Unknown`/`NotKopf`.
+const KOPF_AREAS: [Area; 4] = [Area::Rbac, Area::Events, Area::Persistence, Area::Runtime];
+
+/// Settings every check may read: the KopfAudit's thresholds and the clock.
+#[derive(Clone, Debug)]
+pub struct CheckConfig {
+    /// Workload thresholds.
+    pub workload: WorkloadThresholds,
+    /// Identical events in the window that count as spam.
+    pub event_repeats: usize,
+    /// When the evidence was gathered.
+    pub now: jiff::Timestamp,
+}
+
+/// Identical events that count as spam unless the KopfAudit says otherwise.
+pub const DEFAULT_EVENT_REPEATS: usize = 3;
 
 /// Runs every enabled check on every target.
 pub fn evaluate(spec: &KopfAuditSpec, evidence: &Evidence, policy: &Policy) -> Evaluation {
-    let thresholds = workload_thresholds(spec);
+    let config = CheckConfig {
+        workload: workload_thresholds(spec),
+        event_repeats: spec
+            .thresholds
+            .event_repeats
+            .map_or(DEFAULT_EVENT_REPEATS, |n| n as usize),
+        now: evidence.now,
+    };
     let mut eval = Evaluation::default();
     for target in &evidence.targets {
-        evaluate_target(spec, target, &thresholds, policy, &mut eval);
-    }
-    for area in Area::ALL {
-        if !AUDITED_AREAS.contains(&area) {
-            eval.unknown_areas.entry(area).or_insert((
-                Reason::NotAudited,
-                format!(
-                    "The {} checks are not run by this version of kopf-audit.",
-                    area.prefix()
-                ),
-            ));
-        }
+        evaluate_target(spec, target, &config, policy, &mut eval);
     }
     apply_spec_to_findings(spec, &mut eval.findings);
     eval
@@ -89,27 +100,29 @@ pub fn evaluate(spec: &KopfAuditSpec, evidence: &Evidence, policy: &Policy) -> E
 fn evaluate_target(
     spec: &KopfAuditSpec,
     target: &TargetEvidence,
-    thresholds: &WorkloadThresholds,
+    config: &CheckConfig,
     policy: &Policy,
     eval: &mut Evaluation,
 ) {
     let name = workload::target_name(target).to_string();
     let pod_spec = target.deployment.spec.template.spec.as_ref();
-    let containers = pod_spec.map(|s| s.containers.as_slice()).unwrap_or(&[]);
-    let wanted = spec.target.container.as_deref();
-    let mut findings = match kopf_mode::find_kopf(
-        containers,
-        wanted,
-        target.deployment.metadata.namespace.as_deref(),
-    ) {
-        Some((container, run)) => {
-            eval.targets
-                .push(target_status(&name, Some(&run), pod_spec));
-            workload::check(target, container, &run, thresholds)
+    let mut findings = Vec::new();
+    match (&target.kopf, target.kopf_container()) {
+        (Some(run), Some(container)) => {
+            eval.targets.push(target_status(&name, Some(run), pod_spec));
+            findings.extend(workload::check(target, container, run, &config.workload));
+            for area in KOPF_AREAS {
+                match evidence_for(area, target) {
+                    Ok(()) => findings.extend(run_area(area, target, run, config)),
+                    Err(why) => {
+                        eval.unknown_areas.entry(area).or_insert(why);
+                    }
+                }
+            }
         }
-        None => {
+        _ => {
             eval.targets.push(target_status(&name, None, pod_spec));
-            for area in Area::ALL.into_iter().filter(|a| *a != Area::Workload) {
+            for area in KOPF_AREAS {
                 eval.unknown_areas.insert(
                     area,
                     (
@@ -118,12 +131,8 @@ fn evaluate_target(
                     ),
                 );
             }
-            vec![workload::not_kopf(target, wanted)]
+            findings.push(workload::not_kopf(target, spec.target.container.as_deref()));
         }
-    };
-    for (area, why) in &target.unavailable {
-        eval.unknown_areas
-            .insert(*area, (why.reason, why.message.clone()));
     }
     let exemptions = exemptions(target, &name, policy);
     let honoured: BTreeSet<CheckId> = exemptions
@@ -134,6 +143,46 @@ fn evaluate_target(
     findings.retain(|f| !honoured.contains(&f.check));
     eval.skipped.extend(exemptions);
     eval.findings.extend(findings);
+}
+
+/// Runs one kopf area's checks on a target whose evidence for it is present.
+fn run_area(
+    area: Area,
+    target: &TargetEvidence,
+    run: &KopfRun,
+    config: &CheckConfig,
+) -> Vec<Finding> {
+    match area {
+        Area::Rbac => rbac::check(target, run, config),
+        Area::Events => events::check(target, run, config),
+        Area::Persistence => persistence::check(target, run, config),
+        Area::Runtime => runtime::check(target, run, config),
+        Area::Workload => Vec::new(),
+    }
+}
+
+/// Whether the evidence an area needs was gathered, or why not.
+fn evidence_for(area: Area, target: &TargetEvidence) -> Result<(), (Reason, String)> {
+    fn need<T>(area: Area, gathered: &Gathered<T>) -> Result<(), (Reason, String)> {
+        match gathered {
+            Gathered::Ready(_) => Ok(()),
+            Gathered::Unavailable(u) => Err((u.reason, u.message.clone())),
+            Gathered::NotGathered => Err((
+                Reason::NotAudited,
+                format!(
+                    "The {} checks are not run by this version of kopf-audit.",
+                    area.prefix()
+                ),
+            )),
+        }
+    }
+    match area {
+        Area::Workload => Ok(()),
+        Area::Rbac => need(area, &target.rbac),
+        Area::Events => need(area, &target.logs).and(need(area, &target.events)),
+        Area::Persistence => need(area, &target.handled).and(need(area, &target.objects)),
+        Area::Runtime => need(area, &target.logs),
+    }
 }
 
 fn target_status(
@@ -715,10 +764,7 @@ mod tests {
         });
         Evidence {
             now: Timestamp::from_second(0).expect("valid"),
-            targets: vec![TargetEvidence {
-                deployment: d,
-                ..Default::default()
-            }],
+            targets: vec![TargetEvidence::new(d, Vec::new(), None)],
         }
     }
 
@@ -881,6 +927,7 @@ mod tests {
         if let Some(spec) = ev.targets[0].deployment.spec.template.spec.as_mut() {
             spec.containers[0].command = Some(vec!["nginx".into()]);
         }
+        ev.targets[0] = TargetEvidence::new(ev.targets[0].deployment.clone(), Vec::new(), None);
         let update = audit(None, ev, 10);
         assert!(
             update

@@ -2,7 +2,11 @@
 //! from gathered evidence to findings. Nothing here performs I/O.
 
 mod catalog;
+pub mod events;
+pub mod persistence;
 pub mod quantity;
+pub mod rbac;
+pub mod runtime;
 pub mod workload;
 
 pub use catalog::{Area, CheckId, Severity};

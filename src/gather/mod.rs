@@ -7,7 +7,6 @@ use crate::checks::workload::CRASH_QUOTE_LINES;
 use crate::conditions::Reason;
 use crate::evaluate::Outcome;
 use crate::evidence::{Evidence, PreviousLog, TargetEvidence};
-use crate::kopf_mode;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -136,13 +135,10 @@ pub async fn gather(
     let mut targets = Vec::with_capacity(selected.len());
     for deployment in selected {
         let target_pods = pods_of(&deployment, pods);
-        let previous_logs = previous_logs(client, namespace, &deployment, &target_pods, spec).await;
-        targets.push(TargetEvidence {
-            deployment,
-            pods: target_pods,
-            previous_logs,
-            unavailable: BTreeMap::new(),
-        });
+        let mut target =
+            TargetEvidence::new(deployment, target_pods, spec.target.container.as_deref());
+        target.previous_logs = previous_logs(client, namespace, &target).await;
+        targets.push(target);
     }
     Ok(Outcome::Audited(Evidence {
         now: Timestamp::now(),
@@ -154,37 +150,24 @@ pub async fn gather(
 async fn previous_logs(
     client: &Client,
     namespace: &str,
-    deployment: &Deployment,
-    pods: &[Pod],
-    spec: &KopfAuditSpec,
+    target: &TargetEvidence,
 ) -> BTreeMap<String, PreviousLog> {
-    let containers = deployment
-        .spec
-        .template
-        .spec
-        .as_ref()
-        .map(|s| s.containers.as_slice())
-        .unwrap_or(&[]);
-    let Some((container, _)) = kopf_mode::find_kopf(
-        containers,
-        spec.target.container.as_deref(),
-        Some(namespace),
-    ) else {
+    let Some(run) = &target.kopf else {
         return BTreeMap::new();
     };
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let mut out = BTreeMap::new();
-    for pod in pods {
+    for pod in &target.pods {
         let restarted = pod
             .status
             .iter()
             .flat_map(|s| s.container_statuses.iter().flatten())
-            .any(|cs| cs.name == container.name && cs.restart_count > 0);
+            .any(|cs| cs.name == run.container && cs.restart_count > 0);
         if !restarted {
             continue;
         }
         let params = LogParams {
-            container: Some(container.name.clone()),
+            container: Some(run.container.clone()),
             previous: true,
             limit_bytes: Some(PREVIOUS_LOG_BYTES),
             ..Default::default()

@@ -1,0 +1,11 @@
+//! RBAC checks (`rbac.*`): what the operator's ServiceAccount may and may not do, as the API server answers.
+
+use crate::api::Finding;
+use crate::evaluate::CheckConfig;
+use crate::evidence::TargetEvidence;
+use crate::kopf_mode::KopfRun;
+
+/// Runs every check of this area on one kopf target.
+pub fn check(_target: &TargetEvidence, _run: &KopfRun, _config: &CheckConfig) -> Vec<Finding> {
+    Vec::new()
+}
