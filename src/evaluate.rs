@@ -780,7 +780,7 @@ mod tests {
         )
     }
 
-    fn cond<'a>(status: &'a KopfAuditStatus, t: ConditionType) -> &'a str {
+    fn cond(status: &KopfAuditStatus, t: ConditionType) -> &str {
         conditions::status_of(&status.conditions, t)
             .map(|c| c.status.as_str())
             .unwrap_or("missing")
