@@ -187,6 +187,8 @@ pub struct EventRecord {
     pub message: String,
     /// Posted by kopf (`source.component`/`reportingComponent` `kopf`).
     pub from_kopf: bool,
+    /// How many times the API aggregated it (kopf never does: always 1).
+    pub count: u32,
     /// When it was posted (first/last timestamp or eventTime).
     pub time: Option<Timestamp>,
 }

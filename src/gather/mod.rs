@@ -6,7 +6,12 @@ use crate::api::{AuditTarget, KopfAuditSpec};
 use crate::checks::workload::CRASH_QUOTE_LINES;
 use crate::conditions::Reason;
 use crate::evaluate::Outcome;
-use crate::evidence::{Evidence, PreviousLog, TargetEvidence};
+use crate::evidence::{Evidence, Gathered, PreviousLog, TargetEvidence};
+use crate::kopf_mode::{KopfRun, Scope};
+
+pub mod events;
+pub mod logs;
+pub mod objects;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -138,12 +143,51 @@ pub async fn gather(
         let mut target =
             TargetEvidence::new(deployment, target_pods, spec.target.container.as_deref());
         target.previous_logs = previous_logs(client, namespace, &target).await;
+        gather_log_areas(client, spec, namespace, &mut target).await;
         targets.push(target);
     }
     Ok(Outcome::Audited(Evidence {
         now: Timestamp::now(),
         targets,
     }))
+}
+
+/// The namespaces whose objects and Events a kopf run concerns: the exact names it
+/// serves plus its own; `None` (all) for cluster-wide runs and glob patterns.
+pub fn concerned_namespaces(run: &KopfRun, own: &str) -> Option<Vec<String>> {
+    match &run.scope {
+        Scope::Namespaced(names) if !run.scope.has_patterns() => {
+            let mut list: Vec<String> = names.clone();
+            list.push(own.to_string());
+            list.sort();
+            list.dedup();
+            Some(list)
+        }
+        _ => None,
+    }
+}
+
+/// Gathers what the events, persistence and runtime areas read: logs, Events and a
+/// sample of handled objects (once the handled resources are known).
+async fn gather_log_areas(
+    client: &Client,
+    spec: &KopfAuditSpec,
+    namespace: &str,
+    target: &mut TargetEvidence,
+) {
+    let Some(run) = target.kopf.clone() else {
+        return;
+    };
+    let bounds = logs::LogBounds::from_spec(&spec.logs);
+    target.logs = logs::gather(client, namespace, &target.pods, &run.container, bounds).await;
+    let concerned = concerned_namespaces(&run, namespace);
+    target.events =
+        events::gather(client, concerned.as_deref(), Timestamp::now(), bounds.window).await;
+    target.objects = match &target.handled {
+        Gathered::Ready(handled) => objects::gather(client, handled, concerned.as_deref()).await,
+        Gathered::Unavailable(why) => Gathered::Unavailable(why.clone()),
+        Gathered::NotGathered => Gathered::NotGathered,
+    };
 }
 
 /// Reads the head of the previous container's log of every restarted pod.
