@@ -2,5 +2,6 @@
 //! README's test command starts it). They FAIL with the reason when it is not running.
 
 mod harness;
+mod logs;
 mod operator;
 mod support;

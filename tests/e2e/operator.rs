@@ -133,61 +133,49 @@ async fn fixture_deployment(client: &Client, ns: &str) -> Deployment {
         .expect("the fixture's Deployment")
 }
 
-/// Audits a fixture and checks the workload findings its expect.yaml declares (the
-/// other areas are reported `Unknown`/`NotAudited` by this version).
-async fn audit_fixture_workload(fixture: &str) {
+/// Audits a fixture and checks the findings its expect.yaml declares for the areas
+/// named by `prefixes` (e.g. `["workload."]`), with kopf's `--log-format` overridden
+/// when `log_format` is given.
+pub async fn audit_fixture(fixture: &str, prefixes: &[&str], log_format: Option<&str>) -> KopfAuditStatus {
     let client = support::admin_client().await;
     ensure_crd(&client).await;
     let ns = TestNamespace::create(&client, fixture).await;
-    let _kopf = Fixture::start(fixture, &ns.name, None);
+    let _kopf = Fixture::start(fixture, &ns.name, log_format);
     let deployment = fixture_deployment(&client, &ns.name).await.name_any();
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
     create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
         .await
         .expect("creating the KopfAudit");
     let expect = expectations(fixture);
-    let must: BTreeSet<String> = expect
-        .must
-        .iter()
-        .filter(|c| c.starts_with("workload."))
-        .cloned()
-        .collect();
-    let audit = wait_status(
-        &client,
-        &ns.name,
-        "audit",
-        &format!("{fixture}: findings {must:?}"),
-        Duration::from_secs(180),
-        |s| {
-            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
-                && must.is_subset(&found_checks(s))
-        },
-    )
+    let in_scope = |c: &String| prefixes.iter().any(|p| c.starts_with(p));
+    let must: BTreeSet<String> = expect.must.iter().filter(|c| in_scope(c)).cloned().collect();
+    let what = format!("{fixture} ({}): findings {must:?}", log_format.unwrap_or("full"));
+    let audit = wait_status(&client, &ns.name, "audit", &what, Duration::from_secs(180), |s| {
+        condition(s, "Ready") == Some(("True", "AuditSucceeded")) && must.is_subset(&found_checks(s))
+    })
     .await;
     let status = audit.status.expect("status");
     let found = found_checks(&status);
-    for id in expect
-        .must_not
-        .iter()
-        .filter(|c| c.starts_with("workload."))
-    {
-        assert!(
-            !found.contains(id),
-            "{fixture}: {id} must not be reported; findings: {:#?}",
-            status.findings
-        );
+    for id in expect.must_not.iter().filter(|c| in_scope(c)) {
+        assert!(!found.contains(id), "{fixture}: {id} must not be reported; findings: {:#?}", status.findings);
     }
-    let workload_ok = must.is_empty();
-    let expected = if workload_ok { "True" } else { "False" };
+    assert_eq!(status.targets.len(), 1);
+    assert!(status.targets[0].kopf, "{fixture} runs kopf");
+    say(format!("{fixture}: {found:?}"));
+    status
+}
+
+/// The workload area of a fixture, and its condition.
+async fn audit_fixture_workload(fixture: &str) {
+    let status = audit_fixture(fixture, &["workload."], None).await;
+    let must_any = expectations(fixture).must.iter().any(|c| c.starts_with("workload."));
+    let expected = if must_any { "False" } else { "True" };
     assert_eq!(
         condition(&status, "WorkloadCompliant").map(|c| c.0),
         Some(expected),
         "{fixture}: {:#?}",
         status.conditions
     );
-    assert_eq!(status.targets.len(), 1);
-    assert!(status.targets[0].kopf, "{fixture} runs kopf");
-    say(format!("{fixture}: {found:?}"));
 }
 
 macro_rules! fixture_workload_test {
