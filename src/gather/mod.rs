@@ -2,6 +2,9 @@
 //! (or one list each in the CLI); the previous container's log is read only for pods
 //! that restarted.
 
+pub mod handled;
+pub mod rbac;
+
 use crate::api::{AuditTarget, KopfAuditSpec};
 use crate::checks::workload::CRASH_QUOTE_LINES;
 use crate::conditions::Reason;
@@ -138,11 +141,14 @@ pub async fn gather(
         return Ok(Outcome::Stalled { reason, message });
     }
     let mut targets = Vec::with_capacity(selected.len());
+    let rbac_cache = rbac::Cache::default();
     for deployment in selected {
         let target_pods = pods_of(&deployment, pods);
         let mut target =
             TargetEvidence::new(deployment, target_pods, spec.target.container.as_deref());
         target.previous_logs = previous_logs(client, namespace, &target).await;
+        target.handled = handled::gather(client, spec, &target, &rbac_cache).await;
+        target.rbac = rbac::gather(client, &target, &rbac_cache).await;
         gather_log_areas(client, spec, namespace, &mut target).await;
         targets.push(target);
     }
