@@ -24,6 +24,7 @@ CLUSTER=kopf-audit
 NODE=kwok-node-0
 KUBECONFIG_PATH="$WORKDIR/kubeconfig"
 export KWOK_WORKDIR="$WORKDIR/kwok"
+export KUBECACHEDIR="$WORKDIR/kube-cache"  # kubectl's discovery cache, not ~/.kube/cache
 CLUSTER_DIR="$KWOK_WORKDIR/clusters/$CLUSTER"
 
 log() { echo "[cluster $(date +%H:%M:%S)] $*" >&2; }
@@ -64,15 +65,15 @@ wait_for() { # seconds, description, command...
   log "$what ($((SECONDS - start))s)"
 }
 
-# PIDs of processes whose command line mentions our kwok work dir: the cluster's
-# components (their flags name files under it). Never matches by program name.
+# PIDs of the cluster's components: processes whose executable path is under our kwok
+# work dir (kwokctl links the binaries into $CLUSTER_DIR/bin). Never matches by name.
 our_pids() {
   local p args
   for p in /proc/[0-9]*; do
     [ "${p#/proc/}" = "$$" ] && continue
     args=()
     mapfile -d '' args <"$p/cmdline" 2>/dev/null || continue
-    [[ "${args[*]:-}" == *"$KWOK_WORKDIR/"* ]] && echo "${p#/proc/}"
+    [[ "${args[0]:-}" == "$KWOK_WORKDIR/"* ]] && echo "${p#/proc/}"
   done
   return 0
 }
@@ -181,8 +182,8 @@ cmd_up() {
       --kube-scheduler-binary "$bindir/kube-scheduler" \
       --kwok-controller-binary "$bindir/kwok" \
       --etcd-binary "$bindir/etcd" \
-      --wait 3m >&2 9>&-; then
-    fail_up "kwokctl could not start the cluster"
+      --wait 3m 2>&1 9>&- | tee "$WORKDIR/kwokctl-create.log" >&2; then
+    fail_up "kwokctl could not start the cluster: $(grep -o '"err":"[^"]*' "$WORKDIR/kwokctl-create.log" | tail -n1 | cut -c8-)"
   fi
   [ -f "$KUBECONFIG_PATH" ] || fail_up "kwokctl did not write $KUBECONFIG_PATH"
   wait_for 120 "kube-apiserver /readyz ok" apiserver_ready \
@@ -198,19 +199,35 @@ cmd_up() {
   echo "$KUBECONFIG_PATH"
 }
 
+# Running and not a zombie (a zombie waits for its parent, e.g. a test, to reap it).
+alive() {
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# Fixture supervisors (hack/fixture.py run) register in $WORKDIR/run: stop them first.
 stop_fixtures() {
-  local f pid
+  local f pid pids=()
   for f in "$WORKDIR"/run/fixture-*.pid; do
     [ -e "$f" ] || continue
     pid=$(cat "$f" 2>/dev/null || true)
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'fixture.py'; then
-      log "stopping fixture supervisor pid $pid"
+    if [ -n "$pid" ] && alive "$pid" && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'fixture.py'; then
+      log "stopping fixture supervisor pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" | grep -o -- '--fixture [^ ]* --namespace [^ ]*'))"
       kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
+      pids+=("$pid")
     fi
     rm -f "$f"
   done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  for _ in $(seq 1 120); do
+    local left=0
+    for pid in "${pids[@]}"; do alive "$pid" && left=1; done
+    [ $left = 0 ] && return 0
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do alive "$pid" && kill -KILL "$pid" 2>/dev/null; done
+  return 0
 }
 
 do_down() {
@@ -225,7 +242,7 @@ do_down() {
   fi
   local pid
   for pid in $pids; do
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
   done
   pids=$(our_pids | tr '\n' ' ')
   if [ -n "${pids// /}" ]; then

@@ -121,6 +121,8 @@ class Kube:
     def __init__(self, kubeconfig: str, kubectl: str) -> None:
         self.kubeconfig = kubeconfig
         self.kubectl = kubectl
+        # kubectl's discovery cache next to the kubeconfig, not in ~/.kube/cache.
+        os.environ.setdefault('KUBECACHEDIR', str(Path(kubeconfig).parent / 'kube-cache'))
 
     def run(self, *args: str, input: str | None = None, check: bool = True,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
