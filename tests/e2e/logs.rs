@@ -29,4 +29,5 @@ fixture_log_test! {
     logs_of_pruning_status => "pruning-status", None,
     logs_of_pruning_status_plain => "pruning-status", Some("plain"),
     logs_of_crashloop => "crashloop", None,
+    logs_of_cluster_scoped_posted => "cluster-scoped-posted", None,
 }
