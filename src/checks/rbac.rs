@@ -379,7 +379,7 @@ pub fn missing(
     let what = probe.resource_name();
     let live = correlate(need, &verbs, logs)
         .map(|q| {
-            format!(" This is failing now, not just possible: the operator's log shows {q:?}.")
+            format!(" This is failing now, not just possible: the operator's log shows `{q}`.")
         })
         .unwrap_or_default();
     let message = format!(
@@ -428,6 +428,13 @@ fn explain(need: &Need, denied: &[&str], evidence: &RbacEvidence) -> String {
         .iter()
         .filter(|b| b.applies_in(need.namespace.as_deref()))
         .collect();
+    // Bindings to every ServiceAccount or every user (the cluster's defaults) are named
+    // only when their rules mention the resource.
+    let specific: Vec<&Binding> = applicable
+        .iter()
+        .filter(|b| !is_broad(b))
+        .copied()
+        .collect();
     let what = resource_name(&need.group, &need.resource, &need.subresource);
     let mut partial = Vec::new();
     for b in &applicable {
@@ -459,17 +466,17 @@ fn explain(need: &Need, denied: &[&str], evidence: &RbacEvidence) -> String {
     } else {
         format!("{}.", partial.join("; "))
     };
-    if applicable.is_empty() {
+    if specific.is_empty() {
         out.push_str(&format!(
-            " No Role or ClusterRole is bound to it {scope}: bind one with a RoleBinding or ClusterRoleBinding."
+            " No Role or ClusterRole is bound to it {scope} (beyond the cluster's defaults for every ServiceAccount): bind one with a RoleBinding or ClusterRoleBinding."
         ));
     } else {
-        let listed: Vec<String> = applicable
+        let listed: Vec<String> = specific
             .iter()
             .take(EXPLAIN_BINDINGS)
             .map(|b| format!("{} -> {} via {}", b.describe(), b.describe_role(), b.via))
             .collect();
-        let more = if applicable.len() > EXPLAIN_BINDINGS {
+        let more = if specific.len() > EXPLAIN_BINDINGS {
             ", ..."
         } else {
             ""
@@ -477,6 +484,12 @@ fn explain(need: &Need, denied: &[&str], evidence: &RbacEvidence) -> String {
         out.push_str(&format!(" Bound {scope}: {}{more}.", listed.join("; ")));
     }
     out
+}
+
+/// Whether a binding reaches the ServiceAccount only as one of all ServiceAccounts or all
+/// authenticated users (the cluster's default bindings), not as itself or its namespace.
+fn is_broad(binding: &Binding) -> bool {
+    binding.via == "Group system:serviceaccounts" || binding.via == "Group system:authenticated"
 }
 
 /// A quote of the log line showing that a denied permission fails right now, for the

@@ -4,4 +4,5 @@
 mod harness;
 mod logs;
 mod operator;
+mod rbac;
 mod support;

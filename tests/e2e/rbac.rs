@@ -1,0 +1,469 @@
+//! The RBAC area against the real API server and real kopf fixtures: each missing
+//! permission yields exactly its finding with the rule to paste; the well-behaved
+//! fixture, aggregated ClusterRoles and group bindings yield none; cluster-admin is
+//! over-privileged; the failures kopf logs are correlated live; the SubjectAccessReviews
+//! per audit are bounded by the distinct permissions needed.
+
+use crate::operator::ensure_crd;
+use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
+use k8s_openapi::api::apps::v1::Deployment;
+use kopf_audit::api::{Finding, KopfAudit, KopfAuditStatus};
+use kube::api::{Api, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+fn condition<'a>(status: &'a KopfAuditStatus, type_: &str) -> Option<(&'a str, &'a str)> {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.as_str(), c.reason.as_str()))
+}
+
+fn rbac_checks(status: &KopfAuditStatus) -> BTreeSet<String> {
+    rbac_findings(status)
+        .iter()
+        .map(|f| f.check.as_str().to_string())
+        .collect()
+}
+
+fn rbac_findings(status: &KopfAuditStatus) -> Vec<&Finding> {
+    status
+        .findings
+        .iter()
+        .filter(|f| f.check.as_str().starts_with("rbac."))
+        .collect()
+}
+
+/// A running fixture, the auditor watching its namespace and a KopfAudit on it.
+struct Audited {
+    client: Client,
+    ns: TestNamespace,
+    _kopf: Fixture,
+    auditor: Auditor,
+}
+
+impl Audited {
+    async fn start(fixture: &str, handled: Option<serde_json::Value>) -> Audited {
+        let client = support::admin_client().await;
+        ensure_crd(&client).await;
+        let ns = TestNamespace::create(&client, fixture).await;
+        let kopf = Fixture::start(fixture, &ns.name, None);
+        let deployment = Api::<Deployment>::namespaced(client.clone(), &ns.name)
+            .list(&ListParams::default())
+            .await
+            .expect("deployments")
+            .items
+            .into_iter()
+            .next()
+            .expect("the fixture's Deployment")
+            .name_any();
+        let auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+        let mut spec = serde_json::json!({"target": {"deployment": deployment}, "interval": "30s"});
+        if let Some(h) = handled {
+            spec["handledResources"] = h;
+        }
+        let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+            "metadata": {"name": "audit"}, "spec": spec
+        }))
+        .expect("KopfAudit JSON");
+        Api::<KopfAudit>::namespaced(client.clone(), &ns.name)
+            .create(&PostParams::default(), &audit)
+            .await
+            .expect("creating the KopfAudit");
+        Audited {
+            client,
+            ns,
+            _kopf: kopf,
+            auditor,
+        }
+    }
+
+    /// Waits until the RBAC area is decided and `ok` holds.
+    async fn wait(&self, what: &str, ok: impl Fn(&KopfAuditStatus) -> bool) -> KopfAuditStatus {
+        let api: Api<KopfAudit> = Api::namespaced(self.client.clone(), &self.ns.name);
+        let ok = &ok;
+        wait_for(what, Duration::from_secs(240), || {
+            let api = api.clone();
+            async move {
+                let status = api.get("audit").await.ok()?.status?;
+                let decided = matches!(
+                    condition(&status, "RBACCompliant"),
+                    Some(("True", _)) | Some(("False", _))
+                ) || rbac_checks(&status).contains("rbac.events-patch");
+                (condition(&status, "Ready") == Some(("True", "AuditSucceeded"))
+                    && decided
+                    && ok(&status))
+                .then_some(status)
+            }
+        })
+        .await
+    }
+
+    /// The `needed`/`asked` figures of the auditor's SubjectAccessReview debug lines.
+    fn review_counts(&self) -> Vec<(usize, usize)> {
+        let field = |line: &str, key: &str| -> Option<usize> {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .and_then(|v| v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        };
+        let logs = kopf_log::strip_ansi(&self.auditor.logs());
+        logs.lines()
+            .filter(|l| l.contains("subject access reviews"))
+            .filter_map(|l| Some((field(l, "needed=")?, field(l, "asked=")?)))
+            .collect()
+    }
+}
+
+/// Asserts that the fixture yields exactly `want` among the rbac checks, each missing
+/// permission with a rule to paste, and returns the status.
+async fn expect_exactly(fixture: &str, want: &[&str]) -> (Audited, KopfAuditStatus) {
+    let audited = Audited::start(fixture, None).await;
+    let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+    let status = audited
+        .wait(&format!("{fixture}: rbac findings {want:?}"), |s| {
+            rbac_checks(s) == want
+        })
+        .await;
+    for f in rbac_findings(&status) {
+        say(format!(
+            "{fixture}: {} {}: {}\n  evidence: {}",
+            f.check.as_str(),
+            f.severity,
+            f.message,
+            f.evidence.as_deref().unwrap_or("")
+        ));
+        if f.check.as_str() != "rbac.over-privileged" {
+            assert!(
+                f.message.contains("\n- apiGroups: [") && f.message.contains("\n  verbs: ["),
+                "{fixture}: {} has no rule to paste: {}",
+                f.check.as_str(),
+                f.message
+            );
+        }
+    }
+    (audited, status)
+}
+
+#[tokio::test]
+async fn rbac_good_fixture_has_no_rbac_finding_and_reviews_are_bounded() {
+    let (audited, status) = expect_exactly("good", &[]).await;
+    assert_eq!(
+        condition(&status, "RBACCompliant"),
+        Some(("True", "NoFindings")),
+        "{:#?}",
+        status.conditions
+    );
+    let counts = audited.review_counts();
+    say(format!(
+        "good: SubjectAccessReviews (needed, asked) per audit: {counts:?}"
+    ));
+    assert!(!counts.is_empty(), "the auditor logs its review counts");
+    for (needed, asked) in &counts {
+        // CRDs get/list/watch, namespaces list/watch, events create/patch,
+        // widgets get/list/watch/patch, widgets/status patch.
+        assert_eq!(*needed, 12, "distinct permissions of the good fixture");
+        assert!(asked <= needed, "asked {asked} of {needed}");
+    }
+}
+
+#[tokio::test]
+async fn rbac_missing_crd_list_is_correlated_with_the_live_log() {
+    let (audited, _) = expect_exactly("no-crd-list", &["rbac.crd-scan"]).await;
+    let status = audited
+        .wait(
+            "no-crd-list: the crd-scan finding quotes the live log",
+            |s| {
+                rbac_findings(s)
+                    .iter()
+                    .any(|f| f.message.contains("failing now"))
+            },
+        )
+        .await;
+    let f = rbac_findings(&status)[0];
+    assert_eq!(f.severity.as_str(), "error");
+    assert!(
+        f.message.contains(
+            "may not list, watch customresourcedefinitions.apiextensions.k8s.io at cluster scope"
+        ),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message
+            .contains("customresourcedefinitions.apiextensions.k8s.io is forbidden"),
+        "quotes kopf's retry line: {}",
+        f.message
+    );
+    assert!(
+        f.message.ends_with("- apiGroups: [apiextensions.k8s.io]\n  resources: [customresourcedefinitions]\n  verbs: [get, list, watch]"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("grants only [get]")),
+        "{:?}",
+        f.evidence
+    );
+}
+
+#[tokio::test]
+async fn rbac_missing_events_create_is_correlated_with_the_live_log() {
+    let (audited, _) = expect_exactly("no-events-create", &["rbac.events"]).await;
+    let status = audited
+        .wait(
+            "no-events-create: the events finding quotes the live log",
+            |s| {
+                rbac_findings(s)
+                    .iter()
+                    .any(|f| f.message.contains("failing now"))
+            },
+        )
+        .await;
+    let f = rbac_findings(&status)[0];
+    assert!(
+        f.message.contains("Failed to post an event"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message
+            .contains("resources: [events]\n  verbs: [create, patch]"),
+        "{}",
+        f.message
+    );
+}
+
+#[tokio::test]
+async fn rbac_missing_events_patch_is_advice_only() {
+    let (_a, status) = expect_exactly("rbac-no-events-patch", &["rbac.events-patch"]).await;
+    assert_eq!(rbac_findings(&status)[0].severity.as_str(), "info");
+    assert_eq!(
+        condition(&status, "RBACCompliant").map(|c| c.0),
+        Some("True"),
+        "info only"
+    );
+}
+
+#[tokio::test]
+async fn rbac_missing_namespaces_with_a_pattern_is_an_error() {
+    let (_a, status) = expect_exactly("rbac-no-namespaces", &["rbac.namespaces"]).await;
+    let f = rbac_findings(&status)[0];
+    assert_eq!(f.severity.as_str(), "error");
+    assert!(f.message.contains("kopf's source wins"), "{}", f.message);
+    assert_eq!(
+        condition(&status, "RBACCompliant").map(|c| c.0),
+        Some("False")
+    );
+}
+
+#[tokio::test]
+async fn rbac_missing_peering_permissions() {
+    let (_a, status) = expect_exactly("rbac-no-peering", &["rbac.peering"]).await;
+    let f = rbac_findings(&status)[0];
+    assert!(
+        f.message.contains("kopfpeerings.kopf.dev in namespace")
+            && f.message.contains("--peering rbac-no-peering"),
+        "{}",
+        f.message
+    );
+}
+
+#[tokio::test]
+async fn rbac_missing_status_patch_on_a_handled_resource() {
+    let (_a, status) = expect_exactly("rbac-no-status-patch", &["rbac.handled-resources"]).await;
+    let f = rbac_findings(&status)[0];
+    assert!(
+        f.message
+            .contains("widgets.rbac-no-status-patch.fixtures.kopf-audit.dev/status")
+            && f.message.contains("inferred as handled"),
+        "{}",
+        f.message
+    );
+}
+
+#[tokio::test]
+async fn rbac_handled_resources_from_the_spec_are_checked_too() {
+    // The good fixture's RBAC, but the spec names a resource it may not touch.
+    let audited = Audited::start(
+        "good",
+        Some(serde_json::json!([
+            {"group": "good.fixtures.kopf-audit.dev", "version": "v1", "plural": "widgets"},
+            {"group": "", "version": "v1", "plural": "configmaps"}
+        ])),
+    )
+    .await;
+    let status = audited
+        .wait("good + configmaps in spec: rbac.handled-resources", |s| {
+            rbac_checks(s) == BTreeSet::from(["rbac.handled-resources".to_string()])
+        })
+        .await;
+    let f = rbac_findings(&status)[0];
+    assert!(
+        f.message
+            .contains("may not get, list, watch, patch configmaps in namespace")
+            && f.message.contains("spec.handledResources"),
+        "{}",
+        f.message
+    );
+}
+
+#[tokio::test]
+async fn rbac_cluster_admin_is_over_privileged() {
+    let (_a, status) = expect_exactly("rbac-cluster-admin", &["rbac.over-privileged"]).await;
+    let f = rbac_findings(&status)[0];
+    assert!(f.message.contains("cluster-admin"), "{}", f.message);
+    assert_eq!(f.severity.as_str(), "warning");
+}
+
+#[tokio::test]
+async fn rbac_aggregated_cluster_roles_are_recognised_as_granted() {
+    let (_a, status) = expect_exactly("rbac-aggregated", &[]).await;
+    assert_eq!(
+        condition(&status, "RBACCompliant"),
+        Some(("True", "NoFindings"))
+    );
+}
+
+#[tokio::test]
+async fn rbac_group_bindings_are_recognised_as_granted() {
+    let (_a, status) = expect_exactly("rbac-group-binding", &[]).await;
+    assert_eq!(
+        condition(&status, "RBACCompliant"),
+        Some(("True", "NoFindings"))
+    );
+}
+
+/// A kubeconfig for a ServiceAccount: the admin one with a TokenRequest token as the user.
+async fn kubeconfig_as(admin: &Client, ns: &str, account: &str) -> std::path::PathBuf {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let request: TokenRequest = serde_json::from_value(serde_json::json!({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600}
+    }))
+    .expect("token request");
+    let token = Api::<ServiceAccount>::namespaced(admin.clone(), ns)
+        .create_token_request(account, &PostParams::default(), &request)
+        .await
+        .expect("TokenRequest")
+        .status
+        .expect("token status")
+        .token
+        .expect("a token");
+    let text = std::fs::read_to_string(support::kubeconfig_path()).expect("admin kubeconfig");
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&text).expect("kubeconfig YAML");
+    let users = config
+        .get_mut("users")
+        .and_then(|u| u.as_sequence_mut())
+        .expect("users");
+    for user in users {
+        user["user"] = serde_yaml::to_value(serde_json::json!({ "token": token })).expect("user");
+    }
+    let path = support::workdir().join(format!("kubeconfig-{ns}-{account}"));
+    std::fs::write(&path, serde_yaml::to_string(&config).expect("YAML")).expect("write");
+    path
+}
+
+#[tokio::test]
+async fn rbac_area_is_unknown_forbidden_when_the_auditor_may_not_ask() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "rbac-auditor").await;
+    let _kopf = Fixture::start("good", &ns.name, None);
+    // The auditor may read everything and write its status and Events, but may not create
+    // SubjectAccessReviews.
+    let name = format!("kopf-audit-no-sar-{}", ns.name);
+    let manifests = format!(
+        r#"
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: kopf-audit, namespace: {ns}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}}}
+rules:
+- {{apiGroups: ["*"], resources: ["*"], verbs: [get, list, watch]}}
+- {{apiGroups: [kopfaudit.dev], resources: [kopfaudits, kopfaudits/status], verbs: [patch, update]}}
+- {{apiGroups: ["", events.k8s.io], resources: [events], verbs: [create, patch]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
+subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {ns}}}]
+"#,
+        ns = ns.name
+    );
+    let (ok, _, err) = support::kubectl_run(&["apply", "-f", "-"], Some(&manifests));
+    assert!(ok, "applying the auditor's RBAC: {err}");
+    let kubeconfig = kubeconfig_as(&client, &ns.name, "kopf-audit").await;
+    let deployment = Api::<Deployment>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await
+        .expect("deployments")
+        .items
+        .into_iter()
+        .next()
+        .expect("the fixture's Deployment")
+        .name_any();
+    let _auditor = Auditor::start(&kubeconfig, &ns.name, &[]);
+    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": "audit"},
+        "spec": {"target": {"deployment": deployment}, "interval": "30s"}
+    }))
+    .expect("KopfAudit JSON");
+    Api::<KopfAudit>::namespaced(client.clone(), &ns.name)
+        .create(&PostParams::default(), &audit)
+        .await
+        .expect("creating the KopfAudit");
+    let api: Api<KopfAudit> = Api::namespaced(client.clone(), &ns.name);
+    let status = wait_for(
+        "RBACCompliant Unknown/Forbidden naming subjectaccessreviews",
+        Duration::from_secs(120),
+        || {
+            let api = api.clone();
+            async move {
+                let status = api.get("audit").await.ok()?.status?;
+                let rbac = status
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == "RBACCompliant")?;
+                (rbac.status == "Unknown"
+                    && rbac.reason == "Forbidden"
+                    && rbac.message.contains("subjectaccessreviews"))
+                .then_some(status)
+            }
+        },
+    )
+    .await;
+    say(format!(
+        "auditor without SubjectAccessReview create: {:?}",
+        status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_str()))
+            .collect::<Vec<_>>()
+    ));
+    assert_eq!(
+        condition(&status, "WorkloadCompliant"),
+        Some(("True", "NoFindings")),
+        "the other areas still work"
+    );
+    assert!(rbac_checks(&status).is_empty());
+    let _ = support::kubectl_run(
+        &[
+            "delete",
+            "clusterrole,clusterrolebinding",
+            &name,
+            "--ignore-not-found",
+        ],
+        None,
+    );
+}
