@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod gather;
 pub mod http;
 pub mod kopf_mode;
+pub mod leader;
 pub mod metrics;
 pub mod publish;
 pub mod reference;

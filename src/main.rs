@@ -8,6 +8,7 @@ use kopf_audit::cli::{self, CheckTarget};
 use kopf_audit::controller::{self, Settings};
 use kopf_audit::evaluate::Policy;
 use kopf_audit::http;
+use kopf_audit::leader::Leadership;
 use kopf_audit::metrics::Metrics;
 use kube::CustomResourceExt;
 use std::net::SocketAddr;
@@ -75,9 +76,18 @@ struct RunArgs {
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080", env = "KOPF_AUDIT_HTTP_ADDR")]
     http_addr: SocketAddr,
-    /// This instance's name in Events (set it to the pod name).
+    /// This instance's name in Events and the Lease (set it to the pod name).
     #[arg(long, env = "POD_NAME", default_value = "kopf-audit")]
     instance: String,
+    /// Compete for a Lease and audit only while holding it (for replicas > 1).
+    #[arg(long, env = "KOPF_AUDIT_LEADER_ELECTION")]
+    leader_election: bool,
+    /// The Lease's name.
+    #[arg(long, default_value = "kopf-audit", env = "KOPF_AUDIT_LEASE_NAME")]
+    lease_name: String,
+    /// The Lease's namespace (the pod's own).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    lease_namespace: String,
 }
 
 #[derive(clap::Args)]
@@ -204,10 +214,72 @@ async fn run(args: RunArgs) -> ExitCode {
         instance: args.instance,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
-    controller::run(client, settings, metrics, ready, shutdown_signal()).await;
+    let code = if args.leader_election {
+        run_as_leader(
+            client,
+            settings,
+            metrics,
+            ready,
+            &args.lease_namespace,
+            &args.lease_name,
+        )
+        .await
+    } else {
+        controller::run(client, settings, metrics, ready, shutdown_signal()).await;
+        ExitCode::SUCCESS
+    };
     server.abort();
     tracing::info!("kopf-audit stopped");
-    ExitCode::SUCCESS
+    code
+}
+
+/// Waits for the Lease, runs the controller while holding it, and exits when it is lost
+/// (exit code 1, so that the pod restarts as a standby) or on SIGTERM.
+async fn run_as_leader(
+    client: kube::Client,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    ready: Arc<AtomicBool>,
+    namespace: &str,
+    name: &str,
+) -> ExitCode {
+    let identity = settings.instance.clone();
+    let mut leadership = match Leadership::start(client.clone(), namespace, name, &identity).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start leader election");
+            return ExitCode::from(2);
+        }
+    };
+    tracing::info!(lease = %format!("{namespace}/{name}"), %identity, "waiting for leadership");
+    let mut shutdown = Box::pin(shutdown_signal());
+    tokio::select! {
+        acquired = leadership.acquired() => if !acquired {
+            tracing::error!("leader election ended");
+            return ExitCode::from(1);
+        },
+        _ = &mut shutdown => return ExitCode::SUCCESS,
+    }
+    tracing::info!(%identity, "leading: auditing");
+    let lost = Arc::new(AtomicBool::new(false));
+    let lost_flag = lost.clone();
+    let lost_future = leadership.lost();
+    let stop = async move {
+        tokio::select! {
+            _ = lost_future => {
+                lost_flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                tracing::warn!("leadership lost: stopping");
+            }
+            _ = shutdown => {}
+        }
+    };
+    controller::run(client, settings, metrics, ready, stop).await;
+    drop(leadership);
+    if lost.load(std::sync::atomic::Ordering::SeqCst) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Resolves on SIGTERM or Ctrl-C, whichever comes first.

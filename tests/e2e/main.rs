@@ -2,6 +2,7 @@
 //! README's test command starts it). They FAIL with the reason when it is not running.
 
 mod harness;
+mod leader;
 mod logs;
 mod operator;
 mod rbac;

@@ -267,10 +267,30 @@ impl Auditor {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Stops it with SIGTERM and says whether it exited in time.
-    pub fn stop(&mut self) -> bool {
+    /// Stops it with SIGTERM (a graceful shutdown).
+    pub fn stop(&mut self) {
         terminate(&mut self.child, Duration::from_secs(10));
-        true
+    }
+
+    /// Kills it with SIGKILL, as a crash would: nothing is released.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits until its log contains `text`.
+    pub async fn wait_log(&self, text: &str, timeout: Duration) {
+        let log = self.log.clone();
+        wait_for(&format!("`{text}` in {}", log.display()), timeout, || {
+            let log = log.clone();
+            async move {
+                std::fs::read_to_string(&log)
+                    .ok()
+                    .filter(|l| l.contains(text))
+                    .map(|_| ())
+            }
+        })
+        .await;
     }
 }
 
