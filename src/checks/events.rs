@@ -40,7 +40,10 @@ fn record_object(record: &Record) -> Option<(String, String)> {
 /// Whether an Event is about the object (namespace, name). Events of cluster-scoped
 /// objects live in the operator's namespace, so only the name is compared for them.
 fn is_about(event: &EventRecord, namespace: &str, name: &str) -> bool {
-    event.name == name && (namespace.is_empty() || event.object_namespace == namespace || event.object_namespace.is_empty())
+    event.name == name
+        && (namespace.is_empty()
+            || event.object_namespace == namespace
+            || event.object_namespace.is_empty())
 }
 
 fn is_problem(event: &EventRecord) -> bool {
@@ -53,7 +56,9 @@ fn silent_failures(target: &str, logs: &LogEvidence, events: &[EventRecord]) -> 
         let Some((ns, name)) = record_object(record) else {
             continue;
         };
-        let reported = events.iter().any(|e| is_problem(e) && is_about(e, &ns, &name));
+        let reported = events
+            .iter()
+            .any(|e| is_problem(e) && is_about(e, &ns, &name));
         if !reported {
             silent.entry((ns, name)).or_insert(record);
         }
@@ -62,7 +67,13 @@ fn silent_failures(target: &str, logs: &LogEvidence, events: &[EventRecord]) -> 
     let objects: Vec<String> = silent
         .keys()
         .take(3)
-        .map(|(ns, n)| if ns.is_empty() { n.clone() } else { format!("{ns}/{n}") })
+        .map(|(ns, n)| {
+            if ns.is_empty() {
+                n.clone()
+            } else {
+                format!("{ns}/{n}")
+            }
+        })
         .collect();
     let more = if silent.len() > 3 { " and others" } else { "" };
     Some(finding(
@@ -83,7 +94,10 @@ fn describe(event: &EventRecord) -> String {
         format!("{}/{}", event.object_namespace, event.name)
     };
     kopf_log::excerpt(
-        &format!("{} {} {object}: {} {}", event.kind, event.type_, event.reason, event.message),
+        &format!(
+            "{} {} {object}: {} {}",
+            event.kind, event.type_, event.reason, event.message
+        ),
         super::runtime::QUOTE_CHARS,
     )
 }
@@ -103,7 +117,12 @@ fn logging_flood(target: &str, events: &[EventRecord]) -> Option<Finding> {
 fn steady_state_spam(target: &str, events: &[EventRecord], repeats: usize) -> Option<Finding> {
     let mut counts: BTreeMap<(&str, &str, &str, &str), (usize, &EventRecord)> = BTreeMap::new();
     for e in events.iter().filter(|e| e.reason != "Logging") {
-        let key = (e.object_namespace.as_str(), e.name.as_str(), e.reason.as_str(), e.message.as_str());
+        let key = (
+            e.object_namespace.as_str(),
+            e.name.as_str(),
+            e.reason.as_str(),
+            e.message.as_str(),
+        );
         let entry = counts.entry(key).or_insert((0, e));
         entry.0 += e.count as usize;
     }
@@ -136,7 +155,9 @@ fn post_failures(target: &str, logs: &LogEvidence) -> Option<Finding> {
     Some(finding(
         CheckId::EventsPostFailures,
         target,
-        format!("kopf failed to post Events{code} and swallowed the error, so Events are silently missing: {hint}."),
+        format!(
+            "kopf failed to post Events{code} and swallowed the error, so Events are silently missing: {hint}."
+        ),
         Some(quote(record)),
     ))
 }
@@ -163,12 +184,16 @@ fn duplicates(target: &str, events: &[EventRecord]) -> Option<Finding> {
 
 fn truncated(target: &str, events: &[EventRecord]) -> Option<Finding> {
     let cut = events.iter().find(|e| {
-        e.from_kopf && e.message.chars().count() >= KOPF_MESSAGE_LIMIT - 3 && e.message.contains("...")
+        e.from_kopf
+            && e.message.chars().count() >= KOPF_MESSAGE_LIMIT - 3
+            && e.message.contains("...")
     })?;
     Some(finding(
         CheckId::EventsTruncated,
         target,
-        format!("Event messages reach kopf's {KOPF_MESSAGE_LIMIT}-character limit and are cut in the middle: keep messages short and put details in status."),
+        format!(
+            "Event messages reach kopf's {KOPF_MESSAGE_LIMIT}-character limit and are cut in the middle: keep messages short and put details in status."
+        ),
         Some(describe(cut)),
     ))
 }
@@ -195,11 +220,18 @@ mod tests {
 
     fn logs(lines: &[&str]) -> LogEvidence {
         let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
-        let mut records: Vec<Record> = lines.iter().filter_map(|l| parser.push_line(l.as_bytes())).collect();
+        let mut records: Vec<Record> = lines
+            .iter()
+            .filter_map(|l| parser.push_line(l.as_bytes()))
+            .collect();
         while let Some(r) = parser.finish() {
             records.push(r);
         }
-        LogEvidence { records, stats: parser.stats(), ..Default::default() }
+        LogEvidence {
+            records,
+            stats: parser.stats(),
+            ..Default::default()
+        }
     }
 
     const FAIL_A: &str = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/a] Handler 'reconcile' failed temporarily: backend down";
@@ -207,10 +239,22 @@ mod tests {
     #[test]
     fn failure_without_warning_event_is_silent() {
         let l = logs(&[FAIL_A]);
-        let f = silent_failures("op", &l, &[event("a", "Normal", "Provisioned", true)]).expect("finding");
+        let f = silent_failures("op", &l, &[event("a", "Normal", "Provisioned", true)])
+            .expect("finding");
         assert!(f.message.contains("ns/a"), "{}", f.message);
-        assert!(f.evidence.as_deref().is_some_and(|e| e.contains("backend down")));
-        assert!(silent_failures("op", &l, &[event("a", "Warning", "ProvisioningFailed", true)]).is_none());
+        assert!(
+            f.evidence
+                .as_deref()
+                .is_some_and(|e| e.contains("backend down"))
+        );
+        assert!(
+            silent_failures(
+                "op",
+                &l,
+                &[event("a", "Warning", "ProvisioningFailed", true)]
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -239,7 +283,9 @@ mod tests {
         let spam = steady_state_spam("op", &events, 3).expect("spam");
         assert!(spam.message.contains("Tick"));
         assert!(steady_state_spam("op", &events, 4).is_none());
-        let l = logs(&["[2026-11-30 02:41:55,039] kopf.objects         [WARNING ] [ns/a] Failed to post an event. Ignoring and continuing. Code: 403. Message: events is forbidden."]);
+        let l = logs(&[
+            "[2026-11-30 02:41:55,039] kopf.objects         [WARNING ] [ns/a] Failed to post an event. Ignoring and continuing. Code: 403. Message: events is forbidden.",
+        ]);
         let f = post_failures("op", &l).expect("post failure");
         assert!(f.message.contains("403"), "{}", f.message);
     }

@@ -65,9 +65,12 @@ fn is_progress_annotation(key: &str) -> bool {
 }
 
 fn progress_annotations(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
-    let (object, key) = objects
-        .iter()
-        .find_map(|o| o.annotations.keys().find(|k| is_progress_annotation(k)).map(|k| (o, k)))?;
+    let (object, key) = objects.iter().find_map(|o| {
+        o.annotations
+            .keys()
+            .find(|k| is_progress_annotation(k))
+            .map(|k| (o, k))
+    })?;
     Some(finding(
         CheckId::PersistenceProgressAnnotations,
         target,
@@ -77,7 +80,9 @@ fn progress_annotations(target: &str, objects: &[ObjectSample]) -> Option<Findin
 }
 
 fn diffbase_annotation(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
-    let object = objects.iter().find(|o| o.annotations.contains_key(DIFFBASE))?;
+    let object = objects
+        .iter()
+        .find(|o| o.annotations.contains_key(DIFFBASE))?;
     Some(finding(
         CheckId::PersistenceDiffbaseAnnotation,
         target,
@@ -98,7 +103,11 @@ fn default_finalizer(target: &str, objects: &[ObjectSample]) -> Option<Finding> 
     ))
 }
 
-fn status_schema(target: &str, handled: &[HandledResource], objects: &[ObjectSample]) -> Vec<Finding> {
+fn status_schema(
+    target: &str,
+    handled: &[HandledResource],
+    objects: &[ObjectSample],
+) -> Vec<Finding> {
     handled
         .iter()
         .enumerate()
@@ -131,7 +140,11 @@ fn status_schema(target: &str, handled: &[HandledResource], objects: &[ObjectSam
         .collect()
 }
 
-fn stuck_finalizer(target: &str, objects: &[ObjectSample], now: jiff::Timestamp) -> Option<Finding> {
+fn stuck_finalizer(
+    target: &str,
+    objects: &[ObjectSample],
+    now: jiff::Timestamp,
+) -> Option<Finding> {
     let object = objects.iter().find(|o| {
         !o.finalizers.is_empty()
             && o.deletion_timestamp
@@ -164,7 +177,10 @@ fn annotation_size(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
             "{}'s annotations approach the API server's {ANNOTATIONS_LIMIT}-byte limit (kopf's diff-base is the usual culprit): past it kopf cannot patch and finalizers get stuck; move the diff-base to status with kopf.StatusDiffBaseStorage().",
             object_name(object)
         ),
-        Some(format!("{} annotations over half the limit", object_name(object))),
+        Some(format!(
+            "{} annotations over half the limit",
+            object_name(object)
+        )),
     );
     f.severity = severity;
     Some(f)
@@ -181,7 +197,10 @@ mod tests {
             resource: 0,
             namespace: "ns".into(),
             name: "a".into(),
-            annotations: annotations.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect::<BTreeMap<_, _>>(),
             finalizers: finalizers.iter().map(|s| s.to_string()).collect(),
             deletion_timestamp: None,
             status_kopf_keys: Vec::new(),
@@ -207,7 +226,11 @@ mod tests {
     #[test]
     fn annotations_storage_and_default_finalizer() {
         let objs = [object(
-            &[("kopf.zalando.org/reconcile", 100), (DIFFBASE, 300), ("app", 10)],
+            &[
+                ("kopf.zalando.org/reconcile", 100),
+                (DIFFBASE, 300),
+                ("app", 10),
+            ],
             &[DEFAULT_FINALIZER],
         )];
         assert!(progress_annotations("op", &objs).is_some());
@@ -238,14 +261,21 @@ mod tests {
     fn stuck_deletion_and_annotation_size() {
         let now = jiff::Timestamp::from_second(10_000).expect("ts");
         let mut deleting = object(&[], &["example.com/finalizer"]);
-        deleting.deletion_timestamp = Some(jiff::Timestamp::from_second(10_000 - 11 * 60).expect("ts"));
+        deleting.deletion_timestamp =
+            Some(jiff::Timestamp::from_second(10_000 - 11 * 60).expect("ts"));
         assert!(stuck_finalizer("op", std::slice::from_ref(&deleting), now).is_some());
         deleting.deletion_timestamp = Some(jiff::Timestamp::from_second(10_000 - 60).expect("ts"));
         assert!(stuck_finalizer("op", &[deleting], now).is_none());
         let big = [object(&[(DIFFBASE, 240_000)], &[])];
-        assert_eq!(annotation_size("op", &big).expect("finding").severity, Severity::Error);
+        assert_eq!(
+            annotation_size("op", &big).expect("finding").severity,
+            Severity::Error
+        );
         let half = [object(&[(DIFFBASE, 140_000)], &[])];
-        assert_eq!(annotation_size("op", &half).expect("finding").severity, Severity::Warning);
+        assert_eq!(
+            annotation_size("op", &half).expect("finding").severity,
+            Severity::Warning
+        );
         assert!(annotation_size("op", &[object(&[(DIFFBASE, 1000)], &[])]).is_none());
     }
 }

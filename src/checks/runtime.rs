@@ -84,9 +84,10 @@ fn handler_failures(target: &str, logs: &LogEvidence) -> Vec<Finding> {
             EventKind::HandlerFailedPermanently { .. } => Severity::Error,
             _ => Severity::Warning,
         };
-        let entry = per_handler
-            .entry(handler.to_string())
-            .or_insert((severity, record, Vec::new()));
+        let entry =
+            per_handler
+                .entry(handler.to_string())
+                .or_insert((severity, record, Vec::new()));
         entry.0 = entry.0.max(severity);
         let object = object_name(record);
         if !entry.2.contains(&object) {
@@ -124,8 +125,14 @@ fn startup_forbidden(target: &str, logs: &LogEvidence) -> Vec<Finding> {
             continue;
         }
         let group = denial.api_group.clone().unwrap_or_default();
-        let key = (denial.verb.clone(), denial.resource.clone(), group.clone(), denial.cluster_scope);
-        seen.entry(key).or_insert((record, denial.namespace.clone()));
+        let key = (
+            denial.verb.clone(),
+            denial.resource.clone(),
+            group.clone(),
+            denial.cluster_scope,
+        );
+        seen.entry(key)
+            .or_insert((record, denial.namespace.clone()));
     }
     seen.into_iter()
         .map(|((verb, resource, group, cluster), (record, namespace))| {
@@ -155,7 +162,12 @@ fn by_kind(
     message: &str,
 ) -> Option<Finding> {
     let record = all_records(logs).find(|r| matches(&r.kind))?;
-    Some(finding(check, target, message.to_string(), Some(quote(record))))
+    Some(finding(
+        check,
+        target,
+        message.to_string(),
+        Some(quote(record)),
+    ))
 }
 
 fn unparsed(target: &str, logs: &LogEvidence) -> Option<Finding> {
@@ -213,7 +225,10 @@ mod tests {
             event_repeats: 3,
             now: jiff::Timestamp::UNIX_EPOCH,
         };
-        check(&t, &run, &config).into_iter().map(|f| f.check).collect()
+        check(&t, &run, &config)
+            .into_iter()
+            .map(|f| f.check)
+            .collect()
     }
 
     const FULL_FAIL: &str = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/a] Handler 'reconcile' failed temporarily: backend down";
@@ -222,13 +237,27 @@ mod tests {
     #[test]
     fn handler_failures_and_forbidden() {
         let found = ids(&[FULL_FAIL, FULL_FORBIDDEN]);
-        assert!(found.contains(&CheckId::RuntimeHandlerFailures), "{found:?}");
-        assert!(found.contains(&CheckId::RuntimeStartupForbidden), "{found:?}");
+        assert!(
+            found.contains(&CheckId::RuntimeHandlerFailures),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&CheckId::RuntimeStartupForbidden),
+            "{found:?}"
+        );
         let t = target_with(parse(&[FULL_FORBIDDEN]));
         let f = startup_forbidden("op", t.logs.ready().expect("logs"));
         assert_eq!(f.len(), 1);
-        assert!(f[0].message.contains("`list` on customresourcedefinitions"), "{}", f[0].message);
-        assert!(f[0].message.contains("apiextensions.k8s.io"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("`list` on customresourcedefinitions"),
+            "{}",
+            f[0].message
+        );
+        assert!(
+            f[0].message.contains("apiextensions.k8s.io"),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]

@@ -31,13 +31,22 @@ pub async fn gather(
         } else {
             Api::namespaced(client.clone(), ns)
         };
-        let ns = if ns.is_empty() { "any namespace" } else { ns.as_str() };
-        let list = match api.list(&ListParams::default().limit(MAX_EVENTS_PER_NAMESPACE)).await {
+        let ns = if ns.is_empty() {
+            "any namespace"
+        } else {
+            ns.as_str()
+        };
+        let list = match api
+            .list(&ListParams::default().limit(MAX_EVENTS_PER_NAMESPACE))
+            .await
+        {
             Ok(list) => list,
             Err(kube::Error::Api(s)) if s.code == 403 => {
                 return Gathered::Unavailable(Unavailable {
                     reason: Reason::Forbidden,
-                    message: format!("The auditor may not list events in {ns}: grant it list on events there."),
+                    message: format!(
+                        "The auditor may not list events in {ns}: grant it list on events there."
+                    ),
                 });
             }
             Err(e) => {

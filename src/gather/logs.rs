@@ -2,8 +2,8 @@
 //! window (`sinceSeconds`) and a byte cap (`limitBytes`), streamed line by line into the
 //! kopf log parser so that no more than one line is held besides the parsed records.
 
-use crate::evidence::{Gathered, LogEvidence, Unavailable};
 use crate::conditions::Reason;
+use crate::evidence::{Gathered, LogEvidence, Unavailable};
 use futures::AsyncBufReadExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
@@ -66,12 +66,32 @@ pub async fn gather(
             .flat_map(|s| s.container_statuses.iter().flatten())
             .any(|cs| cs.name == container && cs.restart_count > 0);
         let name = pod.name_any();
-        match read(&api, &name, container, bounds, false, &mut current, &mut evidence.records).await {
+        match read(
+            &api,
+            &name,
+            container,
+            bounds,
+            false,
+            &mut current,
+            &mut evidence.records,
+        )
+        .await
+        {
             Ok(cut) => evidence.truncated |= cut,
             Err(e) => return unavailable(namespace, e),
         }
         if restarted {
-            match read(&api, &name, container, bounds, true, &mut previous, &mut evidence.previous).await {
+            match read(
+                &api,
+                &name,
+                container,
+                bounds,
+                true,
+                &mut previous,
+                &mut evidence.previous,
+            )
+            .await
+            {
                 Ok(cut) => evidence.truncated |= cut,
                 // The previous container's log may be gone; the current one still counts.
                 Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => {}
@@ -87,9 +107,14 @@ fn unavailable(namespace: &str, error: kube::Error) -> Gathered<LogEvidence> {
     let (reason, message) = match &error {
         kube::Error::Api(s) if s.code == 403 => (
             Reason::Forbidden,
-            format!("The auditor may not get pods/log in {namespace}: grant it get on pods/log there."),
+            format!(
+                "The auditor may not get pods/log in {namespace}: grant it get on pods/log there."
+            ),
         ),
-        _ => (Reason::AuditFailed, format!("Reading the operator's log failed: {error}")),
+        _ => (
+            Reason::AuditFailed,
+            format!("Reading the operator's log failed: {error}"),
+        ),
     };
     Gathered::Unavailable(Unavailable { reason, message })
 }
@@ -143,7 +168,10 @@ fn keep(out: &mut Vec<kopf_log::Record>, record: Option<kopf_log::Record>) {
     use kopf_log::EventKind as K;
     let Some(record) = record else { return };
     let useful = record.forbidden.is_some()
-        || !matches!(record.kind, K::Other | K::HandlerSucceeded { .. } | K::CauseProcessed { .. });
+        || !matches!(
+            record.kind,
+            K::Other | K::HandlerSucceeded { .. } | K::CauseProcessed { .. }
+        );
     if useful && out.len() < MAX_RECORDS {
         out.push(record);
     }

@@ -187,8 +187,13 @@ async fn gather_log_areas(
     let bounds = logs::LogBounds::from_spec(&spec.logs);
     target.logs = logs::gather(client, namespace, &target.pods, &run.container, bounds).await;
     let concerned = concerned_namespaces(&run, namespace);
-    target.events =
-        events::gather(client, concerned.as_deref(), Timestamp::now(), bounds.window).await;
+    target.events = events::gather(
+        client,
+        concerned.as_deref(),
+        Timestamp::now(),
+        bounds.window,
+    )
+    .await;
     target.objects = match &target.handled {
         Gathered::Ready(handled) => objects::gather(client, handled, concerned.as_deref()).await,
         Gathered::Unavailable(why) => Gathered::Unavailable(why.clone()),

@@ -29,7 +29,10 @@ pub async fn gather(
             _ => vec![Api::all_with(client.clone(), &ar)],
         };
         for api in apis {
-            let list = match api.list(&ListParams::default().limit(SAMPLE_PER_RESOURCE)).await {
+            let list = match api
+                .list(&ListParams::default().limit(SAMPLE_PER_RESOURCE))
+                .await
+            {
                 Ok(list) => list,
                 Err(kube::Error::Api(s)) if s.code == 403 => {
                     return Gathered::Unavailable(Unavailable {
@@ -37,7 +40,11 @@ pub async fn gather(
                         message: format!(
                             "The auditor may not list {} ({}): grant it get and list on them.",
                             resource.plural,
-                            if resource.group.is_empty() { "core" } else { &resource.group }
+                            if resource.group.is_empty() {
+                                "core"
+                            } else {
+                                &resource.group
+                            }
                         ),
                     });
                 }

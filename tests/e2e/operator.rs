@@ -136,7 +136,11 @@ async fn fixture_deployment(client: &Client, ns: &str) -> Deployment {
 /// Audits a fixture and checks the findings its expect.yaml declares for the areas
 /// named by `prefixes` (e.g. `["workload."]`), with kopf's `--log-format` overridden
 /// when `log_format` is given.
-pub async fn audit_fixture(fixture: &str, prefixes: &[&str], log_format: Option<&str>) -> KopfAuditStatus {
+pub async fn audit_fixture(
+    fixture: &str,
+    prefixes: &[&str],
+    log_format: Option<&str>,
+) -> KopfAuditStatus {
     let client = support::admin_client().await;
     ensure_crd(&client).await;
     let ns = TestNamespace::create(&client, fixture).await;
@@ -148,16 +152,36 @@ pub async fn audit_fixture(fixture: &str, prefixes: &[&str], log_format: Option<
         .expect("creating the KopfAudit");
     let expect = expectations(fixture);
     let in_scope = |c: &String| prefixes.iter().any(|p| c.starts_with(p));
-    let must: BTreeSet<String> = expect.must.iter().filter(|c| in_scope(c)).cloned().collect();
-    let what = format!("{fixture} ({}): findings {must:?}", log_format.unwrap_or("full"));
-    let audit = wait_status(&client, &ns.name, "audit", &what, Duration::from_secs(180), |s| {
-        condition(s, "Ready") == Some(("True", "AuditSucceeded")) && must.is_subset(&found_checks(s))
-    })
+    let must: BTreeSet<String> = expect
+        .must
+        .iter()
+        .filter(|c| in_scope(c))
+        .cloned()
+        .collect();
+    let what = format!(
+        "{fixture} ({}): findings {must:?}",
+        log_format.unwrap_or("full")
+    );
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        &what,
+        Duration::from_secs(180),
+        |s| {
+            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
+                && must.is_subset(&found_checks(s))
+        },
+    )
     .await;
     let status = audit.status.expect("status");
     let found = found_checks(&status);
     for id in expect.must_not.iter().filter(|c| in_scope(c)) {
-        assert!(!found.contains(id), "{fixture}: {id} must not be reported; findings: {:#?}", status.findings);
+        assert!(
+            !found.contains(id),
+            "{fixture}: {id} must not be reported; findings: {:#?}",
+            status.findings
+        );
     }
     assert_eq!(status.targets.len(), 1);
     assert!(status.targets[0].kopf, "{fixture} runs kopf");
@@ -168,7 +192,10 @@ pub async fn audit_fixture(fixture: &str, prefixes: &[&str], log_format: Option<
 /// The workload area of a fixture, and its condition.
 async fn audit_fixture_workload(fixture: &str) {
     let status = audit_fixture(fixture, &["workload."], None).await;
-    let must_any = expectations(fixture).must.iter().any(|c| c.starts_with("workload."));
+    let must_any = expectations(fixture)
+        .must
+        .iter()
+        .any(|c| c.starts_with("workload."));
     let expected = if must_any { "False" } else { "True" };
     assert_eq!(
         condition(&status, "WorkloadCompliant").map(|c| c.0),
