@@ -195,14 +195,14 @@ fn init_tracing(format: LogFormat, filter: &str) {
 
 async fn run(args: RunArgs) -> ExitCode {
     init_tracing(args.log_format, &args.log_level);
-    let client = match kube::Client::try_default().await {
+    let metrics = Arc::new(Metrics::new());
+    let client = match counted_client(&metrics).await {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "cannot build a Kubernetes client");
             return ExitCode::from(2);
         }
     };
-    let metrics = Arc::new(Metrics::new());
     let ready = Arc::new(AtomicBool::new(false));
     let server = tokio::spawn(http::serve(args.http_addr, metrics.clone(), ready.clone()));
     let settings = Settings {
@@ -231,6 +231,16 @@ async fn run(args: RunArgs) -> ExitCode {
     server.abort();
     tracing::info!("kopf-audit stopped");
     code
+}
+
+/// A client from the kubeconfig or the in-cluster config, counting its requests.
+async fn counted_client(metrics: &Arc<Metrics>) -> Result<kube::Client, kube::Error> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(kube::Error::InferConfig)?;
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&metrics.request_counter())
+        .build())
 }
 
 /// Waits for the Lease, runs the controller while holding it, and exits when it is lost

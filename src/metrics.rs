@@ -52,6 +52,15 @@ pub struct ConditionLabels {
 /// The finding and condition label sets last exported for one audit.
 type ExportedSets = (BTreeSet<FindingLabels>, BTreeSet<ConditionLabels>);
 
+/// Labels of an API request the auditor made.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// The HTTP method.
+    pub method: String,
+    /// `true` for watch requests (long-lived), else `false`.
+    pub watch: String,
+}
+
 /// Every metric the operator exports, registered once.
 pub struct Metrics {
     registry: Registry,
@@ -62,6 +71,7 @@ pub struct Metrics {
     last_audit: Family<AuditLabels, Gauge<f64, AtomicU64>>,
     findings: Family<FindingLabels, Gauge>,
     conditions: Family<ConditionLabels, Gauge>,
+    api_requests: Family<RequestLabels, Counter>,
     /// Label sets last exported per audit, so that resolved ones are removed.
     exported: Mutex<BTreeMap<AuditLabels, ExportedSets>>,
 }
@@ -83,6 +93,7 @@ impl Metrics {
         let last_audit = Family::<AuditLabels, Gauge<f64, AtomicU64>>::default();
         let findings = Family::<FindingLabels, Gauge>::default();
         let conditions = Family::<ConditionLabels, Gauge>::default();
+        let api_requests = Family::<RequestLabels, Counter>::default();
         registry.register("audits", "Audits run", audits.clone());
         registry.register(
             "audit_failures",
@@ -114,8 +125,14 @@ impl Metrics {
             "1 for each audit's current condition type and status",
             conditions.clone(),
         );
+        registry.register(
+            "api_requests",
+            "Requests the auditor sent to the API server",
+            api_requests.clone(),
+        );
         Metrics {
             registry,
+            api_requests,
             audits,
             failures,
             status_writes,
@@ -125,6 +142,32 @@ impl Metrics {
             conditions,
             exported: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Counts one API request (called by the client's request layer).
+    pub fn api_request(&self, method: &str, watch: bool) {
+        self.api_requests
+            .get_or_create(&RequestLabels {
+                method: method.to_string(),
+                watch: watch.to_string(),
+            })
+            .inc();
+    }
+
+    /// A client layer that counts every request the auditor sends.
+    pub fn request_counter<B>(
+        self: &std::sync::Arc<Self>,
+    ) -> tower::util::MapRequestLayer<impl Fn(http::Request<B>) -> http::Request<B> + Clone + use<B>>
+    {
+        let metrics = self.clone();
+        tower::util::MapRequestLayer::new(move |request: http::Request<B>| {
+            let watch = request
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+            metrics.api_request(request.method().as_str(), watch);
+            request
+        })
     }
 
     /// Counts one status write.

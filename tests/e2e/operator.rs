@@ -428,7 +428,7 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
     let ns = TestNamespace::create(&client, "cli").await;
     let _kopf = Fixture::start("bad-resources", &ns.name, None);
     let deployment = fixture_deployment(&client, &ns.name).await.name_any();
-    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    let auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
     create_audit(&client, &ns.name, audit_for("cli", &deployment, "30s"))
         .await
         .expect("create");
@@ -442,6 +442,20 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
     )
     .await;
     let status = audit.status.expect("status");
+    let metrics = auditor.http_get("/metrics");
+    let series = format!(
+        r#"kopf_audit_findings{{namespace="{}",name="cli",check="workload.standalone-replicas",severity="error"}} 1"#,
+        ns.name
+    );
+    assert!(
+        metrics.contains(&series),
+        "/metrics shows the findings: {metrics}"
+    );
+    assert!(
+        metrics.contains("kopf_audit_api_requests_total"),
+        "{metrics}"
+    );
+    assert_eq!(auditor.http_get("/readyz").trim(), "ready");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_kopf-audit"))
         .args([
             "check",

@@ -262,6 +262,21 @@ impl Auditor {
         Auditor { child, http, log }
     }
 
+    /// GETs a path of its HTTP endpoint (plain HTTP/1.0 over loopback) and returns the body.
+    pub fn http_get(&self, path: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.http)
+            .unwrap_or_else(|e| panic!("connecting to the auditor at {}: {e}", self.http));
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").expect("request");
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default()
+    }
+
     /// The auditor's log so far.
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
