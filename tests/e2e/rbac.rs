@@ -120,8 +120,25 @@ impl Audited {
 /// Asserts that the fixture yields exactly `want` among the rbac checks, each missing
 /// permission with a rule to paste, and returns the status.
 async fn expect_exactly(fixture: &str, want: &[&str]) -> (Audited, KopfAuditStatus) {
-    let audited = Audited::start(fixture, None).await;
     let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+    let declared = support::expectations(fixture);
+    let must: BTreeSet<String> = declared
+        .must
+        .iter()
+        .filter(|c| c.starts_with("rbac."))
+        .cloned()
+        .collect();
+    assert_eq!(
+        must, want,
+        "{fixture}: expect.yaml declares these rbac checks"
+    );
+    for id in &want {
+        assert!(
+            !declared.must_not.contains(id),
+            "{fixture}: {id} in both lists"
+        );
+    }
+    let audited = Audited::start(fixture, None).await;
     let status = audited
         .wait(&format!("{fixture}: rbac findings {want:?}"), |s| {
             rbac_checks(s) == want
