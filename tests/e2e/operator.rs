@@ -518,3 +518,71 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
     assert_eq!(table.status.code(), Some(0));
     assert!(text.contains("workload.standalone-replicas"), "{text}");
 }
+
+#[tokio::test]
+async fn cross_namespace_targets_are_refused_and_exemptions_are_reported() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "tenancy").await;
+    let _kopf = Fixture::start("bad-resources", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+
+    let mut elsewhere = audit_for("elsewhere", &deployment, "30s");
+    elsewhere["spec"]["target"]["namespace"] = serde_json::json!("kube-system");
+    create_audit(&client, &ns.name, elsewhere)
+        .await
+        .expect("create");
+    let refused = wait_status(
+        &client,
+        &ns.name,
+        "elsewhere",
+        "CrossNamespaceRefused",
+        Duration::from_secs(60),
+        |s| condition(s, "Stalled") == Some(("True", "CrossNamespaceRefused")),
+    )
+    .await;
+    assert!(
+        refused.status.expect("status").findings.is_empty(),
+        "nothing of another namespace is read"
+    );
+
+    say("exempting workload.cpu-limit by annotation");
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        "skip.kopfaudit.dev/workload.cpu-limit": "CPU limits are cluster policy here"
+    }}});
+    Api::<Deployment>::namespaced(client.clone(), &ns.name)
+        .patch(&deployment, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("annotate");
+    create_audit(&client, &ns.name, audit_for("exempt", &deployment, "30s"))
+        .await
+        .expect("create");
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "exempt",
+        "the exemption reported",
+        Duration::from_secs(60),
+        |s| {
+            s.skipped
+                .iter()
+                .any(|k| k.check.as_str() == "workload.cpu-limit" && k.honoured)
+        },
+    )
+    .await;
+    let status = audit.status.expect("status");
+    assert!(
+        !found_checks(&status).contains("workload.cpu-limit"),
+        "{:#?}",
+        status.findings
+    );
+    assert!(
+        found_checks(&status).contains("workload.memory-limit"),
+        "other checks still run"
+    );
+    assert_eq!(
+        status.skipped[0].reason,
+        "CPU limits are cluster policy here"
+    );
+}
