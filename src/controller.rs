@@ -279,6 +279,10 @@ async fn reconcile(audit: Arc<KopfAudit>, ctx: Arc<Context>) -> Result<Action, R
     if update.changed {
         publish::write_status(&api, &name, &update.status).await?;
         ctx.metrics.status_write(&namespace, &name);
+        match publish::policy_report::write(&ctx.client, &audit, &update.status).await {
+            Ok(written) => tracing::debug!(written, "policy report"),
+            Err(e) => tracing::warn!(error = %e, "policy report not written"),
+        }
     }
     for planned in &update.events {
         if let Err(e) = ctx.events.emit(&audit, planned).await {

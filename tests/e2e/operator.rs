@@ -586,3 +586,61 @@ async fn cross_namespace_targets_are_refused_and_exemptions_are_reported() {
         "CPU limits are cluster policy here"
     );
 }
+
+#[tokio::test]
+async fn a_policy_report_mirrors_the_findings_when_its_crd_is_installed() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "policyreports.wgpolicyk8s.io"},
+        "spec": {"group": "wgpolicyk8s.io", "scope": "Namespaced",
+            "names": {"kind": "PolicyReport", "plural": "policyreports", "singular": "policyreport"},
+            "versions": [{"name": "v1alpha2", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .expect("CRD");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        "policyreports.wgpolicyk8s.io",
+        &PatchParams::apply("kopf-audit-e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("PolicyReport CRD");
+    let ns = TestNamespace::create(&client, "report").await;
+    let _kopf = Fixture::start("bad-resources", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(&client, &ns.name, audit_for("reported", &deployment, "30s"))
+        .await
+        .expect("create");
+    let reports: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &kopf_audit::publish::policy_report::resource(),
+    );
+    let report = wait_for("the PolicyReport", Duration::from_secs(90), || {
+        let reports = reports.clone();
+        async move { reports.get("kopf-audit-reported").await.ok() }
+    })
+    .await;
+    let policies: Vec<String> = report.data["results"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|x| x["policy"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        policies.contains(&"workload.standalone-replicas".to_string()),
+        "{policies:?}"
+    );
+    assert!(
+        report
+            .metadata
+            .owner_references
+            .is_some_and(|o| o[0].kind == "KopfAudit")
+    );
+}

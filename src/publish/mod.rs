@@ -1,6 +1,8 @@
 //! The publish phase: API I/O only. One server-side-apply status patch with a single
 //! field manager, written only when the status changed; one Event per transition.
 
+pub mod policy_report;
+
 use crate::api::{KopfAudit, KopfAuditStatus};
 use crate::evaluate::PlannedEvent;
 use jiff::Timestamp;
