@@ -13,8 +13,10 @@ use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
+use kube::core::PartialObjectMeta;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -142,13 +144,36 @@ pub async fn run(
     };
     tokio::spawn(wait_ready);
 
-    controller
+    let controller = controller
         .watches_stream(dep_stream, move |d: Deployment| {
             audits_for_deployment(&for_deployment, &d)
         })
         .watches_stream(pod_stream, move |p: Pod| {
             audits_for_pod(&for_pod, &dep_cache, &p)
         })
+        .watches_stream(rbac_changes::<Role>(&client, ns.as_deref()), {
+            let audits = audit_store.clone();
+            move |r| audits_in_namespace(&audits, r.metadata.namespace.as_deref())
+        })
+        .watches_stream(rbac_changes::<RoleBinding>(&client, ns.as_deref()), {
+            let audits = audit_store.clone();
+            move |r| audits_in_namespace(&audits, r.metadata.namespace.as_deref())
+        });
+    // Cluster-scoped RBAC can only be watched by a cluster-wide install.
+    let controller = if ns.is_none() {
+        controller
+            .watches_stream(cluster_rbac_changes::<ClusterRole>(&client), {
+                let audits = audit_store.clone();
+                move |_| audits_in_namespace(&audits, None)
+            })
+            .watches_stream(cluster_rbac_changes::<ClusterRoleBinding>(&client), {
+                let audits = audit_store.clone();
+                move |_| audits_in_namespace(&audits, None)
+            })
+    } else {
+        controller
+    };
+    controller
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -158,6 +183,69 @@ pub async fn run(
             }
         })
         .await;
+}
+
+/// Changes to namespaced RBAC objects (metadata only: what changed is asked again by
+/// the next audit's SubjectAccessReviews).
+fn rbac_changes<K>(
+    client: &Client,
+    namespace: Option<&str>,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let api: Api<PartialObjectMeta<K>> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .touched_objects()
+}
+
+/// Changes to cluster-scoped RBAC objects.
+fn cluster_rbac_changes<K>(
+    client: &Client,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    watcher(
+        Api::<PartialObjectMeta<K>>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects()
+}
+
+/// The audits whose target lives in `namespace`; every audit for `None` (cluster-scoped
+/// changes).
+fn audits_in_namespace(
+    audits: &Store<KopfAudit>,
+    namespace: Option<&str>,
+) -> Vec<ObjectRef<KopfAudit>> {
+    audits
+        .state()
+        .iter()
+        .filter(|a| {
+            let own = a.namespace().unwrap_or_default();
+            let target = a.spec.target.namespace.as_deref().unwrap_or(&own);
+            namespace.is_none_or(|ns| ns == target)
+        })
+        .map(|a| ObjectRef::from_obj(a.as_ref()))
+        .collect()
 }
 
 /// Whether a KopfAudit targets this Deployment (by name or selector, same namespace).

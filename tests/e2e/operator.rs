@@ -644,3 +644,62 @@ async fn a_policy_report_mirrors_the_findings_when_its_crd_is_installed() {
             .is_some_and(|o| o[0].kind == "KopfAudit")
     );
 }
+
+#[tokio::test]
+async fn granting_a_missing_permission_re_audits_at_once() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "regrant").await;
+    let _kopf = Fixture::start("no-events-create", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await;
+    let account = deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|s| s.service_account_name.clone())
+        .unwrap_or_else(|| "default".into());
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    // A long interval: only the watch on RBAC objects can explain a quick re-audit.
+    create_audit(
+        &client,
+        &ns.name,
+        audit_for("regrant", &deployment.name_any(), "1h"),
+    )
+    .await
+    .expect("create");
+    wait_status(
+        &client,
+        &ns.name,
+        "regrant",
+        "rbac.events",
+        Duration::from_secs(90),
+        |s| found_checks(s).contains("rbac.events"),
+    )
+    .await;
+    say("granting events create and patch");
+    let manifest = format!(
+        r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{{"name":"events","namespace":"{ns}"}},
+            "rules":[{{"apiGroups":[""],"resources":["events"],"verbs":["create","patch"]}}]}}"#,
+        ns = ns.name
+    );
+    let binding = format!(
+        r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{{"name":"events","namespace":"{ns}"}},
+            "roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"events"}},
+            "subjects":[{{"kind":"ServiceAccount","name":"{account}","namespace":"{ns}"}}]}}"#,
+        ns = ns.name
+    );
+    for doc in [manifest, binding] {
+        let (ok, _, err) = support::kubectl_run(&["apply", "-f", "-"], Some(&doc));
+        assert!(ok, "kubectl apply: {err}");
+    }
+    wait_status(
+        &client,
+        &ns.name,
+        "regrant",
+        "rbac.events resolved without waiting for the interval",
+        Duration::from_secs(60),
+        |s| !found_checks(s).contains("rbac.events"),
+    )
+    .await;
+}
