@@ -703,3 +703,29 @@ async fn granting_a_missing_permission_re_audits_at_once() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn the_well_behaved_operator_is_compliant_in_every_area() {
+    let status = audit_fixture(
+        "good",
+        &["workload.", "rbac.", "events.", "persistence.", "runtime."],
+        None,
+    )
+    .await;
+    for condition_type in [
+        "WorkloadCompliant",
+        "RBACCompliant",
+        "EventsCompliant",
+        "PersistenceCompliant",
+        "RuntimeHealthy",
+        "Compliant",
+    ] {
+        assert_eq!(
+            condition(&status, condition_type).map(|c| c.0),
+            Some("True"),
+            "{condition_type}: {:#?}",
+            status.conditions
+        );
+    }
+    assert!(status.findings.is_empty(), "{:#?}", status.findings);
+}
