@@ -1,6 +1,7 @@
 //! End-to-end tests against the local cluster started by `hack/cluster.sh up` (the
 //! README's test command starts it). They FAIL with the reason when it is not running.
 
+mod chart;
 mod harness;
 mod leader;
 mod logs;
