@@ -35,5 +35,18 @@ echo "kubeconfig: $KOPF_AUDIT_KUBECONFIG"
 step "kopf venv: hack/kopf-venv.sh"
 bash hack/kopf-venv.sh | tail -n 1
 
+step "helm: hack/build-helm.sh (built once from its Go module, cached: 4-8 min cold), helm lint, helm template"
+helm=$(bash hack/build-helm.sh | tail -n 1)
+export KOPF_AUDIT_HELM="$helm"
+"$helm" lint --strict charts/kopf-audit
+"$helm" lint --strict charts/kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true
+"$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --include-crds >/dev/null
+"$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >/dev/null
+
+step "Argo CD health check: hack/argocd (vendored Lua 5.1, a workspace of its own)"
+cargo fmt --manifest-path hack/argocd/Cargo.toml -- --check
+cargo clippy --manifest-path hack/argocd/Cargo.toml --all-targets -- -D warnings
+cargo test --manifest-path hack/argocd/Cargo.toml
+
 step "all tests: cargo test --workspace (end-to-end tests print their progress)"
 cargo test --workspace --no-fail-fast -- --test-threads="${KOPF_AUDIT_TEST_THREADS:-4}"

@@ -262,6 +262,9 @@ async fn run_as_leader(
         }
     };
     tracing::info!(lease = %format!("{namespace}/{name}"), %identity, "waiting for leadership");
+    // A standby is healthy and ready: it has nothing to sync until it leads, and a
+    // rollout must not wait for it to win the Lease.
+    ready.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut shutdown = Box::pin(shutdown_signal());
     tokio::select! {
         acquired = leadership.acquired() => if !acquired {
@@ -271,6 +274,7 @@ async fn run_as_leader(
         _ = &mut shutdown => return ExitCode::SUCCESS,
     }
     tracing::info!(%identity, "leading: auditing");
+    ready.store(false, std::sync::atomic::Ordering::SeqCst);
     let lost = Arc::new(AtomicBool::new(false));
     let lost_flag = lost.clone();
     let lost_future = leadership.lost();
