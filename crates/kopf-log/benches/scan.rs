@@ -1,17 +1,20 @@
 //! Log scanning benchmark: parse + classify a generated ~100 MB kopf log
 //! (three formats, kubelet timestamps, tracebacks, 403 retries, noise)
-//! single-threaded, and time `grep -c -E` with the equivalent alternation
-//! over the same file in the same run.
+//! single-threaded in both modes (`Routine::Keep`: every record built;
+//! `Routine::Count`: what the auditor keeps, routine lines only counted), and
+//! time `grep -c -E` with the equivalent alternation over the same file in the
+//! same run, the three contenders interleaved run by run.
 //!
 //! `cargo bench -p kopf-log --bench scan` (see BENCHMARKS.md).
 //! Environment: `KOPF_BENCH_MB` (default 100), `KOPF_BENCH_RUNS` (default 5),
-//! `KOPF_BENCH_FILE` (default `$CARGO_TARGET_TMPDIR/kopf-bench-<MB>mb-v2.log`).
+//! `KOPF_BENCH_FILE` (default `$CARGO_TARGET_TMPDIR/kopf-bench-<MB>mb-v2.log`),
+//! `KOPF_BENCH_PROFILE=keep|count` (one parser mode only, for `perf`/`callgrind`).
 
 use criterion::{Criterion, Throughput};
-use kopf_log::{EventKind, LogFormat, Parser, ParserOptions, records};
+use kopf_log::{EventKind, Parser, ParserOptions, Routine, RoutineStats, Stats, records};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -31,233 +34,16 @@ const GREP_PATTERN: &str = concat!(
     "|did not exit in time|Absence of either namespaces or cluster-wide flag",
 );
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-const HANDLERS: &[&str] = &[
-    "create_fn",
-    "update_fn",
-    "delete_fn",
-    "resume_fn",
-    "reconcile/sub1",
-];
-const NAMESPACES: &[&str] = &["default", "team-a", "team-b", "payments", "kube-ops"];
-
-struct Gen {
-    rng: Rng,
-    t: u64,
-}
-
-impl Gen {
-    /// One kopf record (possibly with traceback lines) in `fmt`, with the
-    /// kubelet's timestamp prefix on every line.
-    fn record(&mut self, fmt: LogFormat, out: &mut Vec<u8>) {
-        self.t += 1 + self.rng.below(40);
-        let ms = self.t;
-        let (secs, millis) = (ms / 1000, ms % 1000);
-        let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
-        let kubelet = format!("2026-11-30T{h:02}:{m:02}:{s:02}.{millis:03}412345Z ");
-        let ns = NAMESPACES[self.rng.below(NAMESPACES.len() as u64) as usize];
-        let name = format!("example-{}", self.rng.below(500));
-        let handler = HANDLERS[self.rng.below(HANDLERS.len() as u64) as usize];
-        let roll = self.rng.below(1000);
-        let sa = "system:serviceaccount:operators:kopf-example";
-        // (level, logger, object?, message, traceback lines)
-        let (level, logger, object, msg, tb): (&str, &str, bool, String, Vec<String>) = match roll {
-            0..=599 => ("INFO", "kopf.objects", true, format!("Handler '{handler}' succeeded."), vec![]),
-            600..=699 => (
-                "INFO",
-                "kopf.objects",
-                true,
-                format!("{} is processed: 1 succeeded; 0 failed.", ["Creation", "Updating", "Resuming"][(roll % 3) as usize]),
-                vec![],
-            ),
-            700..=739 => ("INFO", "kopf.objects", true, "Timer 'tick' succeeded.".to_string(), vec![]),
-            740..=779 => (
-                "INFO",
-                "my_operator.handlers",
-                true,
-                format!("Reconciled {} replicas for {name}; spec.size={}", self.rng.below(9), self.rng.below(100)),
-                vec![],
-            ),
-            780..=839 => (
-                "ERROR",
-                "kopf.objects",
-                true,
-                format!("Handler '{handler}' failed temporarily: Waiting for the database {name}-db to become ready."),
-                vec![],
-            ),
-            840..=859 => (
-                "ERROR",
-                "kopf.objects",
-                true,
-                format!("Handler '{handler}' failed with an exception and will try again in 60 seconds: 'spec'"),
-                vec![
-                    "Traceback (most recent call last):".into(),
-                    "  File \"/usr/local/lib/python3.12/site-packages/kopf/_core/actions/execution.py\", line 277, in execute_handler_once".into(),
-                    "    result = await invoke_handler(".into(),
-                    "  File \"/app/handlers.py\", line 42, in create_fn".into(),
-                    "    size = spec['size']".into(),
-                    "KeyError: 'spec'".into(),
-                ],
-            ),
-            860..=864 => ("ERROR", "kopf.objects", true, format!("Handler '{handler}' failed permanently: invalid spec.size"), vec![]),
-            865..=874 => {
-                let (n, of) = (1 + self.rng.below(9), 9);
-                let what = if n == of { "escalating".to_string() } else { "will retry".to_string() };
-                let m = format!("customresourcedefinitions.apiextensions.k8s.io is forbidden: User \"{sa}\" cannot list resource \"customresourcedefinitions\" in API group \"apiextensions.k8s.io\" at the cluster scope");
-                (
-                    "ERROR",
-                    "kopf._cogs.clients.api",
-                    false,
-                    format!("Request attempt #{n}/{of} failed; {what}: GET https://10.96.0.1:443/apis/apiextensions.k8s.io/v1/customresourcedefinitions -> APIForbiddenError('{m}', {{'kind': 'Status', 'apiVersion': 'v1', 'metadata': {{}}, 'status': 'Failure', 'message': '{m}', 'reason': 'Forbidden', 'details': {{'group': 'apiextensions.k8s.io', 'kind': 'customresourcedefinitions'}}, 'code': 403}}, status=403)"),
-                    vec![],
-                )
-            }
-            875..=884 => (
-                "WARNING",
-                "kopf.objects",
-                true,
-                format!("Failed to post an event. Ignoring and continuing. Code: 403. Message: events is forbidden: User \"{sa}\" cannot create resource \"events\" in API group \"\" in the namespace \"{ns}\". Details: {{'kind': 'events'}}Event: type='Warning', reason='Logging', message='Handler failed.'."),
-                vec![],
-            ),
-            885..=889 => (
-                "WARNING",
-                "kopf.objects",
-                true,
-                "Merge-patching finished with inconsistencies: (('remove', ('status',), {'create_fn': {'message': 'hello'}}, None),)".into(),
-                vec![],
-            ),
-            890..=894 => (
-                "WARNING",
-                "kopf._core.engines.peering",
-                false,
-                "Possibly conflicting operators with the same priority: [Peer(id='other-host', priority=0)].".into(),
-                vec![],
-            ),
-            895..=899 => (
-                "DEBUG",
-                "kopf.objects",
-                true,
-                format!("Merge-patching the resource with: {{'metadata': {{'annotations': {{'kopf.zalando.org/{handler}': '{{\"started\":\"2026-11-30T02:41:55.039412+00:00\",\"retries\":1,\"success\":false}}'}}}}}}"),
-                vec![],
-            ),
-            _ => {
-                // Not kopf's: prints, Python warnings, aiohttp noise.
-                let noise = match roll % 4 {
-                    0 => format!("print() from a handler: processing {name} in {ns}"),
-                    1 => "/usr/local/lib/python3.12/site-packages/aiohttp/client.py:1025: DeprecationWarning: verify_ssl is deprecated, use ssl=False instead".into(),
-                    2 => "Unclosed client session".into(),
-                    _ => "client_session: <aiohttp.client.ClientSession object at 0x7f1c2b3d4e50>".into(),
-                };
-                out.extend_from_slice(kubelet.as_bytes());
-                out.extend_from_slice(noise.as_bytes());
-                out.push(b'\n');
-                return;
-            }
-        };
-        match fmt {
-            LogFormat::Full => {
-                let lg: String = format!("{logger:<20}").chars().take(20).collect();
-                let obj = if object {
-                    format!("[{ns}/{name}] ")
-                } else {
-                    String::new()
-                };
-                writeln!(out, "{kubelet}[2026-11-30 {h:02}:{m:02}:{s:02},{millis:03}] {lg} [{level:<8}] {obj}{msg}").ok();
-                for l in &tb {
-                    writeln!(out, "{kubelet}{l}").ok();
-                }
-            }
-            LogFormat::Plain => {
-                let obj = if object {
-                    format!("[{ns}/{name}] ")
-                } else {
-                    String::new()
-                };
-                writeln!(out, "{kubelet}{obj}{msg}").ok();
-                for l in &tb {
-                    writeln!(out, "{kubelet}{l}").ok();
-                }
-            }
-            LogFormat::Json => {
-                let sev = match level {
-                    "WARNING" => "warn".to_string(),
-                    l => l.to_ascii_lowercase(),
-                };
-                let mut v = serde_json::json!({
-                    "message": msg,
-                    "timestamp": format!("2026-11-30T{h:02}:{m:02}:{s:02}.{millis:03}412+00:00"),
-                    "severity": sev,
-                });
-                if !tb.is_empty() {
-                    v["exc_info"] = serde_json::Value::String(tb.join("\n"));
-                }
-                if object {
-                    v["object"] = serde_json::json!({
-                        "apiVersion": "kopf.dev/v1", "kind": "KopfExample", "name": name,
-                        "uid": format!("0d4a4f4e-2f0c-4a53-9d2b-{:012x}", self.rng.below(1 << 40)),
-                        "namespace": ns,
-                    });
-                }
-                writeln!(out, "{kubelet}{v}").ok();
-            }
-        }
-    }
-}
+#[path = "../tests/support/gen.rs"]
+mod generator;
 
 fn generate(path: &Path, target_bytes: u64) -> std::io::Result<()> {
-    let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    let mut g = Gen {
-        rng: Rng(0x5EED_0FC0_FFEE),
-        t: 0,
-    };
-    let mut written = 0u64;
-    let mut buf = Vec::with_capacity(1 << 16);
-    while written < target_bytes {
-        // Pods log in one format; a fleet mixes them: 50% full, 30% json, 20% plain,
-        // in runs of 2000 records (one pod's window at a time).
-        let fmt = match g.rng.below(10) {
-            0..=4 => LogFormat::Full,
-            5..=7 => LogFormat::Json,
-            _ => LogFormat::Plain,
-        };
-        for _ in 0..2000 {
-            buf.clear();
-            g.record(fmt, &mut buf);
-            w.write_all(&buf)?;
-            written += buf.len() as u64;
-        }
-    }
-    w.flush()
+    let w = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    generator::generate_into(w, target_bytes)
 }
 
 fn mbps(bytes: u64, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64()
-}
-
-fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut best = Duration::MAX;
-    let mut last = None;
-    for _ in 0..runs {
-        let t0 = Instant::now();
-        let v = f();
-        best = best.min(t0.elapsed());
-        last = Some(v);
-    }
-    (best, last.expect("at least one run"))
 }
 
 /// (own user+system, children's user+system) CPU seconds from /proc (Linux; 0 elsewhere).
@@ -275,23 +61,46 @@ fn cpu_times() -> (f64, f64) {
     (get(14) + get(15), get(16) + get(17))
 }
 
-fn parse_file(path: &Path) -> (u64, u64, BTreeMap<&'static str, u64>) {
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// What one parse of the file gave.
+struct Parsed {
+    stats: Stats,
+    routine: RoutineStats,
+    /// Records returned, by kind name (`Other` included).
+    kinds: BTreeMap<&'static str, u64>,
+    /// Records returned that are not routine (what the auditor keeps).
+    kept: u64,
+    /// Records returned whose kind is not `Other` (the grep cross-check).
+    classified: u64,
+}
+
+fn parse_file(path: &Path, routine: Routine) -> Parsed {
     let file = File::open(path).expect("bench file");
     let mut it = records(
         BufReader::with_capacity(256 << 10, file),
         ParserOptions::default(),
-    );
+    )
+    .with_routine(routine);
     let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut classified = 0u64;
+    let (mut kept, mut classified) = (0u64, 0u64);
     for rec in it.by_ref() {
         let rec = rec.expect("read");
-        if rec.kind != EventKind::Other {
-            classified += 1;
-            *kinds.entry(rec.kind.name()).or_default() += 1;
-        }
+        kept += u64::from(!rec.is_routine());
+        classified += u64::from(rec.kind != EventKind::Other);
+        *kinds.entry(rec.kind.name()).or_default() += 1;
     }
-    let stats = it.stats();
-    (stats.lines, classified, kinds)
+    Parsed {
+        stats: it.stats(),
+        routine: it.routine_stats(),
+        kinds,
+        kept,
+        classified,
+    }
 }
 
 fn grep_count(path: &Path) -> Option<u64> {
@@ -306,6 +115,57 @@ fn grep_count(path: &Path) -> Option<u64> {
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
 }
 
+/// Best wall time, all wall times and total CPU seconds of one contender.
+#[derive(Default)]
+struct Timing {
+    walls: Vec<Duration>,
+    cpu: f64,
+}
+
+impl Timing {
+    fn best(&self) -> Duration {
+        self.walls.iter().copied().min().unwrap_or(Duration::MAX)
+    }
+    fn worst(&self) -> Duration {
+        self.walls.iter().copied().max().unwrap_or(Duration::ZERO)
+    }
+    fn median(&self) -> Duration {
+        let mut w = self.walls.clone();
+        w.sort();
+        w.get(w.len() / 2).copied().unwrap_or(Duration::ZERO)
+    }
+    fn cpu_per_run(&self) -> f64 {
+        self.cpu / self.walls.len().max(1) as f64
+    }
+    fn report(&self, what: &str, bytes: u64) {
+        let cpu = self.cpu_per_run();
+        println!(
+            "{what}: best of {}: {:.3} s = {:.0} MB/s (median {:.0}, worst {:.0} MB/s); CPU {cpu:.3} s/run = {:.0} MB/s",
+            self.walls.len(),
+            self.best().as_secs_f64(),
+            mbps(bytes, self.best()),
+            mbps(bytes, self.median()),
+            mbps(bytes, self.worst()),
+            if cpu > 0.0 {
+                bytes as f64 / 1e6 / cpu
+            } else {
+                0.0
+            },
+        );
+    }
+}
+
+/// Times `f`, adding its wall time and its CPU time (own or children's) to `t`.
+fn timed<T>(t: &mut Timing, children: bool, f: impl FnOnce() -> T) -> T {
+    let c0 = cpu_times();
+    let t0 = Instant::now();
+    let v = f();
+    t.walls.push(t0.elapsed());
+    let c1 = cpu_times();
+    t.cpu += if children { c1.1 - c0.1 } else { c1.0 - c0.0 };
+    v
+}
+
 fn main() {
     let mb: u64 = std::env::var("KOPF_BENCH_MB")
         .ok()
@@ -314,7 +174,8 @@ fn main() {
     let runs: usize = std::env::var("KOPF_BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(5)
+        .max(1);
     let path: PathBuf = std::env::var_os("KOPF_BENCH_FILE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -329,28 +190,44 @@ fn main() {
         generate(&path, target).expect("generate");
     }
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    if std::env::var_os("KOPF_BENCH_PROFILE").is_some() {
-        // Parser only, for `perf record`.
+    if let Ok(mode) = std::env::var("KOPF_BENCH_PROFILE") {
+        // One parser mode only, for `perf record` / `valgrind --tool=callgrind`.
+        let routine = if mode == "count" {
+            Routine::Count
+        } else {
+            Routine::Keep
+        };
         for _ in 0..runs {
             let t0 = Instant::now();
-            let (lines, classified, _) = parse_file(&path);
+            let p = parse_file(&path, routine);
             println!(
-                "{lines} lines, {classified} classified, {:.0} MB/s",
+                "{routine:?}: {} lines, {} records returned, {:.0} MB/s",
+                p.stats.lines,
+                p.kinds.values().sum::<u64>(),
                 mbps(bytes, t0.elapsed())
             );
         }
         return;
     }
-    // Warm the page cache for both contenders.
+    let load_before = loadavg();
+    // Warm the page cache for all contenders.
     let _ = grep_count(&path);
 
-    let (c0, _) = cpu_times();
-    let (t_parse, (lines, classified, kinds)) = best(runs, || parse_file(&path));
-    let (c1, g0) = cpu_times();
-    let (t_grep, grep_lines) = best(runs, || grep_count(&path));
-    let (_, g1) = cpu_times();
-    let cpu_parse = (c1 - c0) / runs as f64;
-    let cpu_grep = (g1 - g0) / runs as f64;
+    // Interleaved, so that a burst of load from other processes hits all three.
+    let (mut t_keep, mut t_count, mut t_grep) =
+        (Timing::default(), Timing::default(), Timing::default());
+    let (mut keep, mut count, mut grep_lines) = (None, None, None);
+    for _ in 0..runs {
+        keep = Some(timed(&mut t_keep, false, || {
+            parse_file(&path, Routine::Keep)
+        }));
+        count = Some(timed(&mut t_count, false, || {
+            parse_file(&path, Routine::Count)
+        }));
+        grep_lines = timed(&mut t_grep, true, || grep_count(&path));
+    }
+    let (keep, count) = (keep.expect("one run"), count.expect("one run"));
+    let load_after = loadavg();
     let grep_version = Command::new("grep")
         .arg("--version")
         .output()
@@ -364,39 +241,55 @@ fn main() {
         .unwrap_or_default();
 
     println!(
-        "file: {} ({:.1} MB, {lines} lines)",
+        "file: {} ({:.1} MB, {} lines, {} kopf lines)",
         path.display(),
-        bytes as f64 / 1e6
+        bytes as f64 / 1e6,
+        keep.stats.lines,
+        keep.stats.kopf_lines
     );
-    println!("records classified (kind != Other): {classified}");
-    for (k, n) in &kinds {
+    println!("load average (1, 5, 15 min): before {load_before}; after {load_after}");
+    println!(
+        "Keep: {} records, classified (kind != Other): {}, kept by the auditor: {}",
+        keep.stats.records, keep.classified, keep.kept
+    );
+    for (k, n) in &keep.kinds {
         println!("  {k}: {n}");
     }
     println!(
-        "kopf-log parse+classify: best of {runs}: {:.3} s, {:.0} MB/s",
-        t_parse.as_secs_f64(),
-        mbps(bytes, t_parse)
+        "Count: {} records returned (all kept by the auditor: {}), routine dropped: {} quick + {} built",
+        count.kinds.values().sum::<u64>(),
+        count.kept,
+        count.routine.quick,
+        count.routine.built
     );
+    // Cross-checks: the fast mode returns what the auditor keeps, with the same counters.
+    assert_eq!(count.stats, keep.stats, "both modes count the same");
+    assert_eq!(
+        count.kept, keep.kept,
+        "the fast mode returns the kept records"
+    );
+    assert_eq!(count.kinds.values().sum::<u64>(), keep.kept);
+    t_keep.report("kopf-log Routine::Keep (every record built)", bytes);
+    t_count.report("kopf-log Routine::Count (the auditor's work)", bytes);
     match grep_lines {
-        Some(n) => println!(
-            "grep -c -E (LC_ALL=C, {grep_version}): best of {runs}: {:.3} s, {:.0} MB/s, {n} matching lines",
-            t_grep.as_secs_f64(),
-            mbps(bytes, t_grep)
-        ),
+        Some(n) => {
+            t_grep.report(&format!("grep -c -E (LC_ALL=C, {grep_version})"), bytes);
+            println!(
+                "grep matching lines: {n} (parser, kind != Other: {})",
+                keep.classified
+            );
+        }
         None => println!("grep: not available"),
     }
+    let ratio = |a: &Timing| mbps(bytes, a.best()) / mbps(bytes, t_grep.best());
+    let cpu_ratio = |a: &Timing| t_grep.cpu_per_run() / a.cpu_per_run().max(1e-9);
     println!(
-        "ratio kopf-log / grep (wall, best runs): {:.2}x",
-        mbps(bytes, t_parse) / mbps(bytes, t_grep)
+        "ratio to grep (best wall / mean CPU): Keep {:.2}x / {:.2}x; Count {:.2}x / {:.2}x",
+        ratio(&t_keep),
+        cpu_ratio(&t_keep),
+        ratio(&t_count),
+        cpu_ratio(&t_count)
     );
-    if cpu_parse > 0.0 && cpu_grep > 0.0 {
-        println!(
-            "CPU time per run (mean): kopf-log {cpu_parse:.3} s = {:.0} MB/s; grep {cpu_grep:.3} s = {:.0} MB/s; ratio {:.2}x",
-            bytes as f64 / 1e6 / cpu_parse,
-            bytes as f64 / 1e6 / cpu_grep,
-            cpu_grep / cpu_parse
-        );
-    }
 
     // Criterion, on an in-memory 16 MB prefix: tracks regressions of the parser alone.
     let data = std::fs::read(&path).expect("read");
@@ -410,22 +303,27 @@ fn main() {
     let mut c = Criterion::default().sample_size(10).configure_from_args();
     let mut g = c.benchmark_group("scan");
     g.throughput(Throughput::Bytes(slice.len() as u64));
-    g.bench_function("push_chunk_16MB", |b| {
-        b.iter(|| {
-            let mut p = Parser::default();
-            let mut out = Vec::with_capacity(1024);
-            let mut n = 0usize;
-            for chunk in slice.chunks(64 << 10) {
-                p.push_chunk(chunk, &mut out);
-                n += out.len();
-                out.clear();
-            }
-            while p.finish().is_some() {
-                n += 1;
-            }
-            n
-        })
-    });
+    for (name, routine) in [
+        ("push_chunk_16MB", Routine::Keep),
+        ("push_chunk_16MB_count", Routine::Count),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut p = Parser::default().with_routine(routine);
+                let mut out = Vec::with_capacity(1024);
+                let mut n = 0usize;
+                for chunk in slice.chunks(64 << 10) {
+                    p.push_chunk(chunk, &mut out);
+                    n += out.len();
+                    out.clear();
+                }
+                while p.finish().is_some() {
+                    n += 1;
+                }
+                n
+            })
+        });
+    }
     g.finish();
     c.final_summary();
 }

@@ -59,6 +59,74 @@ impl Finders {
     }
 }
 
+/// What [`Finders::quick_routine`] proved about a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RoutineTag {
+    /// [`EventKind::HandlerSucceeded`].
+    Succeeded,
+    /// [`EventKind::CauseProcessed`].
+    Processed,
+    /// [`EventKind::Other`].
+    Other,
+}
+
+/// Every prefix on which [`fixed_message`] may return a kind (or cut its
+/// search short): the quick path leaves such messages to [`classify`].
+const FIXED_PREFIXES: &[&[u8]] = &[
+    b"Request attempt #",
+    b"Resuming operations after the pause",
+    b"Failed to post an event.",
+    b"Merge-patching finished with inconsistencies",
+    b"Multidimensional multitasker has failed",
+    b"Patching failed with inconsistencies",
+    b"Pausing operations in favour of",
+    b"Pausing all operators, including self",
+    b"Possibly conflicting operators with the same priority",
+    b"Not enough permissions to ",
+    b"Unresolved resources cannot be served",
+    b"Watcher for ",
+    b"Throttling for ",
+];
+
+impl Finders {
+    /// Without allocating: `Some(tag)` only when [`classify`] would give the
+    /// kind `tag` with no RBAC denial and no request attempt, i.e. a record
+    /// the auditor drops; `None` when the message may be anything else (the
+    /// caller then classifies it in full). Mirrors [`classify`] branch by branch.
+    pub(crate) fn quick_routine(&self, m: &[u8]) -> Option<RoutineTag> {
+        if self.forbidden.find(m).is_some() {
+            return None;
+        }
+        let first = m.first().copied().unwrap_or(0);
+        if matches!(first, b'H' | b'T' | b'D' | b'A' | b'W' | b'I')
+            && let Some((_, _, rest)) = handler_span(m)
+        {
+            if rest == b" succeeded." {
+                return Some(RoutineTag::Succeeded);
+            }
+            // Every other outcome `handler_message` knows (or may know).
+            if rest.starts_with(b" failed ")
+                || rest.starts_with(b" has ")
+                || rest.starts_with(b" did not exit in time")
+                || rest.starts_with(b" is cancelled")
+            {
+                return None;
+            }
+            // `handler_message` gives nothing: `classify` goes on below.
+        }
+        if FIXED_PREFIXES.iter().any(|p| m.starts_with(p)) {
+            return None;
+        }
+        if matches!(first, b'C' | b'U' | b'D' | b'R') && processed_parts(m).is_some() {
+            return Some(RoutineTag::Processed);
+        }
+        if self.future.find(m).is_some() {
+            return None;
+        }
+        Some(RoutineTag::Other)
+    }
+}
+
 /// Classifies one message (without the `[ns/name] ` prefix and time/level
 /// header): the primary [`EventKind`], plus any RBAC denial and request attempt.
 /// Exists for callers that have messages from elsewhere (e.g. Event messages).
@@ -118,6 +186,18 @@ pub(crate) fn handler_prefix<'m>(
     m: &'m [u8],
     whole: Option<&str>,
 ) -> Option<(HandlerRef, &'m [u8])> {
+    let (kind, raw, rest) = handler_span(m)?;
+    let id = if memchr::memchr(b'\\', raw).is_some() {
+        unescape_py(raw)
+    } else {
+        own(whole, raw)
+    };
+    Some((HandlerRef { kind, id }, rest))
+}
+
+/// [`handler_prefix`] without building the handler: the kind, the raw
+/// (still escaped) id and the rest after the closing quote. No allocation.
+pub(crate) fn handler_span(m: &[u8]) -> Option<(HandlerKind, &[u8], &[u8])> {
     let (kind, rest) = if let Some(r) = m.strip_prefix(b"Handler ") {
         (HandlerKind::Handler, r)
     } else if let Some(r) = m.strip_prefix(b"Timer ") {
@@ -156,13 +236,7 @@ pub(crate) fn handler_prefix<'m>(
     if i >= body.len() || i == 0 {
         return None;
     }
-    let raw = &body[..i];
-    let id = if memchr::memchr(b'\\', raw).is_some() {
-        unescape_py(raw)
-    } else {
-        own(whole, raw)
-    };
-    Some((HandlerRef { kind, id }, &body[i + 1..]))
+    Some((kind, &body[..i], &body[i + 1..]))
 }
 
 fn unescape_py(raw: &[u8]) -> String {
@@ -347,6 +421,16 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
 
 /// `{Title} is processed: N succeeded; M failed.` (processing.py).
 fn processed(m: &[u8]) -> Option<EventKind> {
+    let (title, succeeded, failed) = processed_parts(m)?;
+    Some(EventKind::CauseProcessed {
+        cause: String::from_utf8_lossy(title).to_ascii_lowercase(),
+        succeeded,
+        failed,
+    })
+}
+
+/// The title and counts of a `... is processed: ...` message, without allocating.
+fn processed_parts(m: &[u8]) -> Option<(&[u8], u32, u32)> {
     let at = first_word_end(m)?;
     if !m[at..].starts_with(b" is processed: ") {
         return None;
@@ -362,11 +446,7 @@ fn processed(m: &[u8]) -> Option<EventKind> {
     if r != b" failed." {
         return None;
     }
-    Some(EventKind::CauseProcessed {
-        cause: String::from_utf8_lossy(title).to_ascii_lowercase(),
-        succeeded,
-        failed,
-    })
+    Some((title, succeeded, failed))
 }
 
 /// The end of a leading capitalised word of up to 32 letters (`Creation`).
@@ -603,6 +683,70 @@ mod tests {
         assert_eq!(f.resource, "events \"e\"");
         let f = parse_forbidden("\"x\" is forbidden").expect("end of text");
         assert_eq!(f.resource, "\"x\"");
+    }
+
+    #[test]
+    fn quick_routine_agrees_with_classify() {
+        let f = Finders::new();
+        let msgs = [
+            "",
+            "Handler 'create_fn' succeeded.",
+            "Timer \"it's\" succeeded.",
+            "Handler 'x' succeeded. ",
+            "Handler 'x' failed temporarily: boom",
+            "Handler 'x' has exceeded 3 retries.",
+            "Handler 'x' is invoked.",
+            "Daemon 'd' did not exit in time. Leaving it orphaned.",
+            "Creation is processed: 1 succeeded; 0 failed.",
+            "Updating is processed: 1 succeeded; 2 failed",
+            "Resuming is processed: 0 succeeded; 0 failed.",
+            "Request is processed: 1 succeeded; 0 failed.",
+            "Whatever is processed: 1 succeeded; 0 failed.",
+            "Request attempt #1/9 failed; will retry: x",
+            "Merge-patching the resource with: {}",
+            "Merge-patching finished with inconsistencies: ()",
+            "Watcher for kopfexamples@ns has failed: x",
+            "Watchers for x",
+            "Throttling for 1 seconds due to an unexpected error: x",
+            "pods is forbidden: User \"u\" cannot list resource \"pods\"",
+            "Handler 'a is forbidden' succeeded.",
+            "FutureWarning: Absence of either namespaces or cluster-wide flag will become an error",
+            "Reconciled 3 replicas",
+            "Unclosed client session",
+        ];
+        for m in msgs {
+            let c = classify(m.as_bytes(), Some(m), &f);
+            let routine = c.forbidden.is_none()
+                && c.request.is_none()
+                && matches!(
+                    c.kind,
+                    EventKind::Other
+                        | EventKind::HandlerSucceeded { .. }
+                        | EventKind::CauseProcessed { .. }
+                );
+            match f.quick_routine(m.as_bytes()) {
+                Some(RoutineTag::Succeeded) => {
+                    assert!(matches!(c.kind, EventKind::HandlerSucceeded { .. }), "{m}")
+                }
+                Some(RoutineTag::Processed) => {
+                    assert!(matches!(c.kind, EventKind::CauseProcessed { .. }), "{m}")
+                }
+                Some(RoutineTag::Other) => assert_eq!(c.kind, EventKind::Other, "{m}"),
+                None => {}
+            }
+            if f.quick_routine(m.as_bytes()).is_some() {
+                assert!(routine, "{m}");
+            }
+        }
+        // The common routine messages do take the quick path.
+        for m in [
+            "Handler 'create_fn' succeeded.",
+            "Creation is processed: 1 succeeded; 0 failed.",
+            "Merge-patching the resource with: {}",
+            "Unclosed client session",
+        ] {
+            assert!(f.quick_routine(m.as_bytes()).is_some(), "{m}");
+        }
     }
 
     #[test]

@@ -37,7 +37,9 @@ mod redact;
 mod time;
 
 pub use classify::{Classification, classify_message, parse_forbidden};
-pub use parser::{Parser, ParserOptions, Records, Stats, detect_format, records};
+pub use parser::{
+    Parser, ParserOptions, Records, Routine, RoutineStats, Stats, detect_format, records,
+};
 pub use redact::{excerpt, redact, strip_ansi};
 pub use time::Timestamp;
 
@@ -502,5 +504,19 @@ impl Record {
     /// True when the record is in one of kopf's formats or a recognised kopf message.
     pub fn is_kopf(&self) -> bool {
         self.format.is_some()
+    }
+
+    /// True for the records [`Routine::Count`] drops: kind [`EventKind::Other`],
+    /// [`EventKind::HandlerSucceeded`] or [`EventKind::CauseProcessed`], and no
+    /// RBAC denial. Exists so that the auditor's filter (it keeps no routine
+    /// record) and the parser's fast mode are one definition.
+    pub fn is_routine(&self) -> bool {
+        self.forbidden.is_none()
+            && matches!(
+                self.kind,
+                EventKind::Other
+                    | EventKind::HandlerSucceeded { .. }
+                    | EventKind::CauseProcessed { .. }
+            )
     }
 }

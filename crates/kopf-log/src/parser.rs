@@ -1,7 +1,9 @@
 //! The streaming line parser: format detection, headers, object prefixes,
 //! JSON fields, traceback continuation lines, statistics.
 
-use crate::classify::{self, Finders, first_word_end, forbidden_kind, handler_prefix, own};
+use crate::classify::{
+    self, Finders, RoutineTag, first_word_end, forbidden_kind, handler_span, own,
+};
 use crate::redact::strip_ansi_into;
 use crate::time::{Timestamp, parse_rfc3339_prefix};
 use crate::{EventKind, Level, LogFormat, ObjectRef, Record};
@@ -76,6 +78,42 @@ impl Stats {
     }
 }
 
+/// What the parser does with routine records: those with the kind
+/// [`EventKind::Other`], [`EventKind::HandlerSucceeded`] or
+/// [`EventKind::CauseProcessed`] and no RBAC denial ([`Record::is_routine`]).
+///
+/// Exists because a kopf log is mostly routine (handler successes, `is
+/// processed` summaries, INFO/DEBUG chatter, non-kopf output) and the auditor
+/// keeps none of it: building a full [`Record`] per routine line is most of the
+/// parser's cost. Set with [`Parser::with_routine`] or [`Records::with_routine`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Routine {
+    /// Every record is built and returned (the default, and the only mode
+    /// before `Routine` existed).
+    #[default]
+    Keep,
+    /// Routine records are counted in [`Stats`] (lines, kopf lines, records:
+    /// the same figures as with [`Routine::Keep`]) but not returned, and most
+    /// are never built: cheap prefix checks on the line recognise them without
+    /// allocating or parsing JSON with serde. Every other record is returned
+    /// exactly as [`Routine::Keep`] returns it, tracebacks included: the
+    /// output equals the [`Routine::Keep`] output without the routine records.
+    Count,
+}
+
+/// How the routine records a [`Routine::Count`] parser dropped were recognised.
+///
+/// Exists so that tests and the benchmark can check that the fast path is
+/// the one taken (a regression to `built` keeps the output right but slow).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RoutineStats {
+    /// Recognised by the quick checks on the line, never built.
+    pub quick: u64,
+    /// Built in full first (lines the quick checks could not decide, or a
+    /// routine record a traceback attached to), then dropped.
+    pub built: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Trace {
     /// No traceback has started after the record's line.
@@ -143,6 +181,33 @@ struct Pending {
     tb: Tb,
 }
 
+/// The record waiting for its continuation lines.
+// One slot per parser: boxing `Full` would cost an allocation per built record.
+#[allow(clippy::large_enum_variant)]
+enum Slot {
+    /// Built.
+    Full(Pending),
+    /// A routine record recognised by [`Parser::quick_head`], not built
+    /// ([`Routine::Count`] only).
+    Light(Light),
+}
+
+struct Light {
+    /// Whether a traceback may attach to it; then its line is kept in
+    /// `Parser::light_line`, to build it if one does.
+    accepts: bool,
+    kubelet: Option<Timestamp>,
+    line: u64,
+}
+
+/// What [`Parser::quick_head`] found out about a routine line.
+struct Quick {
+    /// In one of kopf's formats (counts in [`Stats::kopf_lines`]).
+    kopf: bool,
+    /// Whether a traceback may attach ([`accepts_traceback`]).
+    accepts: bool,
+}
+
 /// The streaming parser.
 ///
 /// Feed lines with [`Parser::push_line`] (or byte chunks with
@@ -152,8 +217,11 @@ struct Pending {
 pub struct Parser {
     opts: ParserOptions,
     finders: Finders,
-    pending: Option<Pending>,
+    pending: Option<Slot>,
     stats: Stats,
+    routine: Routine,
+    dropped: RoutineStats,
+    light_line: Vec<u8>,
     line_no: u64,
     ansi_buf: Vec<u8>,
     carry: Vec<u8>,
@@ -165,6 +233,7 @@ impl fmt::Debug for Parser {
         f.debug_struct("Parser")
             .field("opts", &self.opts)
             .field("stats", &self.stats)
+            .field("routine", &self.routine)
             .field("line_no", &self.line_no)
             .finish_non_exhaustive()
     }
@@ -184,6 +253,9 @@ impl Parser {
             finders: Finders::new(),
             pending: None,
             stats: Stats::default(),
+            routine: Routine::Keep,
+            dropped: RoutineStats::default(),
+            light_line: Vec::new(),
             line_no: 0,
             ansi_buf: Vec::new(),
             carry: Vec::new(),
@@ -196,9 +268,24 @@ impl Parser {
         self.stats
     }
 
+    /// The same parser with another [`Routine`] mode (the default is
+    /// [`Routine::Keep`]). Exists to switch the auditor, which keeps no
+    /// routine record, to [`Routine::Count`] without changing how it feeds lines.
+    pub fn with_routine(mut self, routine: Routine) -> Self {
+        self.routine = routine;
+        self
+    }
+
+    /// How the routine records dropped so far were recognised (all zero with
+    /// [`Routine::Keep`]).
+    pub fn routine_stats(&self) -> RoutineStats {
+        self.dropped
+    }
+
     /// Parses one line (a trailing `\n` / `\r\n` is ignored). Returns the
     /// previous record when this line starts a new one, `None` when the line
-    /// was absorbed into the pending record (a traceback) or nothing was pending.
+    /// was absorbed into the pending record (a traceback) or nothing was pending
+    /// (or, with [`Routine::Count`], the previous record was routine).
     pub fn push_line(&mut self, raw: &[u8]) -> Option<Record> {
         self.stats.bytes += raw.len() as u64;
         self.line(raw)
@@ -247,17 +334,17 @@ impl Parser {
             self.carry_dropped = false;
             first = self.line(&line);
         }
-        let last = self.pending.take().map(|p| self.finalize(p));
+        let last = self.pending.take().and_then(|p| self.close(p));
         // At most one of them can be a record that was pending before the
         // carried line; if both exist the caller needs both: chain via pending.
         match (first, last) {
             (Some(a), Some(b)) => {
                 // Re-park the last one so that it is not lost; return the earlier.
-                self.pending = Some(Pending {
+                self.pending = Some(Slot::Full(Pending {
                     rec: b,
                     trace: Trace::Idle,
                     tb: Tb::new(0),
-                });
+                }));
                 self.stats.records -= 1;
                 Some(a)
             }
@@ -294,10 +381,35 @@ impl Parser {
             return None;
         }
         let line_no = self.line_no;
-        let (rec, trace) = self.head(l, kubelet, line_no);
-        if rec.format.is_some() {
+        if self.routine == Routine::Count
+            && let Some(q) = self.quick_head(l)
+        {
+            if q.kopf {
+                self.stats.kopf_lines += 1;
+            }
+            if q.accepts {
+                self.light_line.clear();
+                self.light_line.extend_from_slice(l);
+            }
+            let light = Light {
+                accepts: q.accepts,
+                kubelet,
+                line: line_no,
+            };
+            let prev = self.pending.replace(Slot::Light(light));
+            return prev.and_then(|p| self.close(p));
+        }
+        let p = self.open(l, kubelet, line_no);
+        if p.rec.format.is_some() {
             self.stats.kopf_lines += 1;
         }
+        let prev = self.pending.replace(Slot::Full(p));
+        prev.and_then(|p| self.close(p))
+    }
+
+    /// Builds the record line `l` starts.
+    fn open(&mut self, l: &[u8], kubelet: Option<Timestamp>, line_no: u64) -> Pending {
+        let (rec, trace) = self.head(l, kubelet, line_no);
         let mut p = Pending {
             rec,
             trace,
@@ -307,13 +419,86 @@ impl Parser {
             // A traceback with no record to attach to: it is its own record.
             p.tb.push(bounded_lossy(l, self.opts.max_traceback_line_bytes).0);
         }
-        let prev = self.pending.replace(p);
-        prev.map(|p| self.finalize(p))
+        p
+    }
+
+    /// Finalises a record that no more lines continue; `None` when it is
+    /// routine and the mode is [`Routine::Count`].
+    fn close(&mut self, slot: Slot) -> Option<Record> {
+        match slot {
+            Slot::Light(_) => {
+                self.stats.records += 1;
+                self.dropped.quick += 1;
+                None
+            }
+            Slot::Full(p) => {
+                let rec = self.finalize(p);
+                if self.routine == Routine::Count && rec.is_routine() {
+                    self.dropped.built += 1;
+                    None
+                } else {
+                    Some(rec)
+                }
+            }
+        }
+    }
+
+    /// Without building a record: proves that line `l` starts a routine record
+    /// (one [`Parser::head`] would build with a routine kind, no denial, and no
+    /// traceback of its own) and tells its format and whether a traceback may
+    /// attach. `None` when unsure: the line is then parsed in full.
+    fn quick_head(&self, l: &[u8]) -> Option<Quick> {
+        if l.first() == Some(&b'{') {
+            // `Parser::json` would accept the line with this message and no `exc_info`.
+            let msg = json_message(l)?;
+            let rest = split_prefix(msg).map_or(msg, |(_, _, rest)| rest);
+            self.finders.quick_routine(rest)?;
+            return Some(Quick {
+                kopf: true,
+                accepts: false,
+            });
+        }
+        if let Some(h) = parse_full(l) {
+            let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
+            self.finders.quick_routine(rest)?;
+            return Some(Quick {
+                kopf: true,
+                accepts: !matches!(h.level, Some(Level::Debug | Level::Info)),
+            });
+        }
+        if is_traceback_start(l) {
+            return None;
+        }
+        let (object, rest) = match split_prefix(l) {
+            Some((_, _, rest)) => (true, rest),
+            None => (false, l),
+        };
+        let tag = self.finders.quick_routine(rest)?;
+        Some(Quick {
+            kopf: object || tag != RoutineTag::Other || known_plain(rest, None),
+            accepts: true,
+        })
     }
 
     /// Decides whether `l` continues the pending record (a traceback) and absorbs it.
     fn absorb(&mut self, l: &[u8]) -> bool {
-        let Some(p) = self.pending.as_mut() else {
+        let light = match &self.pending {
+            None => return false,
+            Some(Slot::Full(_)) => None,
+            Some(Slot::Light(x)) => Some((x.accepts, x.kubelet, x.line)),
+        };
+        if let Some((accepts, kubelet, line_no)) = light {
+            // Only a traceback can continue a routine record (see the Idle
+            // case below); it may carry a denial: build the record first.
+            if !(accepts && is_traceback_start(l)) {
+                return false;
+            }
+            let buf = std::mem::take(&mut self.light_line);
+            let p = self.open(&buf, kubelet, line_no);
+            self.light_line = buf;
+            self.pending = Some(Slot::Full(p));
+        }
+        let Some(Slot::Full(p)) = self.pending.as_mut() else {
             return false;
         };
         let indented = matches!(l.first(), Some(b' ' | b'\t'));
@@ -654,6 +839,21 @@ fn parse_full(l: &[u8]) -> Option<FullHeader<'_>> {
 
 /// `[namespace/name] ` or `[name] ` (kopf's `ObjectPrefixingMixin`).
 fn parse_prefix<'m>(m: &'m [u8], whole: Option<&str>) -> Option<(ObjectRef, &'m [u8])> {
+    let (ns, name, rest) = split_prefix(m)?;
+    // Only ASCII passed the checks of `split_prefix`: these conversions cannot fail.
+    let obj = ObjectRef {
+        namespace: ns.map(|n| own(whole, n)),
+        name: own(whole, name),
+        kind: None,
+        uid: None,
+    };
+    Some((obj, rest))
+}
+
+/// [`parse_prefix`] without allocating: (namespace, name, rest of the message).
+type PrefixParts<'m> = (Option<&'m [u8]>, &'m [u8], &'m [u8]);
+
+fn split_prefix(m: &[u8]) -> Option<PrefixParts<'_>> {
     if m.first() != Some(&b'[') {
         return None;
     }
@@ -686,19 +886,12 @@ fn parse_prefix<'m>(m: &'m [u8], whole: Option<&str>) -> Option<(ObjectRef, &'m 
     {
         return None;
     }
-    // Only ASCII passed the checks above: these conversions cannot fail.
-    let obj = ObjectRef {
-        namespace: ns.map(|n| own(whole, n)),
-        name: own(whole, name),
-        kind: None,
-        uid: None,
-    };
-    Some((obj, &m[close + 2..]))
+    Some((ns, name, &m[close + 2..]))
 }
 
 /// Frequent kopf messages that have no [`EventKind`] but still mark a `plain`
 /// line as kopf's (for [`Stats::kopf_lines`]).
-fn known_plain(m: &[u8], whole: Option<&str>) -> bool {
+fn known_plain(m: &[u8], _whole: Option<&str>) -> bool {
     const PREFIXES: &[&[u8]] = &[
         b"Starting Kopf ",
         b"Initial authentication has been initiated.",
@@ -732,12 +925,158 @@ fn known_plain(m: &[u8], whole: Option<&str>) -> bool {
         b"Ambiguous resources will not be served",
         b"Event processing has failed with an unrecoverable error",
     ];
-    if handler_prefix(m, whole).is_some() {
+    if handler_span(m).is_some() {
         return true;
     }
     PREFIXES.iter().any(|p| m.starts_with(p))
         || first_word_end(m).is_some_and(|n| m[n..].starts_with(b" is superseded by "))
         || m.ends_with(b" has been initiated.")
+}
+
+/// The raw `message` value of a JSON line that [`Parser::json`] accepts as
+/// kopf's, with that message and no `exc_info`; `None` when unsure.
+///
+/// Only simple lines qualify, so that the answer is certain without serde:
+/// no backslash (strings are then their raw bytes), no control character,
+/// valid UTF-8, no number (serde_json may reject some), nesting of at most 32
+/// (serde_json stops at 128), one `message` key with a string value.
+fn json_message(l: &[u8]) -> Option<&[u8]> {
+    let (mut odd, mut high) = (false, 0u8);
+    for &b in l {
+        odd |= (b < 0x20) | (b == b'\\');
+        high |= b;
+    }
+    if odd || (high >= 0x80 && std::str::from_utf8(l).is_err()) {
+        return None;
+    }
+    let mut s = Scan { b: l, i: 0 };
+    s.eat(b'{')?;
+    s.ws();
+    let mut message = None;
+    loop {
+        s.ws();
+        let key = s.string()?;
+        s.ws();
+        s.eat(b':')?;
+        s.ws();
+        match key {
+            b"message" if message.is_none() => message = Some(s.string()?),
+            b"message" | b"exc_info" => return None,
+            _ => s.value(0)?,
+        }
+        s.ws();
+        match s.next()? {
+            b',' => {}
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    s.ws();
+    if s.i != l.len() {
+        return None;
+    }
+    message
+}
+
+/// A cursor over a JSON line already checked by [`json_message`].
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.next()? == c).then_some(())
+    }
+
+    /// Spaces only: the other JSON whitespace are control characters, excluded.
+    fn ws(&mut self) {
+        while self.peek() == Some(b' ') {
+            self.i += 1;
+        }
+    }
+
+    /// A string without escapes: its raw bytes.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let rest = &self.b[self.i..];
+        let end = memchr::memchr(b'"', rest)?;
+        self.i += end + 1;
+        Some(&rest[..end])
+    }
+
+    fn literal(&mut self, w: &[u8]) -> Option<()> {
+        if self.b[self.i..].starts_with(w) {
+            self.i += w.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// Skips a value: strings, objects, arrays, `true`, `false`, `null`.
+    fn value(&mut self, depth: u32) -> Option<()> {
+        if depth > 32 {
+            return None;
+        }
+        match self.peek()? {
+            b'"' => self.string().map(|_| ()),
+            b'{' => {
+                self.i += 1;
+                self.ws();
+                if self.peek()? == b'}' {
+                    self.i += 1;
+                    return Some(());
+                }
+                loop {
+                    self.ws();
+                    self.string()?;
+                    self.ws();
+                    self.eat(b':')?;
+                    self.ws();
+                    self.value(depth + 1)?;
+                    self.ws();
+                    match self.next()? {
+                        b',' => {}
+                        b'}' => return Some(()),
+                        _ => return None,
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                self.ws();
+                if self.peek()? == b']' {
+                    self.i += 1;
+                    return Some(());
+                }
+                loop {
+                    self.ws();
+                    self.value(depth + 1)?;
+                    self.ws();
+                    match self.next()? {
+                        b',' => {}
+                        b']' => return Some(()),
+                        _ => return None,
+                    }
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => None,
+        }
+    }
 }
 
 /// Lossy UTF-8 of at most `max` bytes (after replacement characters), cut on
@@ -1146,6 +1485,19 @@ impl<R> Records<R> {
     /// The counters so far.
     pub fn stats(&self) -> Stats {
         self.parser.stats()
+    }
+
+    /// The same iterator with another [`Routine`] mode: with
+    /// [`Routine::Count`] it yields only the records that are not routine.
+    /// Exists for [`records`] callers, like [`Parser::with_routine`].
+    pub fn with_routine(mut self, routine: Routine) -> Self {
+        self.parser.routine = routine;
+        self
+    }
+
+    /// See [`Parser::routine_stats`].
+    pub fn routine_stats(&self) -> RoutineStats {
+        self.parser.routine_stats()
     }
 }
 

@@ -1,8 +1,9 @@
-//! The parser never panics and keeps its bounds on hostile input: a
+//! The parser never panics and keeps its bounds on hostile input (in both
+//! `Routine` modes, which must agree record for record): a
 //! deterministic stand-in for the cargo-fuzz target (`fuzz/`), run by
 //! `cargo test` everywhere (no nightly needed).
 
-use kopf_log::{Parser, ParserOptions, Record, excerpt, redact};
+use kopf_log::{Parser, ParserOptions, Record, Routine, excerpt, redact};
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -64,6 +65,10 @@ const FRAGMENTS: &[&str] = &[
     "\n\n",
     "\r\n",
     "{\"message\": \"",
+    "\"}",
+    "{\"message\": \"Handler 'x' succeeded.\", \"severity\": \"info\"}",
+    ", \"object\": {\"name\": \"n\", \"a\": [null, true]}}",
+    "Unclosed client session",
     "\", \"severity\": \"error\", \"object\": {\"name\": \"n\", \"namespace\": ",
     "\"exc_info\": [\"",
     "{",
@@ -133,6 +138,29 @@ fn run(data: &[u8], options: &ParserOptions, cut: usize) {
     check(&by_chunk, options);
     assert_eq!(q.stats().bytes as usize, data.len());
     assert_eq!(q.stats().records as usize, by_chunk.len());
+
+    // The fast mode: no panic, the same counters, the same non-routine records.
+    let mut f = Parser::new(options.clone()).with_routine(Routine::Count);
+    let mut fast = Vec::new();
+    for line in data.split(|&b| b == b'\n') {
+        fast.extend(f.push_line(line));
+    }
+    while let Some(r) = f.finish() {
+        fast.push(r);
+    }
+    assert_eq!(f.stats(), p.stats());
+    let kept: Vec<&Record> = by_line.iter().filter(|r| !r.is_routine()).collect();
+    assert_eq!(fast.iter().collect::<Vec<_>>(), kept);
+    let mut g = Parser::new(options.clone()).with_routine(Routine::Count);
+    let mut fast_chunk = Vec::new();
+    g.push_chunk(&data[..cut], &mut fast_chunk);
+    g.push_chunk(&data[cut..], &mut fast_chunk);
+    while let Some(r) = g.finish() {
+        fast_chunk.push(r);
+    }
+    assert_eq!(g.stats(), q.stats());
+    let kept: Vec<&Record> = by_chunk.iter().filter(|r| !r.is_routine()).collect();
+    assert_eq!(fast_chunk.iter().collect::<Vec<_>>(), kept);
 
     let text = String::from_utf8_lossy(data);
     let _ = redact(&text);
