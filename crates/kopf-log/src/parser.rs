@@ -813,7 +813,7 @@ fn parse_full(l: &[u8]) -> Option<FullHeader<'_>> {
     if !is_full_header(l) {
         return None;
     }
-    let ts = Timestamp::parse_asctime(std::str::from_utf8(&l[1..24]).ok()?)?;
+    let ts = crate::time::parse_asctime_bytes(&l[1..24])?;
     // Fast path: an ASCII logger name of exactly 20 (padded/cut) characters.
     let at = if l.len() >= 57 && l[46] == b' ' && l[47] == b'[' && l[56] == b']' {
         46
@@ -1543,6 +1543,20 @@ impl<R: BufRead> Iterator for Records<R> {
             return None;
         }
         loop {
+            // A whole line in the reader's buffer is parsed in place, not copied.
+            if let Ok(avail) = self.reader.fill_buf()
+                && let Some(i) = memchr::memchr(b'\n', avail)
+            {
+                let cut = i.min(self.parser.opts.max_line_bytes);
+                let out = self.parser.line(&avail[..cut]);
+                self.parser.stats.bytes += i as u64 + 1;
+                self.reader.consume(i + 1);
+                if let Some(r) = out {
+                    return Some(Ok(r));
+                }
+                continue;
+            }
+            // Otherwise (a line across buffer refills, the end, an error): copy.
             match self.read_line() {
                 Ok(true) => {
                     let line = std::mem::take(&mut self.buf);

@@ -30,16 +30,7 @@ impl Timestamp {
     /// (Python's default `asctime`). The zone is not written in the log:
     /// it is taken as UTC, which is what containers run with by default.
     pub fn parse_asctime(s: &str) -> Option<Timestamp> {
-        let b = s.as_bytes();
-        if b.len() != 23 || b[19] != b',' {
-            return None;
-        }
-        let (_, secs) = parse_date_time(&b[..19], b' ')?;
-        let millis = digits(&b[20..23])?;
-        Some(Timestamp {
-            secs,
-            nanos: millis * 1_000_000,
-        })
+        parse_asctime_bytes(s.as_bytes())
     }
 
     /// Milliseconds since the epoch (saturating), for quick arithmetic.
@@ -84,6 +75,19 @@ impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
     }
+}
+
+/// [`Timestamp::parse_asctime`] on bytes (no UTF-8 check: non-ASCII fails anyway).
+pub(crate) fn parse_asctime_bytes(b: &[u8]) -> Option<Timestamp> {
+    if b.len() != 23 || b[19] != b',' {
+        return None;
+    }
+    let (_, secs) = parse_date_time(&b[..19], b' ')?;
+    let millis = digits(&b[20..23])?;
+    Some(Timestamp {
+        secs,
+        nanos: millis * 1_000_000,
+    })
 }
 
 /// Parses an RFC 3339 timestamp at the start of `b`; returns it and the number
