@@ -2,7 +2,7 @@
 //! and checks that it never panics and that its bounds and counters hold.
 #![no_main]
 
-use kopf_log::{Parser, ParserOptions, Record};
+use kopf_log::{Parser, ParserOptions, Record, Routine};
 use libfuzzer_sys::fuzz_target;
 
 fn check(records: &[Record], options: &ParserOptions) {
@@ -52,4 +52,16 @@ fuzz_target!(|data: &[u8]| {
     }
     check(&by_chunk, &options);
     assert_eq!(q.stats().bytes as usize, data.len());
+
+    // The auditor's fast mode keeps exactly the non-routine records, with the same stats.
+    let mut f = Parser::new(options.clone()).with_routine(Routine::Count);
+    let mut fast = Vec::new();
+    for line in data.split(|&b| b == b'\n') {
+        fast.extend(f.push_line(&line[..line.len().min(options.max_line_bytes)]));
+    }
+    while let Some(r) = f.finish() {
+        fast.push(r);
+    }
+    assert_eq!(f.stats(), p.stats());
+    assert!(fast.iter().eq(by_line.iter().filter(|r| !r.is_routine())));
 });
