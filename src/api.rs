@@ -283,6 +283,10 @@ pub struct TargetStatus {
     /// The ServiceAccount the pods run as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<String>,
+    /// The log read hit `spec.logs.limitBytes`: the window was not read in full, so the
+    /// log-based checks saw only part of it. Raise the limit or shorten the window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub logs_truncated: bool,
 }
 
 /// One thing wrong, and how to fix it.

@@ -143,6 +143,10 @@ pub async fn run(
         }
     };
     tokio::spawn(wait_ready);
+    tokio::spawn(forget_deleted_audits(
+        audit_store.clone(),
+        ctx.metrics.clone(),
+    ));
 
     let controller = controller
         .watches_stream(dep_stream, move |d: Deployment| {
@@ -183,6 +187,25 @@ pub async fn run(
             }
         })
         .await;
+}
+
+/// How often the metrics of deleted KopfAudits are dropped.
+const METRICS_SWEEP: Duration = Duration::from_secs(60);
+
+/// Drops, every minute, the metric series of KopfAudits that were deleted.
+async fn forget_deleted_audits(audits: Store<KopfAudit>, metrics: Arc<Metrics>) {
+    if audits.wait_until_ready().await.is_err() {
+        return;
+    }
+    loop {
+        tokio::time::sleep(METRICS_SWEEP).await;
+        let live = audits
+            .state()
+            .iter()
+            .map(|a| (a.namespace().unwrap_or_default(), a.name_any()))
+            .collect();
+        metrics.retain_audits(&live);
+    }
 }
 
 /// Changes to namespaced RBAC objects (metadata only: what changed is asked again by

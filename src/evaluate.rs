@@ -109,7 +109,9 @@ fn evaluate_target(
     let mut findings = Vec::new();
     match (&target.kopf, target.kopf_container()) {
         (Some(run), Some(container)) => {
-            eval.targets.push(target_status(&name, Some(run), pod_spec));
+            let mut status = target_status(&name, Some(run), pod_spec);
+            status.logs_truncated = target.logs.ready().is_some_and(|l| l.truncated);
+            eval.targets.push(status);
             findings.extend(workload::check(target, container, run, &config.workload));
             for area in KOPF_AREAS {
                 match evidence_for(area, target) {
@@ -215,6 +217,7 @@ fn target_status(
         peering: Some(run.peering.display()),
         log_format: Some(run.log_format.as_str().into()),
         service_account,
+        logs_truncated: false,
     }
 }
 
@@ -940,6 +943,19 @@ mod tests {
             .expect("rbac");
         assert_eq!(rbac.status, "Unknown");
         assert_eq!(rbac.reason, "NotKopf");
+    }
+
+    #[test]
+    fn a_log_cut_by_the_byte_cap_is_stated_in_the_target_status() {
+        let mut ev = evidence(&["-A"], &[]);
+        ev.targets[0].logs = Gathered::Ready(crate::evidence::LogEvidence {
+            truncated: true,
+            ..Default::default()
+        });
+        let update = audit(None, ev, 10);
+        assert!(update.status.targets[0].logs_truncated);
+        let quiet = audit(None, evidence(&["-A"], &[]), 10);
+        assert!(!quiet.status.targets[0].logs_truncated);
     }
 
     #[test]

@@ -136,15 +136,6 @@ pub fn parse_in_namespace(container: &Container, namespace: Option<&str>) -> Opt
     Some(run)
 }
 
-/// Whether a container mentions kopf at all without `kopf run` (e.g. only env vars).
-fn has_kopf_env(container: &Container) -> bool {
-    container
-        .env
-        .iter()
-        .flatten()
-        .any(|e| e.name.starts_with("KOPF_RUN_"))
-}
-
 /// The value of an env var as the kubelet would set it: a literal, or the pod's namespace
 /// for a `metadata.namespace` field reference.
 fn env_value(container: &Container, name: &str, namespace: Option<&str>) -> Option<String> {
@@ -319,12 +310,6 @@ fn apply_flags(run: &mut KopfRun, words: &[String]) {
     if !namespaces.is_empty() {
         run.scope = Scope::Namespaced(namespaces);
     }
-}
-
-/// Whether a container looks like kopf without `kopf run` on its command line; used to
-/// tell "not kopf" apart from "kopf started from a script we cannot read".
-pub fn mentions_kopf(container: &Container) -> bool {
-    has_kopf_env(container)
 }
 
 /// Port and path of a liveness URL (`http://0.0.0.0:8080/healthz`).

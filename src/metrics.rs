@@ -239,20 +239,28 @@ impl Metrics {
         }
     }
 
-    /// Forgets an audit that was deleted.
-    pub fn forget(&self, namespace: &str, name: &str) {
-        let labels = audit(namespace, name);
-        if let Ok(mut exported) = self.exported.lock()
-            && let Some((f, c)) = exported.remove(&labels)
-        {
-            f.iter().for_each(|l| {
-                self.findings.remove(l);
-            });
-            c.iter().for_each(|l| {
-                self.conditions.remove(l);
-            });
+    /// Forgets the series of audits that no longer exist, so that a deleted KopfAudit
+    /// does not keep alerting.
+    pub fn retain_audits(&self, live: &BTreeSet<(String, String)>) {
+        let Ok(mut exported) = self.exported.lock() else {
+            return;
+        };
+        let gone: Vec<AuditLabels> = exported
+            .keys()
+            .filter(|l| !live.contains(&(l.namespace.clone(), l.name.clone())))
+            .cloned()
+            .collect();
+        for labels in gone {
+            if let Some((findings, conditions)) = exported.remove(&labels) {
+                findings.iter().for_each(|l| {
+                    self.findings.remove(l);
+                });
+                conditions.iter().for_each(|l| {
+                    self.conditions.remove(l);
+                });
+            }
+            self.last_audit.remove(&labels);
         }
-        self.last_audit.remove(&labels);
     }
 
     /// The Prometheus text exposition.
@@ -305,5 +313,12 @@ mod tests {
         status.findings.clear();
         m.audited("ns", "a", &status, Duration::from_millis(5), false);
         assert!(!m.encode().contains("workload.cpu-limit"));
+        status.findings = vec![finding(CheckId::WorkloadCpuLimit)];
+        m.audited("ns", "a", &status, Duration::from_millis(5), false);
+        m.retain_audits(&BTreeSet::new());
+        assert!(
+            !m.encode().contains("workload.cpu-limit"),
+            "a deleted audit's series go"
+        );
     }
 }
