@@ -50,6 +50,7 @@ pub struct Context {
     events: EventPublisher,
     failures: Mutex<HashMap<ObjectRef<KopfAudit>, u32>>,
     metrics: Arc<Metrics>,
+    ready: Arc<AtomicBool>,
 }
 
 /// Why a reconcile failed; the error policy backs off and retries.
@@ -121,6 +122,7 @@ pub async fn run(
         settings,
         failures: Mutex::new(HashMap::new()),
         metrics,
+        ready: ready.clone(),
     });
 
     let controller = Controller::new(audits, wc)
@@ -334,6 +336,14 @@ async fn reconcile(audit: Arc<KopfAudit>, ctx: Arc<Context>) -> Result<Action, R
     let namespace = audit
         .namespace()
         .ok_or_else(|| ReconcileError::NoNamespace(name.clone()))?;
+    // An audit on half-filled caches would find no target: wait for the first lists.
+    if !ctx.ready.load(Ordering::SeqCst) {
+        let synced = ctx.deployments.wait_until_ready().await.is_ok()
+            && ctx.pods.wait_until_ready().await.is_ok();
+        if synced {
+            ctx.ready.store(true, Ordering::SeqCst);
+        }
+    }
     let span = tracing::info_span!("reconcile", audit = %format!("{namespace}/{name}"));
     let _enter = span.enter();
     let started = std::time::Instant::now();
