@@ -82,7 +82,7 @@ struct Parsed {
 fn parse_file(path: &Path, routine: Routine) -> Parsed {
     let file = File::open(path).expect("bench file");
     let mut it = records(
-        BufReader::with_capacity(256 << 10, file),
+        BufReader::with_capacity(64 << 10, file),
         ParserOptions::default(),
     )
     .with_routine(routine);

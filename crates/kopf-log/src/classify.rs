@@ -40,8 +40,29 @@ pub struct Classification {
 
 /// Pre-built substring finders, built once per parser.
 pub(crate) struct Finders {
-    forbidden: memmem::Finder<'static>,
+    pub(crate) forbidden: memmem::Finder<'static>,
     future: memmem::Finder<'static>,
+}
+
+/// Which of the [`Finders`]' needles a message may contain.
+///
+/// Exists so that a caller that searched a whole chunk of lines at once
+/// (one pass instead of one per line) can tell [`Finders::quick_routine`]
+/// that a line has neither needle; `true` means "search".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MayContain {
+    /// ` is forbidden`.
+    pub(crate) forbidden: bool,
+    /// The scope `FutureWarning`.
+    pub(crate) future: bool,
+}
+
+impl MayContain {
+    /// Nothing known: search the message.
+    pub(crate) const UNKNOWN: MayContain = MayContain {
+        forbidden: true,
+        future: true,
+    };
 }
 
 impl Finders {
@@ -88,13 +109,17 @@ const FIXED_PREFIXES: &[&[u8]] = &[
     b"Throttling for ",
 ];
 
+/// The first bytes of [`FIXED_PREFIXES`]: most messages start otherwise
+/// and skip the comparisons.
+const FIXED_FIRST_BYTES: &[u8] = b"RFMPNUWT";
+
 impl Finders {
     /// Without allocating: `Some(tag)` only when [`classify`] would give the
     /// kind `tag` with no RBAC denial and no request attempt, i.e. a record
     /// the auditor drops; `None` when the message may be anything else (the
     /// caller then classifies it in full). Mirrors [`classify`] branch by branch.
-    pub(crate) fn quick_routine(&self, m: &[u8]) -> Option<RoutineTag> {
-        if self.forbidden.find(m).is_some() {
+    pub(crate) fn quick_routine(&self, m: &[u8], may: MayContain) -> Option<RoutineTag> {
+        if may.forbidden && self.forbidden.find(m).is_some() {
             return None;
         }
         let first = m.first().copied().unwrap_or(0);
@@ -114,13 +139,13 @@ impl Finders {
             }
             // `handler_message` gives nothing: `classify` goes on below.
         }
-        if FIXED_PREFIXES.iter().any(|p| m.starts_with(p)) {
+        if FIXED_FIRST_BYTES.contains(&first) && FIXED_PREFIXES.iter().any(|p| m.starts_with(p)) {
             return None;
         }
         if matches!(first, b'C' | b'U' | b'D' | b'R') && processed_parts(m).is_some() {
             return Some(RoutineTag::Processed);
         }
-        if self.future.find(m).is_some() {
+        if may.future && self.future.find(m).is_some() {
             return None;
         }
         Some(RoutineTag::Other)
@@ -198,21 +223,16 @@ pub(crate) fn handler_prefix<'m>(
 /// [`handler_prefix`] without building the handler: the kind, the raw
 /// (still escaped) id and the rest after the closing quote. No allocation.
 pub(crate) fn handler_span(m: &[u8]) -> Option<(HandlerKind, &[u8], &[u8])> {
-    let (kind, rest) = if let Some(r) = m.strip_prefix(b"Handler ") {
-        (HandlerKind::Handler, r)
-    } else if let Some(r) = m.strip_prefix(b"Timer ") {
-        (HandlerKind::Timer, r)
-    } else if let Some(r) = m.strip_prefix(b"Daemon ") {
-        (HandlerKind::Daemon, r)
-    } else if let Some(r) = m.strip_prefix(b"Activity ") {
-        (HandlerKind::Activity, r)
-    } else if let Some(r) = m.strip_prefix(b"Webhook ") {
-        (HandlerKind::Webhook, r)
-    } else if let Some(r) = m.strip_prefix(b"Indexer ") {
-        (HandlerKind::Indexer, r)
-    } else {
-        return None;
+    let (kind, word): (HandlerKind, &[u8]) = match m.first()? {
+        b'H' => (HandlerKind::Handler, b"Handler "),
+        b'T' => (HandlerKind::Timer, b"Timer "),
+        b'D' => (HandlerKind::Daemon, b"Daemon "),
+        b'A' => (HandlerKind::Activity, b"Activity "),
+        b'W' => (HandlerKind::Webhook, b"Webhook "),
+        b'I' => (HandlerKind::Indexer, b"Indexer "),
+        _ => return None,
     };
+    let rest = m.strip_prefix(word)?;
     // Python's repr(): 'id', or "id" when the id contains a single quote;
     // backslash escapes inside.
     let q = *rest.first()?;
@@ -220,6 +240,12 @@ pub(crate) fn handler_span(m: &[u8]) -> Option<(HandlerKind, &[u8], &[u8])> {
         return None;
     }
     let body = &rest[1..];
+    // Nearly every id has no backslash: its closing quote is the first quote.
+    if let Some(end) = body.iter().position(|&c| c == q || c == b'\\')
+        && body[end] == q
+    {
+        return (end > 0).then(|| (kind, &body[..end], &body[end + 1..]));
+    }
     let mut i = 0;
     let mut escaped = false;
     while i < body.len() {
@@ -724,7 +750,7 @@ mod tests {
                         | EventKind::HandlerSucceeded { .. }
                         | EventKind::CauseProcessed { .. }
                 );
-            match f.quick_routine(m.as_bytes()) {
+            match f.quick_routine(m.as_bytes(), MayContain::UNKNOWN) {
                 Some(RoutineTag::Succeeded) => {
                     assert!(matches!(c.kind, EventKind::HandlerSucceeded { .. }), "{m}")
                 }
@@ -734,7 +760,7 @@ mod tests {
                 Some(RoutineTag::Other) => assert_eq!(c.kind, EventKind::Other, "{m}"),
                 None => {}
             }
-            if f.quick_routine(m.as_bytes()).is_some() {
+            if f.quick_routine(m.as_bytes(), MayContain::UNKNOWN).is_some() {
                 assert!(routine, "{m}");
             }
         }
@@ -745,7 +771,21 @@ mod tests {
             "Merge-patching the resource with: {}",
             "Unclosed client session",
         ] {
-            assert!(f.quick_routine(m.as_bytes()).is_some(), "{m}");
+            assert!(
+                f.quick_routine(m.as_bytes(), MayContain::UNKNOWN).is_some(),
+                "{m}"
+            );
+        }
+    }
+
+    #[test]
+    fn fixed_first_bytes_cover_the_fixed_prefixes() {
+        for p in FIXED_PREFIXES {
+            assert!(
+                FIXED_FIRST_BYTES.contains(&p[0]),
+                "{}",
+                String::from_utf8_lossy(p)
+            );
         }
     }
 

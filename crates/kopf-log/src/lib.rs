@@ -33,6 +33,7 @@
 
 mod classify;
 mod parser;
+mod quick_json;
 mod redact;
 mod time;
 
