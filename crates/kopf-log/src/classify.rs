@@ -223,16 +223,16 @@ pub(crate) fn handler_prefix<'m>(
 /// [`handler_prefix`] without building the handler: the kind, the raw
 /// (still escaped) id and the rest after the closing quote. No allocation.
 pub(crate) fn handler_span(m: &[u8]) -> Option<(HandlerKind, &[u8], &[u8])> {
-    let (kind, word): (HandlerKind, &[u8]) = match m.first()? {
-        b'H' => (HandlerKind::Handler, b"Handler "),
-        b'T' => (HandlerKind::Timer, b"Timer "),
-        b'D' => (HandlerKind::Daemon, b"Daemon "),
-        b'A' => (HandlerKind::Activity, b"Activity "),
-        b'W' => (HandlerKind::Webhook, b"Webhook "),
-        b'I' => (HandlerKind::Indexer, b"Indexer "),
+    // Literal prefixes per arm: compared inline, without a `memcmp` call.
+    let (kind, rest) = match m.first()? {
+        b'H' => (HandlerKind::Handler, m.strip_prefix(b"Handler ")?),
+        b'T' => (HandlerKind::Timer, m.strip_prefix(b"Timer ")?),
+        b'D' => (HandlerKind::Daemon, m.strip_prefix(b"Daemon ")?),
+        b'A' => (HandlerKind::Activity, m.strip_prefix(b"Activity ")?),
+        b'W' => (HandlerKind::Webhook, m.strip_prefix(b"Webhook ")?),
+        b'I' => (HandlerKind::Indexer, m.strip_prefix(b"Indexer ")?),
         _ => return None,
     };
-    let rest = m.strip_prefix(word)?;
     // Python's repr(): 'id', or "id" when the id contains a single quote;
     // backslash escapes inside.
     let q = *rest.first()?;

@@ -247,6 +247,9 @@ struct LineHint {
     esc: bool,
     /// The needles of [`Finders::quick_routine`] it may contain.
     may: MayContain,
+    /// The next line may start a traceback (false only when it is known not
+    /// to): a routine record's line is kept for one only then.
+    traceback_next: bool,
 }
 
 impl LineHint {
@@ -254,6 +257,7 @@ impl LineHint {
     const UNKNOWN: LineHint = LineHint {
         esc: true,
         may: MayContain::UNKNOWN,
+        traceback_next: true,
     };
 }
 
@@ -291,6 +295,7 @@ impl Ahead {
                 forbidden: self.forbidden < end,
                 future: true,
             },
+            traceback_next: true,
         }
     }
 }
@@ -422,14 +427,24 @@ impl Parser {
     fn complete_lines<S: Sink>(&mut self, buf: &[u8], out: &mut S) -> usize {
         let mut ahead = Ahead::new(buf, &self.finders);
         let mut start = 0;
-        while let Some(i) = memchr::memchr(b'\n', &buf[start..]) {
-            let end = start + i;
-            let hint = ahead.hint(buf, start, end, &self.finders);
+        let Some(mut end) = memchr::memchr(b'\n', buf) else {
+            return 0;
+        };
+        loop {
+            // One line ahead: whether it may start a traceback.
+            let next_end = memchr::memchr(b'\n', &buf[end + 1..]).map(|i| end + 1 + i);
+            let mut hint = ahead.hint(buf, start, end, &self.finders);
+            hint.traceback_next = next_end.is_none_or(|next_end| {
+                ahead.esc < next_end || may_start_traceback(&buf[end + 1..next_end])
+            });
             let cut = (end - start).min(self.opts.max_line_bytes);
             self.line(&buf[start..start + cut], hint, out);
             start = end + 1;
+            match next_end {
+                Some(next_end) => end = next_end,
+                None => return start,
+            }
         }
-        start
     }
 
     fn append_carry(&mut self, part: &[u8]) {
@@ -488,10 +503,14 @@ impl Parser {
             buf.clear();
             strip_ansi_into(l, &mut buf);
             // Stripping codes may join the bytes of a needle: search again.
-            self.stripped_line(&buf, kubelet, MayContain::UNKNOWN, out);
+            let hint = LineHint {
+                may: MayContain::UNKNOWN,
+                ..hint
+            };
+            self.stripped_line(&buf, kubelet, hint, out);
             self.ansi_buf = buf;
         } else {
-            self.stripped_line(l, kubelet, hint.may, out);
+            self.stripped_line(l, kubelet, hint, out);
         }
     }
 
@@ -499,7 +518,7 @@ impl Parser {
         &mut self,
         l: &[u8],
         kubelet: Option<Timestamp>,
-        may: MayContain,
+        hint: LineHint,
         out: &mut S,
     ) {
         if self.absorb(l) {
@@ -508,17 +527,19 @@ impl Parser {
         }
         let line_no = self.line_no;
         if self.routine == Routine::Count
-            && let Some(q) = self.quick_head(l, may)
+            && let Some(q) = self.quick_head(l, hint.may)
         {
             if q.kopf {
                 self.stats.kopf_lines += 1;
             }
-            if q.accepts {
+            // Only the next line can attach a traceback to a routine record.
+            let accepts = q.accepts && hint.traceback_next;
+            if accepts {
                 self.light_line.clear();
                 self.light_line.extend_from_slice(l);
             }
             let light = Light {
-                accepts: q.accepts,
+                accepts,
                 kubelet,
                 line: line_no,
             };
@@ -881,6 +902,12 @@ fn is_traceback_start(l: &[u8]) -> bool {
     t.len() < 80 && t.ends_with(b"Traceback (most recent call last):")
 }
 
+/// Whether a raw line (kubelet timestamp included, no ANSI code) may be one
+/// that [`is_traceback_start`] accepts: a cheap superset of it.
+fn may_start_traceback(raw: &[u8]) -> bool {
+    raw.trim_ascii_end().ends_with(b"last):")
+}
+
 fn is_chain_header(l: &[u8]) -> bool {
     l.starts_with(b"The above exception was the direct cause of the following exception:")
         || l.starts_with(b"During handling of the above exception, another exception occurred:")
@@ -1009,11 +1036,11 @@ fn split_prefix(m: &[u8]) -> Option<PrefixParts<'_>> {
         Some(s) => (Some(&inner[..s]), &inner[s + 1..]),
         None => (None, inner),
     };
-    if name.is_empty() || name.len() > 253 || !name.iter().all(|&c| NAME_BYTES[c as usize]) {
+    if name.is_empty() || name.len() > 253 || !all_in(name, &NAME_BYTES) {
         return None;
     }
     if let Some(ns) = ns
-        && (ns.is_empty() || ns.len() > 63 || !ns.iter().all(|&c| NAMESPACE_BYTES[c as usize]))
+        && (ns.is_empty() || ns.len() > 63 || !all_in(ns, &NAMESPACE_BYTES))
     {
         return None;
     }
@@ -1056,8 +1083,15 @@ fn flag_equal(w: u64, b: u8) -> u64 {
     x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS
 }
 
-/// The first `needle` in `hay`, for the short distances of an object prefix: eight bytes per step without
-/// `memchr`'s set-up, which costs more than it saves over a few dozen bytes.
+/// Whether every byte of `b` is in `set`; without a branch per byte, since
+/// names are short and nearly always valid.
+fn all_in(b: &[u8], set: &[bool; 256]) -> bool {
+    b.iter().fold(true, |ok, &c| ok & set[usize::from(c)])
+}
+
+/// The first `needle` in `hay`, for the short distances of an object
+/// prefix: eight bytes per step, without `memchr`'s set-up, which costs more
+/// than it saves over a few dozen bytes.
 fn find_near(needle: u8, hay: &[u8]) -> Option<usize> {
     let mut words = hay.chunks_exact(8);
     let mut at = 0;

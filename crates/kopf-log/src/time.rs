@@ -187,8 +187,9 @@ fn nine_digit_fraction(b: &[u8]) -> Option<(u32, usize)> {
 /// full validation are ever cached.
 #[derive(Debug, Default)]
 pub(crate) struct HourCache {
-    /// `YYYY-MM-DD?HH:MM:SS` exactly as last seen (separator included).
-    second: Cell<Option<([u8; 19], i64)>>,
+    /// `YYYY-MM-DD?HH:MM:SS` exactly as last seen (separator included), as
+    /// integers: whole-word stores and loads, no byte-wise compare.
+    second: Cell<Option<(SecondKey, i64)>>,
     /// `YYYY-MM-DD` and `HH` of the last full parse.
     hour: Cell<Option<([u8; 12], i64)>>,
 }
@@ -197,13 +198,14 @@ impl HourCache {
     /// [`parse_date_time`] with the cache: seconds since the epoch.
     fn parse(&self, b: &[u8], sep: u8) -> Option<i64> {
         let b: &[u8; 19] = b.try_into().ok()?;
-        if let Some((key, secs)) = self.second.get()
-            && *b == key
+        let key = SecondKey::of(b);
+        if let Some((seen, secs)) = self.second.get()
+            && key == seen
         {
             return Some(secs);
         }
         let secs = self.parse_minute(b, sep)?;
-        self.second.set(Some((*b, secs)));
+        self.second.set(Some((key, secs)));
         Some(secs)
     }
 
@@ -229,6 +231,21 @@ impl HourCache {
         let hh = i64::from(digits(&b[11..13])?);
         self.hour.set(Some((key, days * 86_400 + hh * 3600)));
         Some(secs)
+    }
+}
+
+/// The 19 bytes of `YYYY-MM-DD?HH:MM:SS` as three overlapping words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SecondKey(u64, u64, u64);
+
+impl SecondKey {
+    fn of(b: &[u8; 19]) -> Self {
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        SecondKey(word(0), word(8), word(11))
     }
 }
 

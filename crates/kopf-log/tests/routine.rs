@@ -173,6 +173,13 @@ fn tricky_lines_fast_mode_keeps_the_same_records() {
         "2026-11-30T02:41:55.039412345Z Traceback (most recent call last):",
         "2026-11-30T02:41:55.039412345Z   File \"z.py\", line 3",
         "2026-11-30T02:41:55.039412345Z kopf.X: events is forbidden: quota",
+        // The next line's traceback start coloured, or with CRLF endings.
+        "[ns/n] Handler 'x' succeeded.",
+        "\u{1b}[31mTraceback (most recent call last):\u{1b}[0m",
+        "PermissionError: secrets is forbidden",
+        "[ns/n] Handler 'y' succeeded.\r",
+        "Traceback (most recent call last):  \r",
+        "ValueError: pods is forbidden\r",
         "",
         "   ",
     ];
