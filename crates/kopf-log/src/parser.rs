@@ -320,8 +320,6 @@ pub struct Parser {
     carry_dropped: bool,
     kubelet_hours: HourCache,
     asctime_hours: HourCache,
-    /// Scratch space of the quick JSON check.
-    quotes: Vec<u32>,
 }
 
 impl fmt::Debug for Parser {
@@ -358,7 +356,6 @@ impl Parser {
             carry_dropped: false,
             kubelet_hours: HourCache::default(),
             asctime_hours: HourCache::default(),
-            quotes: Vec::new(),
         }
     }
 
@@ -595,10 +592,10 @@ impl Parser {
     /// (one [`Parser::head`] would build with a routine kind, no denial, and no
     /// traceback of its own) and tells its format and whether a traceback may
     /// attach. `None` when unsure: the line is then parsed in full.
-    fn quick_head(&mut self, l: &[u8], may: MayContain) -> Option<Quick> {
+    fn quick_head(&self, l: &[u8], may: MayContain) -> Option<Quick> {
         if l.first() == Some(&b'{') {
             // `Parser::json` would accept the line with this message and no `exc_info`.
-            let msg = json_message(l, &mut self.quotes)?;
+            let msg = json_message(l)?;
             let rest = split_prefix(msg).map_or(msg, |(_, _, rest)| rest);
             self.finders.quick_routine(rest, may)?;
             return Some(Quick {

@@ -10,14 +10,14 @@
 /// no backslash (strings are then their raw bytes, and every quote delimits
 /// one), no control character, valid UTF-8, no number (serde_json may reject
 /// some), nesting of at most 32 (serde_json stops at 128), one `message` key
-/// with a string value. `quotes` is scratch space, reused across lines.
-pub(crate) fn json_message<'l>(l: &'l [u8], quotes: &mut Vec<u32>) -> Option<&'l [u8]> {
-    find_quotes(l, quotes)?;
+/// with a string value, at most [`MAX_LINE`] bytes.
+pub(crate) fn json_message(l: &[u8]) -> Option<&[u8]> {
+    let mut quotes = [0u16; MAX_LINE / 16];
+    find_quotes(l, &mut quotes)?;
     let mut s = Scan {
         b: l,
         i: 0,
-        quotes,
-        q: 0,
+        quotes: &quotes,
     };
     s.eat(b'{')?;
     s.ws();
@@ -31,7 +31,7 @@ pub(crate) fn json_message<'l>(l: &'l [u8], quotes: &mut Vec<u32>) -> Option<&'l
         match key {
             b"message" if message.is_none() => message = Some(s.string()?),
             b"message" | b"exc_info" => return None,
-            _ => s.value(0)?,
+            _ => s.value()?,
         }
         s.ws();
         match s.next()? {
@@ -47,47 +47,49 @@ pub(crate) fn json_message<'l>(l: &'l [u8], quotes: &mut Vec<u32>) -> Option<&'l
     message
 }
 
-/// Fills `quotes` with the offsets of every `"` in `l`, sixteen bytes per
-/// step; `None` when `l` has a backslash or a control character, is not
-/// valid UTF-8, or is too long to index with `u32`.
-fn find_quotes(l: &[u8], quotes: &mut Vec<u32>) -> Option<()> {
-    quotes.clear();
-    u32::try_from(l.len()).ok()?;
+/// The longest line [`json_message`] reads (kopf's routine JSON lines are a
+/// few hundred bytes; longer ones go to serde): its masks fit on the stack.
+const MAX_LINE: usize = 2048;
+
+/// The deepest nesting [`json_message`] follows (serde_json allows 128).
+const MAX_DEPTH: u32 = 32;
+
+/// Sets, per 16-byte block of `l`, the bits of its quotes in `quotes`;
+/// `None` when `l` has a backslash or a control character, is not valid
+/// UTF-8, or is longer than `quotes` covers.
+fn find_quotes(l: &[u8], quotes: &mut [u16]) -> Option<()> {
+    if l.len() > quotes.len() * 16 {
+        return None;
+    }
     let mut non_ascii = false;
     let mut blocks = l.chunks_exact(16);
-    let mut at = 0u32;
+    let mut slots = quotes.iter_mut();
     for block in blocks.by_ref() {
         let mut a = [0u8; 16];
         a.copy_from_slice(block);
-        non_ascii |= add_block(&a, at, quotes)?;
-        at += 16;
+        let m = block_masks(&a);
+        if m.odd != 0 {
+            return None;
+        }
+        non_ascii |= m.high != 0;
+        *slots.next()? = m.quote;
     }
     let rest = blocks.remainder();
     if !rest.is_empty() {
         // Padded with spaces, which are none of the bytes looked for.
         let mut a = [b' '; 16];
         a[..rest.len()].copy_from_slice(rest);
-        non_ascii |= add_block(&a, at, quotes)?;
+        let m = block_masks(&a);
+        if m.odd != 0 {
+            return None;
+        }
+        non_ascii |= m.high != 0;
+        *slots.next()? = m.quote;
     }
     if non_ascii && std::str::from_utf8(l).is_err() {
         return None;
     }
     Some(())
-}
-
-/// Adds the quotes of the block at offset `at`; whether it has non-ASCII
-/// bytes; `None` at a backslash or a control character.
-fn add_block(block: &[u8; 16], at: u32, quotes: &mut Vec<u32>) -> Option<bool> {
-    let m = block_masks(block);
-    if m.odd != 0 {
-        return None;
-    }
-    let mut bits = m.quote;
-    while bits != 0 {
-        quotes.push(at + bits.trailing_zeros());
-        bits &= bits - 1;
-    }
-    Some(m.high != 0)
 }
 
 /// One bit per byte of a 16-byte block.
@@ -156,10 +158,8 @@ fn portable_block_masks(block: &[u8; 16]) -> BlockMasks {
 struct Scan<'a, 'q> {
     b: &'a [u8],
     i: usize,
-    /// Offsets of every quote of the line.
-    quotes: &'q [u32],
-    /// The next string's opening quote in `quotes`.
-    q: usize,
+    /// The quotes of the line: one bit per byte, one word per 16 bytes.
+    quotes: &'q [u16],
 }
 
 impl<'a> Scan<'a, '_> {
@@ -187,14 +187,19 @@ impl<'a> Scan<'a, '_> {
     /// A string: its raw bytes, between this quote and the next one (the
     /// line has no backslash, so no quote is escaped).
     fn string(&mut self) -> Option<&'a [u8]> {
-        if self.peek()? != b'"' || self.quotes.get(self.q).copied()? as usize != self.i {
-            return None;
-        }
-        let end = self.quotes.get(self.q + 1).copied()? as usize;
-        self.q += 2;
-        let s = self.b.get(self.i + 1..end)?;
+        self.eat(b'"')?;
+        let start = self.i;
+        let mut at = start;
+        let end = loop {
+            let block = at / 16;
+            let bits = self.quotes.get(block)? >> (at % 16);
+            if bits != 0 {
+                break at + bits.trailing_zeros() as usize;
+            }
+            at = (block + 1) * 16;
+        };
         self.i = end + 1;
-        Some(s)
+        self.b.get(start..end)
     }
 
     fn literal(&mut self, w: &[u8]) -> Option<()> {
@@ -206,58 +211,76 @@ impl<'a> Scan<'a, '_> {
         }
     }
 
-    /// Skips a value: strings, objects, arrays, `true`, `false`, `null`.
-    fn value(&mut self, depth: u32) -> Option<()> {
-        if depth > 32 {
-            return None;
-        }
-        match self.peek()? {
-            b'"' => self.string().map(|_| ()),
-            b'{' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.ws();
+    /// Skips a value: strings, objects, arrays, `true`, `false`, `null`,
+    /// nested at most [`MAX_DEPTH`] deep. A loop with a stack of bits (object
+    /// or array per level) rather than recursion, so that the cursor stays in
+    /// registers.
+    fn value(&mut self) -> Option<()> {
+        // Bit `d` set: the container at depth `d` is an object.
+        let mut objects: u64 = 0;
+        let mut depth = 0u32;
+        loop {
+            // A value starts here.
+            match self.peek()? {
+                b'"' => {
                     self.string()?;
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                open @ (b'{' | b'[') => {
+                    self.i += 1;
                     self.ws();
-                    self.eat(b':')?;
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    match self.next()? {
-                        b',' => {}
-                        b'}' => return Some(()),
-                        _ => return None,
+                    let close = if open == b'{' { b'}' } else { b']' };
+                    if self.peek()? == close {
+                        self.i += 1;
+                    } else {
+                        if depth == MAX_DEPTH {
+                            return None;
+                        }
+                        if open == b'{' {
+                            objects |= 1 << depth;
+                            self.member_key()?;
+                        } else {
+                            objects &= !(1 << depth);
+                        }
+                        depth += 1;
+                        continue;
                     }
                 }
+                _ => return None,
             }
-            b'[' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b']' {
-                    self.i += 1;
+            // After a value: separators and closing brackets.
+            loop {
+                if depth == 0 {
                     return Some(());
                 }
-                loop {
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    match self.next()? {
-                        b',' => {}
-                        b']' => return Some(()),
-                        _ => return None,
+                self.ws();
+                let in_object = objects & (1 << (depth - 1)) != 0;
+                match (self.next()?, in_object) {
+                    (b',', true) => {
+                        self.ws();
+                        self.member_key()?;
+                        break;
                     }
+                    (b',', false) => {
+                        self.ws();
+                        break;
+                    }
+                    (b'}', true) | (b']', false) => depth -= 1,
+                    _ => return None,
                 }
             }
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            _ => None,
         }
+    }
+
+    /// `"key" : ` up to the member's value.
+    fn member_key(&mut self) -> Option<()> {
+        self.string()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Some(())
     }
 }
 
@@ -293,12 +316,8 @@ mod tests {
 
     #[test]
     fn messages_of_simple_lines_only() {
-        let mut q = Vec::new();
         let line = br#"{"message": "Handler 'x' succeeded.", "object": {"kind": "K", "namespace": null, "ok": [true, false]}, "severity": "info"}"#;
-        assert_eq!(
-            json_message(line, &mut q),
-            Some(&b"Handler 'x' succeeded."[..])
-        );
+        assert_eq!(json_message(line), Some(&b"Handler 'x' succeeded."[..]));
         for bad in [
             &br#"{"message": "a\"b"}"#[..],
             br#"{"message": "x", "n": 1}"#,
@@ -311,19 +330,11 @@ mod tests {
             br#"{"a": "b"}"#,
             br#"["message", "x"]"#,
         ] {
-            assert_eq!(
-                json_message(bad, &mut q),
-                None,
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
+            assert_eq!(json_message(bad), None, "{}", String::from_utf8_lossy(bad));
         }
+        assert_eq!(json_message(br#"{"message": "x"} "#), Some(&b"x"[..]));
         assert_eq!(
-            json_message(br#"{"message": "x"} "#, &mut q),
-            Some(&b"x"[..])
-        );
-        assert_eq!(
-            json_message("{\"message\": \"caf\u{e9}\"}".as_bytes(), &mut q),
+            json_message("{\"message\": \"caf\u{e9}\"}".as_bytes()),
             Some("caf\u{e9}".as_bytes())
         );
     }
