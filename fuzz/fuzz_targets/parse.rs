@@ -64,4 +64,16 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(f.stats(), p.stats());
     assert!(fast.iter().eq(by_line.iter().filter(|r| !r.is_routine())));
+
+    // The fast mode through chunks: the auditor's path (per-chunk searches,
+    // look-ahead at the next line).
+    let mut g = Parser::new(options.clone()).with_routine(Routine::Count);
+    let mut fast_chunk = Vec::new();
+    g.push_chunk(&data[..cut], &mut fast_chunk);
+    g.push_chunk(&data[cut..], &mut fast_chunk);
+    while let Some(r) = g.finish() {
+        fast_chunk.push(r);
+    }
+    assert_eq!(g.stats(), q.stats());
+    assert!(fast_chunk.iter().eq(by_chunk.iter().filter(|r| !r.is_routine())));
 });

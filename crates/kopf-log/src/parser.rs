@@ -419,8 +419,9 @@ impl Parser {
     /// to the caller). Does not count [`Stats::bytes`].
     ///
     /// Exists so that the bytes the quick path looks for on every line (ANSI
-    /// escapes, ` is forbidden`, the scope warning) are searched once over
-    /// the whole buffer instead of once per line: most lines have none.
+    /// escapes, ` is forbidden`) are searched once over the whole buffer
+    /// instead of once per line (most lines have none), and so that each
+    /// line's successor is known (see [`LineHint::traceback_next`]).
     fn complete_lines<S: Sink>(&mut self, buf: &[u8], out: &mut S) -> usize {
         let mut ahead = Ahead::new(buf, &self.finders);
         let mut start = 0;
@@ -1144,10 +1145,22 @@ fn known_plain(m: &[u8], _whole: Option<&str>) -> bool {
         b"Ambiguous resources will not be served",
         b"Event processing has failed with an unrecoverable error",
     ];
+    /// The first bytes of `PREFIXES`: most noise lines start otherwise and
+    /// skip the 31 comparisons.
+    const FIRST_BYTES: [bool; 256] = {
+        let mut set = [false; 256];
+        let mut i = 0;
+        while i < PREFIXES.len() {
+            set[PREFIXES[i][0] as usize] = true;
+            i += 1;
+        }
+        set
+    };
     if handler_span(m).is_some() {
         return true;
     }
-    PREFIXES.iter().any(|p| m.starts_with(p))
+    let first = m.first().map_or(0, |&b| usize::from(b));
+    (FIRST_BYTES[first] && PREFIXES.iter().any(|p| m.starts_with(p)))
         || first_word_end(m).is_some_and(|n| m[n..].starts_with(b" is superseded by "))
         || m.ends_with(b" has been initiated.")
 }
