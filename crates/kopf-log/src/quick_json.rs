@@ -97,7 +97,7 @@ fn find_quotes(l: &[u8], quotes: &mut [u16]) -> Option<()> {
 struct BlockMasks {
     /// `"`.
     quote: u16,
-    /// `\\` or below 0x20.
+    /// A backslash or a byte below 0x20.
     odd: u16,
     /// 0x80 or more.
     high: u16,
