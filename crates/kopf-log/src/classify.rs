@@ -44,27 +44,6 @@ pub(crate) struct Finders {
     future: memmem::Finder<'static>,
 }
 
-/// Which of the [`Finders`]' needles a message may contain.
-///
-/// Exists so that a caller that searched a whole chunk of lines at once
-/// (one pass instead of one per line) can tell [`Finders::quick_routine`]
-/// that a line has neither needle; `true` means "search".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct MayContain {
-    /// ` is forbidden`.
-    pub(crate) forbidden: bool,
-    /// The scope `FutureWarning`.
-    pub(crate) future: bool,
-}
-
-impl MayContain {
-    /// Nothing known: search the message.
-    pub(crate) const UNKNOWN: MayContain = MayContain {
-        forbidden: true,
-        future: true,
-    };
-}
-
 impl Finders {
     pub(crate) fn new() -> Self {
         Finders {
@@ -118,8 +97,11 @@ impl Finders {
     /// kind `tag` with no RBAC denial and no request attempt, i.e. a record
     /// the auditor drops; `None` when the message may be anything else (the
     /// caller then classifies it in full). Mirrors [`classify`] branch by branch.
-    pub(crate) fn quick_routine(&self, m: &[u8], may: MayContain) -> Option<RoutineTag> {
-        if may.forbidden && self.forbidden.find(m).is_some() {
+    ///
+    /// `may_forbid` false: the caller searched a whole chunk of lines at once
+    /// and knows this message has no ` is forbidden`.
+    pub(crate) fn quick_routine(&self, m: &[u8], may_forbid: bool) -> Option<RoutineTag> {
+        if may_forbid && self.forbidden.find(m).is_some() {
             return None;
         }
         let first = m.first().copied().unwrap_or(0);
@@ -145,7 +127,7 @@ impl Finders {
         if matches!(first, b'C' | b'U' | b'D' | b'R') && processed_parts(m).is_some() {
             return Some(RoutineTag::Processed);
         }
-        if may.future && self.future.find(m).is_some() {
+        if self.future.find(m).is_some() {
             return None;
         }
         Some(RoutineTag::Other)
@@ -750,7 +732,7 @@ mod tests {
                         | EventKind::HandlerSucceeded { .. }
                         | EventKind::CauseProcessed { .. }
                 );
-            match f.quick_routine(m.as_bytes(), MayContain::UNKNOWN) {
+            match f.quick_routine(m.as_bytes(), true) {
                 Some(RoutineTag::Succeeded) => {
                     assert!(matches!(c.kind, EventKind::HandlerSucceeded { .. }), "{m}")
                 }
@@ -760,7 +742,7 @@ mod tests {
                 Some(RoutineTag::Other) => assert_eq!(c.kind, EventKind::Other, "{m}"),
                 None => {}
             }
-            if f.quick_routine(m.as_bytes(), MayContain::UNKNOWN).is_some() {
+            if f.quick_routine(m.as_bytes(), true).is_some() {
                 assert!(routine, "{m}");
             }
         }
@@ -771,10 +753,7 @@ mod tests {
             "Merge-patching the resource with: {}",
             "Unclosed client session",
         ] {
-            assert!(
-                f.quick_routine(m.as_bytes(), MayContain::UNKNOWN).is_some(),
-                "{m}"
-            );
+            assert!(f.quick_routine(m.as_bytes(), true).is_some(), "{m}");
         }
     }
 

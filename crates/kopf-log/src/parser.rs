@@ -2,7 +2,7 @@
 //! JSON fields, traceback continuation lines, statistics.
 
 use crate::classify::{
-    self, Finders, MayContain, RoutineTag, first_word_end, forbidden_kind, handler_span, own,
+    self, Finders, RoutineTag, first_word_end, forbidden_kind, handler_span, own,
 };
 use crate::quick_json::json_message;
 use crate::redact::strip_ansi_into;
@@ -245,8 +245,8 @@ impl<E: Extend<Record>> Sink for Extending<'_, E> {
 struct LineHint {
     /// The line may contain an ANSI escape (`ESC`).
     esc: bool,
-    /// The needles of [`Finders::quick_routine`] it may contain.
-    may: MayContain,
+    /// The line may contain ` is forbidden` (see [`Finders::quick_routine`]).
+    forbidden: bool,
     /// The next line may start a traceback (false only when it is known not
     /// to): a routine record's line is kept for one only then.
     traceback_next: bool,
@@ -256,7 +256,7 @@ impl LineHint {
     /// Nothing known: check the line itself.
     const UNKNOWN: LineHint = LineHint {
         esc: true,
-        may: MayContain::UNKNOWN,
+        forbidden: true,
         traceback_next: true,
     };
 }
@@ -291,10 +291,7 @@ impl Ahead {
         }
         LineHint {
             esc: self.esc < end,
-            may: MayContain {
-                forbidden: self.forbidden < end,
-                future: true,
-            },
+            forbidden: self.forbidden < end,
             traceback_next: true,
         }
     }
@@ -502,7 +499,7 @@ impl Parser {
             strip_ansi_into(l, &mut buf);
             // Stripping codes may join the bytes of a needle: search again.
             let hint = LineHint {
-                may: MayContain::UNKNOWN,
+                forbidden: true,
                 ..hint
             };
             self.stripped_line(&buf, kubelet, hint, out);
@@ -525,7 +522,7 @@ impl Parser {
         }
         let line_no = self.line_no;
         if self.routine == Routine::Count
-            && let Some(q) = self.quick_head(l, hint.may)
+            && let Some(q) = self.quick_head(l, hint.forbidden)
         {
             if q.kopf {
                 self.stats.kopf_lines += 1;
@@ -593,12 +590,12 @@ impl Parser {
     /// (one [`Parser::head`] would build with a routine kind, no denial, and no
     /// traceback of its own) and tells its format and whether a traceback may
     /// attach. `None` when unsure: the line is then parsed in full.
-    fn quick_head(&self, l: &[u8], may: MayContain) -> Option<Quick> {
+    fn quick_head(&self, l: &[u8], may_forbid: bool) -> Option<Quick> {
         if l.first() == Some(&b'{') {
             // `Parser::json` would accept the line with this message and no `exc_info`.
             let msg = json_message(l)?;
             let rest = split_prefix(msg).map_or(msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest, may)?;
+            self.finders.quick_routine(rest, may_forbid)?;
             return Some(Quick {
                 kopf: true,
                 accepts: false,
@@ -606,7 +603,7 @@ impl Parser {
         }
         if let Some(h) = parse_full(l, &self.asctime_hours) {
             let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest, may)?;
+            self.finders.quick_routine(rest, may_forbid)?;
             return Some(Quick {
                 kopf: true,
                 accepts: !matches!(h.level, Some(Level::Debug | Level::Info)),
@@ -619,7 +616,7 @@ impl Parser {
             Some((_, _, rest)) => (true, rest),
             None => (false, l),
         };
-        let tag = self.finders.quick_routine(rest, may)?;
+        let tag = self.finders.quick_routine(rest, may_forbid)?;
         Some(Quick {
             kopf: object || tag != RoutineTag::Other || known_plain(rest, None),
             accepts: true,
