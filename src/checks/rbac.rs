@@ -109,6 +109,26 @@ pub fn target_namespace(target: &TargetEvidence) -> &str {
         .unwrap_or("")
 }
 
+/// What kopf 1.45 does on every resource it serves, its peering objects
+/// included: lists, watches and patches them (get per kopf's docs and the seed).
+const SERVED_VERBS: [&str; 4] = ["get", "list", "watch", "patch"];
+
+/// Where a permission is needed: once cluster-wide, or in every served
+/// namespace with its note.
+fn scopes(
+    cluster_wide: bool,
+    served: &BTreeMap<String, Option<String>>,
+) -> Vec<(Option<String>, Option<String>)> {
+    if cluster_wide {
+        vec![(None, None)]
+    } else {
+        served
+            .iter()
+            .map(|(ns, note)| (Some(ns.clone()), note.clone()))
+            .collect()
+    }
+}
+
 /// The namespaces kopf serves that can be asked about, each with a note when it stands
 /// in for something that cannot (patterns, every namespace); empty for cluster-wide.
 fn served_namespaces(run: &KopfRun, own: &str) -> BTreeMap<String, Option<String>> {
@@ -251,21 +271,10 @@ pub fn needs(
         )),
     };
     if let Some((group, reason)) = peering_group {
-        let scopes: Vec<(Option<String>, Option<String>)> = if cluster_wide {
-            vec![(None, None)]
-        } else {
-            served
-                .iter()
-                .map(|(ns, note)| (Some(ns.clone()), note.clone()))
-                .collect()
-        };
-        for (ns, note) in scopes {
+        for (ns, note) in scopes(cluster_wide, &served) {
             let mut p = namespaced(CheckId::RbacPeering, group, plural, "", ns.as_deref());
-            p.verbs = ["get", "list", "watch", "patch"]
-                .iter()
-                .map(|v| (*v, Severity::Error))
-                .collect();
-            p.rule_verbs = vec!["get", "list", "watch", "patch"];
+            p.verbs = SERVED_VERBS.iter().map(|v| (*v, Severity::Error)).collect();
+            p.rule_verbs = SERVED_VERBS.to_vec();
             p.why = format!(
                 "{reason}; kopf 1.45 lists, watches and patches its peering objects (get per kopf's docs and the seed), or peering fails. Alternatively run with --standalone and one replica"
             );
@@ -289,16 +298,8 @@ pub fn needs(
                 "it is inferred as handled: its objects carry kopf's annotations or finalizers"
             }
         };
-        let scopes: Vec<(Option<String>, Option<String>)> = if cluster_wide || !h.namespaced {
-            vec![(None, None)]
-        } else {
-            served
-                .iter()
-                .map(|(ns, note)| (Some(ns.clone()), note.clone()))
-                .collect()
-        };
         let status = h.crd.as_ref().is_some_and(|c| c.status_subresource);
-        for (ns, note) in scopes {
+        for (ns, note) in scopes(cluster_wide || !h.namespaced, &served) {
             let mut r = namespaced(
                 CheckId::RbacHandledResources,
                 &h.group,
@@ -306,11 +307,8 @@ pub fn needs(
                 "",
                 ns.as_deref(),
             );
-            r.verbs = ["get", "list", "watch", "patch"]
-                .iter()
-                .map(|v| (*v, Severity::Error))
-                .collect();
-            r.rule_verbs = vec!["get", "list", "watch", "patch"];
+            r.verbs = SERVED_VERBS.iter().map(|v| (*v, Severity::Error)).collect();
+            r.rule_verbs = SERVED_VERBS.to_vec();
             r.why = format!(
                 "kopf 1.45 lists, watches and patches every resource it serves (get per kopf's docs and the seed), else its handlers never fire ({source})"
             );
