@@ -592,7 +592,7 @@ pub fn over_privileged(target: &str, evidence: &RbacEvidence) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::rbac::Rule;
+    use crate::evidence::rbac::{Rule, test_rule as rule};
     use crate::evidence::{CrdInfo, Gathered};
     use crate::kopf_mode::LogFormat;
     use k8s_openapi::api::apps::v1::Deployment;
@@ -852,16 +852,6 @@ mod tests {
         TargetEvidence {
             deployment: d,
             ..Default::default()
-        }
-    }
-
-    fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Rule {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
-        Rule {
-            api_groups: v(groups),
-            resources: v(resources),
-            verbs: v(verbs),
-            resource_names: Vec::new(),
         }
     }
 

@@ -285,19 +285,24 @@ impl RbacEvidence {
     }
 }
 
+/// A rule on `groups`/`resources` with `verbs` and no resource names: unit
+/// tests of the RBAC evidence, gathering and checks build many.
+#[cfg(test)]
+pub(crate) fn test_rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Rule {
+    let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+    Rule {
+        api_groups: v(groups),
+        resources: v(resources),
+        verbs: v(verbs),
+        resource_names: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Rule {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
-        Rule {
-            api_groups: v(groups),
-            resources: v(resources),
-            verbs: v(verbs),
-            resource_names: Vec::new(),
-        }
-    }
+    use super::test_rule as rule;
 
     #[test]
     fn rules_cover_resources_and_subresources() {

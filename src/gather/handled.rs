@@ -202,7 +202,7 @@ pub fn from_crd(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::rbac::{BindingKind, Rule};
+    use crate::evidence::rbac::{BindingKind, Rule, test_rule as rule};
 
     fn binding(rules: Vec<Rule>) -> Binding {
         Binding {
@@ -214,16 +214,6 @@ mod tests {
             rules,
             role_missing: false,
             aggregated: false,
-        }
-    }
-
-    fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Rule {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
-        Rule {
-            api_groups: v(groups),
-            resources: v(resources),
-            verbs: v(verbs),
-            resource_names: Vec::new(),
         }
     }
 
