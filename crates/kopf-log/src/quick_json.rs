@@ -12,39 +12,9 @@
 /// some), nesting of at most 32 (serde_json stops at 128), one `message` key
 /// with a string value, at most [`MAX_LINE`] bytes.
 pub(crate) fn json_message(l: &[u8]) -> Option<&[u8]> {
-    let mut quotes = [0u16; MAX_LINE / 16];
-    find_quotes(l, &mut quotes)?;
-    let mut s = Scan {
-        b: l,
-        i: 0,
-        quotes: &quotes,
-    };
-    s.eat(b'{')?;
-    s.ws();
-    let mut message = None;
-    loop {
-        s.ws();
-        let key = s.string()?;
-        s.ws();
-        s.eat(b':')?;
-        s.ws();
-        match key {
-            b"message" if message.is_none() => message = Some(s.string()?),
-            b"message" | b"exc_info" => return None,
-            _ => s.value()?,
-        }
-        s.ws();
-        match s.next()? {
-            b',' => {}
-            b'}' => break,
-            _ => return None,
-        }
-    }
-    s.ws();
-    if s.i != l.len() {
-        return None;
-    }
-    message
+    let mut quotes = [0u64; MAX_LINE / 64];
+    let words = line_quotes(l, &mut quotes)?;
+    walk(l, &quotes[..words])
 }
 
 /// The longest line [`json_message`] reads (kopf's routine JSON lines are a
@@ -54,234 +24,251 @@ const MAX_LINE: usize = 2048;
 /// The deepest nesting [`json_message`] follows (serde_json allows 128).
 const MAX_DEPTH: u32 = 32;
 
-/// Sets, per 16-byte block of `l`, the bits of its quotes in `quotes`;
-/// `None` when `l` has a backslash or a control character, is not valid
-/// UTF-8, or is longer than `quotes` covers.
-fn find_quotes(l: &[u8], quotes: &mut [u16]) -> Option<()> {
-    if l.len() > quotes.len() * 16 {
+/// Sets, per 64-byte chunk of `l`, the bits of its quotes in `quotes` and
+/// returns how many words it wrote; `None` when `l` has a backslash or a
+/// control character, is not valid UTF-8, or is longer than `quotes` covers.
+fn line_quotes(l: &[u8], quotes: &mut [u64]) -> Option<usize> {
+    if l.len() > quotes.len() * 64 {
         return None;
     }
-    let mut non_ascii = false;
-    let mut blocks = l.chunks_exact(16);
-    let mut slots = quotes.iter_mut();
-    for block in blocks.by_ref() {
-        let mut a = [0u8; 16];
-        a.copy_from_slice(block);
-        let m = block_masks(&a);
-        if m.odd != 0 {
-            return None;
-        }
-        non_ascii |= m.high != 0;
-        *slots.next()? = m.quote;
+    let mut acc = Acc::default();
+    let mut chunks = l.chunks_exact(64);
+    let mut words = 0;
+    for (chunk, word) in chunks.by_ref().zip(quotes.iter_mut()) {
+        *word = acc.chunk(chunk.try_into().ok()?);
+        words += 1;
     }
-    let rest = blocks.remainder();
+    let rest = chunks.remainder();
     if !rest.is_empty() {
         // Padded with spaces, which are none of the bytes looked for.
-        let mut a = [b' '; 16];
-        a[..rest.len()].copy_from_slice(rest);
-        let m = block_masks(&a);
-        if m.odd != 0 {
-            return None;
-        }
-        non_ascii |= m.high != 0;
-        *slots.next()? = m.quote;
+        let mut padded = [b' '; 64];
+        padded[..rest.len()].copy_from_slice(rest);
+        *quotes.get_mut(words)? = acc.chunk(&padded);
+        words += 1;
     }
-    if non_ascii && std::str::from_utf8(l).is_err() {
+    let (odd, non_ascii) = acc.finish();
+    if odd || (non_ascii && std::str::from_utf8(l).is_err()) {
         return None;
     }
-    Some(())
+    Some(words)
 }
 
-/// One bit per byte of a 16-byte block.
-#[derive(Debug, PartialEq, Eq)]
-struct BlockMasks {
-    /// `"`.
-    quote: u16,
-    /// A backslash or a byte below 0x20.
-    odd: u16,
-    /// 0x80 or more.
-    high: u16,
-}
-
-/// SSE2 (always there on x86_64): a few instructions per 16 bytes.
+/// What [`line_quotes`] gathers over the chunks besides the quotes: whether
+/// any byte is a backslash or a control character (`odd`), or 0x80 or more.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-fn block_masks(block: &[u8; 16]) -> BlockMasks {
-    use safe_arch::{
-        cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i, move_mask_i8_m128i,
-        set_splat_i8_m128i,
-    };
-    let v = load_unaligned_m128i(block);
-    let mask = |m| move_mask_i8_m128i(m) as u16;
-    let quote = mask(cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8)));
-    let backslash = mask(cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8)));
-    // Signed compare: bytes of 0x80 or more are negative, so they are "below"
-    // 0x20 too and are taken out again.
-    let below = mask(cmp_lt_mask_i8_m128i(v, set_splat_i8_m128i(0x20)));
-    let high = mask(v);
-    BlockMasks {
-        quote,
-        odd: backslash | (below & !high),
-        high,
+#[derive(Default)]
+struct Acc {
+    odd: safe_arch::m128i,
+    high: safe_arch::m128i,
+}
+
+/// SSE2 (always there on x86_64): a few instructions per 16 bytes, and one
+/// test per line for the odd and the non-ASCII bytes.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+impl Acc {
+    /// The quote bits of a 64-byte chunk.
+    fn chunk(&mut self, c: &[u8; 64]) -> u64 {
+        use safe_arch::{
+            cmp_eq_mask_i8_m128i, load_unaligned_m128i, min_u8_m128i, move_mask_i8_m128i,
+            set_splat_i8_m128i,
+        };
+        let quote = set_splat_i8_m128i(b'"' as i8);
+        let backslash = set_splat_i8_m128i(b'\\' as i8);
+        let control = set_splat_i8_m128i(0x1f);
+        let mut word = 0u64;
+        for (k, block) in c.as_chunks::<16>().0.iter().enumerate() {
+            let v = load_unaligned_m128i(block);
+            let q = move_mask_i8_m128i(cmp_eq_mask_i8_m128i(v, quote)) as u16;
+            word |= u64::from(q) << (16 * k);
+            // Unsigned: a byte is a control character when min(byte, 0x1f) is itself.
+            self.odd |= cmp_eq_mask_i8_m128i(v, backslash)
+                | cmp_eq_mask_i8_m128i(min_u8_m128i(v, control), v);
+            self.high |= v;
+        }
+        word
+    }
+
+    /// Whether an odd byte was seen, and whether a non-ASCII one was.
+    fn finish(&self) -> (bool, bool) {
+        use safe_arch::move_mask_i8_m128i;
+        (
+            move_mask_i8_m128i(self.odd) != 0,
+            move_mask_i8_m128i(self.high) != 0,
+        )
     }
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-fn block_masks(block: &[u8; 16]) -> BlockMasks {
-    portable_block_masks(block)
-}
+type Acc = PortableAcc;
 
-/// The same masks byte by byte: elsewhere than x86_64, and the reference
-/// the SSE2 version is tested against.
+/// The same byte by byte: elsewhere than x86_64, and the reference the SSE2
+/// version is tested against.
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
-fn portable_block_masks(block: &[u8; 16]) -> BlockMasks {
-    let mut m = BlockMasks {
-        quote: 0,
-        odd: 0,
-        high: 0,
-    };
-    for (i, &c) in block.iter().enumerate() {
-        let bit = 1u16 << i;
-        if c == b'"' {
-            m.quote |= bit;
-        }
-        if c == b'\\' || c < 0x20 {
-            m.odd |= bit;
-        }
-        if c >= 0x80 {
-            m.high |= bit;
-        }
-    }
-    m
+#[derive(Default)]
+struct PortableAcc {
+    odd: bool,
+    high: bool,
 }
 
-/// A cursor over a JSON line for [`json_message`].
-struct Scan<'a, 'q> {
-    b: &'a [u8],
-    i: usize,
-    /// The quotes of the line: one bit per byte, one word per 16 bytes.
-    quotes: &'q [u16],
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+impl PortableAcc {
+    fn chunk(&mut self, c: &[u8; 64]) -> u64 {
+        let mut word = 0u64;
+        for (i, &b) in c.iter().enumerate() {
+            if b == b'"' {
+                word |= 1 << i;
+            }
+            self.odd |= b == b'\\' || b < 0x20;
+            self.high |= b >= 0x80;
+        }
+        word
+    }
+
+    fn finish(&self) -> (bool, bool) {
+        (self.odd, self.high)
+    }
 }
 
-impl<'a> Scan<'a, '_> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
+/// What the walk expects next outside strings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// A key, or `}` right after `{`.
+    KeyOrClose,
+    /// A key (after a comma in an object).
+    Key,
+    /// A value, or `]` right after `[`.
+    ValueOrClose,
+    /// A value.
+    Value,
+    /// A comma or the closing bracket of the container.
+    Next,
+}
 
-    fn next(&mut self) -> Option<u8> {
-        let c = self.peek()?;
-        self.i += 1;
-        Some(c)
+/// Walks the structure of `l` (whose quotes are `quotes`) and returns its
+/// top-level `message` string. Strings are skipped from quote to quote with
+/// the bit masks; only the few bytes between them are looked at one by one,
+/// and the usual member, `"key": "value",`, is read in one step.
+fn walk<'a>(l: &'a [u8], quotes: &[u64]) -> Option<&'a [u8]> {
+    if l.first() != Some(&b'{') {
+        return None;
     }
-
-    fn eat(&mut self, c: u8) -> Option<()> {
-        (self.next()? == c).then_some(())
-    }
-
-    /// Spaces only: the other JSON whitespace are control characters, excluded.
-    fn ws(&mut self) {
-        while self.peek() == Some(b' ') {
-            self.i += 1;
-        }
-    }
-
-    /// A string: its raw bytes, between this quote and the next one (the
-    /// line has no backslash, so no quote is escaped).
-    fn string(&mut self) -> Option<&'a [u8]> {
-        self.eat(b'"')?;
-        let start = self.i;
-        let mut at = start;
-        let end = loop {
-            let block = at / 16;
-            let bits = self.quotes.get(block)? >> (at % 16);
-            if bits != 0 {
-                break at + bits.trailing_zeros() as usize;
-            }
-            at = (block + 1) * 16;
-        };
-        self.i = end + 1;
-        self.b.get(start..end)
-    }
-
-    fn literal(&mut self, w: &[u8]) -> Option<()> {
-        if self.b[self.i..].starts_with(w) {
-            self.i += w.len();
-            Some(())
-        } else {
-            None
-        }
-    }
-
-    /// Skips a value: strings, objects, arrays, `true`, `false`, `null`,
-    /// nested at most [`MAX_DEPTH`] deep. A loop with a stack of bits (object
-    /// or array per level) rather than recursion, so that the cursor stays in
-    /// registers.
-    fn value(&mut self) -> Option<()> {
-        // Bit `d` set: the container at depth `d` is an object.
-        let mut objects: u64 = 0;
-        let mut depth = 0u32;
-        loop {
-            // A value starts here.
-            match self.peek()? {
-                b'"' => {
-                    self.string()?;
-                }
-                b't' => self.literal(b"true")?,
-                b'f' => self.literal(b"false")?,
-                b'n' => self.literal(b"null")?,
-                open @ (b'{' | b'[') => {
-                    self.i += 1;
-                    self.ws();
-                    let close = if open == b'{' { b'}' } else { b']' };
-                    if self.peek()? == close {
-                        self.i += 1;
-                    } else {
-                        if depth == MAX_DEPTH {
-                            return None;
-                        }
-                        if open == b'{' {
-                            objects |= 1 << depth;
-                            self.member_key()?;
-                        } else {
-                            objects &= !(1 << depth);
-                        }
-                        depth += 1;
-                        continue;
+    // Bit `d` set: the container at depth `d + 1` is an object.
+    let mut objects: u64 = 1;
+    let mut depth = 1u32;
+    let mut expect = Expect::KeyOrClose;
+    let mut message = None;
+    // The last top-level key was `message`: its value must be a string.
+    let mut message_next = false;
+    let mut i = 1;
+    while depth > 0 {
+        let c = *l.get(i)?;
+        i += 1;
+        match (expect, c) {
+            (_, b' ') => {}
+            (Expect::KeyOrClose | Expect::Key, b'"') => {
+                let end = next_quote(quotes, i)?;
+                if depth == 1 {
+                    match l.get(i..end)? {
+                        b"message" if message.is_none() => message_next = true,
+                        b"message" | b"exc_info" => return None,
+                        _ => {}
                     }
                 }
-                _ => return None,
-            }
-            // After a value: separators and closing brackets.
-            loop {
-                if depth == 0 {
-                    return Some(());
+                i = skip_spaces(l, end + 1);
+                if l.get(i) != Some(&b':') {
+                    return None;
                 }
-                self.ws();
-                let in_object = objects & (1 << (depth - 1)) != 0;
-                match (self.next()?, in_object) {
-                    (b',', true) => {
-                        self.ws();
-                        self.member_key()?;
-                        break;
-                    }
-                    (b',', false) => {
-                        self.ws();
-                        break;
-                    }
-                    (b'}', true) | (b']', false) => depth -= 1,
-                    _ => return None,
+                i = skip_spaces(l, i + 1);
+                if l.get(i) != Some(&b'"') {
+                    expect = Expect::Value;
+                    continue;
+                }
+                let end = next_quote(quotes, i + 1)?;
+                if message_next {
+                    message = Some(l.get(i + 1..end)?);
+                    message_next = false;
+                }
+                i = skip_spaces(l, end + 1);
+                if l.get(i) == Some(&b',') {
+                    i += 1;
+                    expect = Expect::Key;
+                } else {
+                    expect = Expect::Next;
                 }
             }
+            // Not a string after `"message":`.
+            _ if message_next => return None,
+            (Expect::Value | Expect::ValueOrClose, b'"') => {
+                i = next_quote(quotes, i)? + 1;
+                expect = Expect::Next;
+            }
+            (Expect::Value | Expect::ValueOrClose, open @ (b'{' | b'[')) => {
+                if depth == MAX_DEPTH {
+                    return None;
+                }
+                if open == b'{' {
+                    objects |= 1 << depth;
+                    expect = Expect::KeyOrClose;
+                } else {
+                    objects &= !(1 << depth);
+                    expect = Expect::ValueOrClose;
+                }
+                depth += 1;
+            }
+            (Expect::Value | Expect::ValueOrClose, b't' | b'f' | b'n') => {
+                let rest: &[u8] = match c {
+                    b't' => b"rue",
+                    b'f' => b"alse",
+                    _ => b"ull",
+                };
+                if !l.get(i..)?.starts_with(rest) {
+                    return None;
+                }
+                i += rest.len();
+                expect = Expect::Next;
+            }
+            (Expect::Next, b',') => {
+                expect = if objects & (1 << (depth - 1)) != 0 {
+                    Expect::Key
+                } else {
+                    Expect::Value
+                };
+            }
+            (Expect::Next | Expect::KeyOrClose, b'}')
+            | (Expect::Next | Expect::ValueOrClose, b']')
+                if (objects & (1 << (depth - 1)) != 0) == (c == b'}') =>
+            {
+                depth -= 1;
+                expect = Expect::Next;
+            }
+            _ => return None,
         }
     }
-
-    /// `"key" : ` up to the member's value.
-    fn member_key(&mut self) -> Option<()> {
-        self.string()?;
-        self.ws();
-        self.eat(b':')?;
-        self.ws();
-        Some(())
+    if !l.get(i..)?.iter().all(|&c| c == b' ') {
+        return None;
     }
+    message
+}
+
+/// The position of the first byte at or after `i` that is not a space.
+fn skip_spaces(l: &[u8], mut i: usize) -> usize {
+    while l.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    i
+}
+
+/// The position of the first quote at or after `from`.
+fn next_quote(quotes: &[u64], from: usize) -> Option<usize> {
+    let mut word = from / 64;
+    let mut bits = *quotes.get(word)? >> (from % 64);
+    let mut base = from;
+    while bits == 0 {
+        word += 1;
+        bits = *quotes.get(word)?;
+        base = word * 64;
+    }
+    Some(base + bits.trailing_zeros() as usize)
 }
 
 #[cfg(test)]
@@ -289,28 +276,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn block_masks_agree_with_the_byte_by_byte_reference() {
+    fn chunk_masks_agree_with_the_byte_by_byte_reference() {
         let mut rng: u64 = 0x853c_49e6_748f_ea9b;
-        for _ in 0..200_000 {
-            let mut block = [0u8; 16];
-            for b in block.iter_mut() {
+        for _ in 0..50_000 {
+            let mut chunk = [b' '; 64];
+            // Mostly clean chunks, so that the accumulated flags stay informative.
+            let clean = !rng.is_multiple_of(4);
+            for b in chunk.iter_mut() {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
                 // Bias towards the interesting bytes.
-                *b = match rng % 8 {
-                    0 => b'"',
-                    1 => b'\\',
-                    2 => (rng >> 8) as u8 & 0x1f,
-                    3 => 0x80 | (rng >> 8) as u8,
-                    _ => (rng >> 16) as u8,
+                *b = match (rng % 8, clean) {
+                    (0, _) => b'"',
+                    (1, false) => b'\\',
+                    (2, false) => (rng >> 8) as u8 & 0x1f,
+                    (3, false) => 0x80 | (rng >> 8) as u8,
+                    (_, false) => (rng >> 16) as u8,
+                    (_, true) => 0x20 + ((rng >> 16) as u8 % 0x60),
                 };
             }
-            assert_eq!(
-                block_masks(&block),
-                portable_block_masks(&block),
-                "{block:?}"
-            );
+            let (mut fast, mut reference) = (Acc::default(), PortableAcc::default());
+            assert_eq!(fast.chunk(&chunk), reference.chunk(&chunk), "{chunk:?}");
+            assert_eq!(fast.finish(), reference.finish(), "{chunk:?}");
         }
     }
 
@@ -329,13 +317,118 @@ mod tests {
             b"{\"message\": \"\xff\"}",
             br#"{"a": "b"}"#,
             br#"["message", "x"]"#,
+            br#"{"message": null}"#,
+            br#"{"message": "x",}"#,
+            br#"{"message": "x", "o": [1]}"#,
+            br#"{"message": "x", "o": ["a",]}"#,
+            br#"{"message": "x", "o": {"a": "b"]}"#,
+            br#"{"message": "x", "o": ["a"}}"#,
+            br#"{"message": "x", "o": {"a"}}"#,
+            br#"{"message": "x", "o": tru}"#,
+            br#"{"message": "x", "o": nulls}"#,
+            br#"{"message" "x"}"#,
+            br#"{"message": "x"} x"#,
+            br#"{"message": "x"}}"#,
+            br#" {"message": "x"}"#,
         ] {
             assert_eq!(json_message(bad), None, "{}", String::from_utf8_lossy(bad));
         }
-        assert_eq!(json_message(br#"{"message": "x"} "#), Some(&b"x"[..]));
+        for good in [
+            &br#"{"message": "x"} "#[..],
+            br#"{"message":"x","o":{},"a":[],"n":[[{"k":[null]}]]}"#,
+            br#"{ "o" : { "message" : "y" } , "message" : "x" }"#,
+        ] {
+            assert_eq!(
+                json_message(good),
+                Some(&b"x"[..]),
+                "{}",
+                String::from_utf8_lossy(good)
+            );
+        }
         assert_eq!(
             json_message("{\"message\": \"caf\u{e9}\"}".as_bytes()),
             Some("caf\u{e9}".as_bytes())
         );
+    }
+
+    #[test]
+    fn long_strings_and_lines_across_chunks() {
+        let long = "m".repeat(300);
+        let line = format!(
+            r#"{{"a": "{}", "message": "{long}", "z": "{}"}}"#,
+            "b".repeat(63),
+            "c".repeat(64)
+        );
+        assert_eq!(json_message(line.as_bytes()), Some(long.as_bytes()));
+        let too_long = format!(r#"{{"message": "{}"}}"#, "m".repeat(MAX_LINE));
+        assert_eq!(json_message(too_long.as_bytes()), None);
+        let at_most = format!(r#"{{"message": "{}"}}"#, "m".repeat(MAX_LINE - 15));
+        assert_eq!(at_most.len(), MAX_LINE);
+        assert!(json_message(at_most.as_bytes()).is_some());
+    }
+
+    /// Mutants of kopf's JSON lines: whatever [`json_message`] accepts,
+    /// serde_json reads as an object with that message and no `exc_info`.
+    #[test]
+    fn accepted_lines_are_what_serde_reads() {
+        let bases: [&[u8]; 3] = [
+            br#"{"message": "Handler 'x' succeeded.", "object": {"apiVersion": "v1", "kind": "K", "name": "n", "namespace": null, "uid": "u"}, "severity": "info", "timestamp": "2026-11-30T00:00:00.017412+00:00"}"#,
+            br#"{"message":"a","o":{},"a":[],"n":[[{"k":[null,true,false]}]]}"#,
+            b"{ \"t\" : \"x\" , \"message\" : \"caf\xc3\xa9\" }  ",
+        ];
+        let alphabet = b"{}[]:,\" tfnrulase0123456789xm";
+        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let (mut accepted, mut refused) = (0, 0);
+        for round in 0..60_000 {
+            let mut l = bases[round % bases.len()].to_vec();
+            for _ in 0..=(next() % 3) {
+                let at = (next() % (l.len() as u64 + 1)) as usize;
+                let c = alphabet[(next() % alphabet.len() as u64) as usize];
+                match next() % 3 {
+                    0 if at < l.len() => l[at] = c,
+                    1 if at < l.len() => {
+                        l.remove(at);
+                    }
+                    _ => l.insert(at, c),
+                }
+            }
+            match json_message(&l) {
+                Some(m) => {
+                    accepted += 1;
+                    let v: serde_json::Value = serde_json::from_slice(&l)
+                        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&l)));
+                    let o = v.as_object().expect("an object");
+                    assert_eq!(
+                        o.get("message").and_then(|m| m.as_str()).map(str::as_bytes),
+                        Some(m),
+                        "{}",
+                        String::from_utf8_lossy(&l)
+                    );
+                    assert!(!o.contains_key("exc_info"));
+                }
+                None => refused += 1,
+            }
+        }
+        // Both sides of the boundary were exercised.
+        assert!(accepted > 5_000 && refused > 5_000, "{accepted} {refused}");
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let nested = |d: usize| {
+            format!(
+                r#"{{"message": "x", "o": {}{}}}"#,
+                "[".repeat(d),
+                "]".repeat(d)
+            )
+        };
+        assert!(json_message(nested(MAX_DEPTH as usize - 1).as_bytes()).is_some());
+        assert_eq!(json_message(nested(MAX_DEPTH as usize).as_bytes()), None);
     }
 }
