@@ -1,27 +1,92 @@
-//! The serde-free reading of simple JSON log lines, for the quick path of
-//! [`Routine::Count`](crate::Routine::Count): about a third of a fleet's lines
-//! are JSON, and proving that such a line is a routine kopf record must cost
-//! far less than deserialising it.
+//! The serde-free reading of simple JSON log lines: about a third of a
+//! fleet's lines are JSON, and proving that such a line is a routine kopf
+//! record ([`Routine::Count`](crate::Routine::Count)), or reading the few
+//! fields kopf writes from it, must cost far less than deserialising it.
+
+/// Reads a simple JSON line, telling `v` its keys and values down to
+/// [`Visit::DEPTH`]; `None` when the line is not simple or `v` refuses it.
+///
+/// Only simple lines are read, so that the answer is certain without serde:
+/// no backslash (strings are then their raw bytes, and every quote delimits
+/// one), no control character, valid UTF-8, no number (serde_json may reject
+/// some), nesting of at most 32 (serde_json stops at 128), at most
+/// [`MAX_LINE`] bytes. Every other line is left to serde.
+pub(crate) fn walk<'a, V: Visit<'a>>(l: &'a [u8], v: &mut V) -> Option<()> {
+    let mut quotes = [0u64; MAX_LINE / 64];
+    let words = line_quotes(l, &mut quotes)?;
+    walk_structure(l, &quotes[..words], v)
+}
+
+/// What a reader of simple JSON lines is told by [`walk`]; a `None` stops
+/// the walk (the line is then left to serde).
+pub(crate) trait Visit<'a> {
+    /// The deepest keys told: 1 for the line's object, 2 for the objects in
+    /// its members too.
+    const DEPTH: u32;
+    /// A key at `depth`; its value is told next (if it is a member's value).
+    fn key(&mut self, depth: u32, key: &'a [u8]) -> Option<()>;
+    /// The value of the last key told at `depth`.
+    fn value(&mut self, depth: u32, value: Value<'a>) -> Option<()>;
+}
+
+/// A member's value, as far as a [`Visit`] needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Value<'a> {
+    /// A string's raw bytes (there is no escape in the line).
+    Str(&'a [u8]),
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// An object, whose members are told (within [`Visit::DEPTH`]) before
+    /// the next key at this depth.
+    Object,
+    /// An array (its elements are not told).
+    Array,
+}
 
 /// The raw `message` value of a JSON line that `Parser::json` accepts as
 /// kopf's, with that message and no `exc_info`; `None` when unsure.
-///
-/// Only simple lines qualify, so that the answer is certain without serde:
-/// no backslash (strings are then their raw bytes, and every quote delimits
-/// one), no control character, valid UTF-8, no number (serde_json may reject
-/// some), nesting of at most 32 (serde_json stops at 128), one `message` key
-/// with a string value, at most [`MAX_LINE`] bytes.
 pub(crate) fn json_message(l: &[u8]) -> Option<&[u8]> {
-    let mut quotes = [0u64; MAX_LINE / 64];
-    let words = line_quotes(l, &mut quotes)?;
-    walk(l, &quotes[..words])
+    let mut m = MessageOnly::default();
+    walk(l, &mut m)?;
+    m.message
 }
 
-/// The longest line [`json_message`] reads (kopf's routine JSON lines are a
+/// The [`Visit`] of [`json_message`]: one `message` key with a string value.
+#[derive(Default)]
+struct MessageOnly<'a> {
+    message: Option<&'a [u8]>,
+    /// The last key was `message`.
+    message_next: bool,
+}
+
+impl<'a> Visit<'a> for MessageOnly<'a> {
+    const DEPTH: u32 = 1;
+
+    fn key(&mut self, _: u32, key: &'a [u8]) -> Option<()> {
+        match key {
+            b"message" if self.message.is_none() => self.message_next = true,
+            b"message" | b"exc_info" => return None,
+            _ => {}
+        }
+        Some(())
+    }
+
+    fn value(&mut self, _: u32, value: Value<'a>) -> Option<()> {
+        if self.message_next {
+            let Value::Str(m) = value else { return None };
+            self.message = Some(m);
+            self.message_next = false;
+        }
+        Some(())
+    }
+}
+
+/// The longest line [`walk`] reads (kopf's routine JSON lines are a
 /// few hundred bytes; longer ones go to serde): its masks fit on the stack.
 const MAX_LINE: usize = 2048;
 
-/// The deepest nesting [`json_message`] follows (serde_json allows 128).
+/// The deepest nesting [`walk`] follows (serde_json allows 128).
 const MAX_DEPTH: u32 = 32;
 
 /// Sets, per 64-byte chunk of `l`, the bits of its quotes in `quotes` and
@@ -136,19 +201,21 @@ enum Expect {
     KeyOrClose,
     /// A key (after a comma in an object).
     Key,
-    /// A value, or `]` right after `[`.
-    ValueOrClose,
-    /// A value.
-    Value,
+    /// The value of an object's member (after the colon).
+    Member,
+    /// An array's element, or `]` right after `[`.
+    ElementOrClose,
+    /// An array's element (after a comma).
+    Element,
     /// A comma or the closing bracket of the container.
     Next,
 }
 
-/// Walks the structure of `l` (whose quotes are `quotes`) and returns its
-/// top-level `message` string. Strings are skipped from quote to quote with
-/// the bit masks; only the few bytes between them are looked at one by one,
-/// and the usual member, `"key": "value",`, is read in one step.
-fn walk<'a>(l: &'a [u8], quotes: &[u64]) -> Option<&'a [u8]> {
+/// Walks the structure of `l` (whose quotes are `quotes`), telling `v`.
+/// Strings are skipped from quote to quote with the bit masks; only the few
+/// bytes between them are looked at one by one, and the usual member,
+/// `"key": "value",`, is read in one step.
+fn walk_structure<'a, V: Visit<'a>>(l: &'a [u8], quotes: &[u64], v: &mut V) -> Option<()> {
     if l.first() != Some(&b'{') {
         return None;
     }
@@ -156,23 +223,17 @@ fn walk<'a>(l: &'a [u8], quotes: &[u64]) -> Option<&'a [u8]> {
     let mut objects: u64 = 1;
     let mut depth = 1u32;
     let mut expect = Expect::KeyOrClose;
-    let mut message = None;
-    // The last top-level key was `message`: its value must be a string.
-    let mut message_next = false;
     let mut i = 1;
     while depth > 0 {
         let c = *l.get(i)?;
         i += 1;
+        let told = depth <= V::DEPTH;
         match (expect, c) {
             (_, b' ') => {}
             (Expect::KeyOrClose | Expect::Key, b'"') => {
                 let end = next_quote(quotes, i)?;
-                if depth == 1 {
-                    match l.get(i..end)? {
-                        b"message" if message.is_none() => message_next = true,
-                        b"message" | b"exc_info" => return None,
-                        _ => {}
-                    }
+                if told {
+                    v.key(depth, l.get(i..end)?)?;
                 }
                 i = skip_spaces(l, end + 1);
                 if l.get(i) != Some(&b':') {
@@ -180,13 +241,12 @@ fn walk<'a>(l: &'a [u8], quotes: &[u64]) -> Option<&'a [u8]> {
                 }
                 i = skip_spaces(l, i + 1);
                 if l.get(i) != Some(&b'"') {
-                    expect = Expect::Value;
+                    expect = Expect::Member;
                     continue;
                 }
                 let end = next_quote(quotes, i + 1)?;
-                if message_next {
-                    message = Some(l.get(i + 1..end)?);
-                    message_next = false;
+                if told {
+                    v.value(depth, Value::Str(l.get(i + 1..end)?))?;
                 }
                 i = skip_spaces(l, end + 1);
                 if l.get(i) == Some(&b',') {
@@ -196,46 +256,55 @@ fn walk<'a>(l: &'a [u8], quotes: &[u64]) -> Option<&'a [u8]> {
                     expect = Expect::Next;
                 }
             }
-            // Not a string after `"message":`.
-            _ if message_next => return None,
-            (Expect::Value | Expect::ValueOrClose, b'"') => {
-                i = next_quote(quotes, i)? + 1;
+            (Expect::Member | Expect::Element | Expect::ElementOrClose, b'"') => {
+                let end = next_quote(quotes, i)?;
+                if told && expect == Expect::Member {
+                    v.value(depth, Value::Str(l.get(i..end)?))?;
+                }
+                i = end + 1;
                 expect = Expect::Next;
             }
-            (Expect::Value | Expect::ValueOrClose, open @ (b'{' | b'[')) => {
+            (Expect::Member | Expect::Element | Expect::ElementOrClose, open @ (b'{' | b'[')) => {
                 if depth == MAX_DEPTH {
                     return None;
                 }
-                if open == b'{' {
+                let object = open == b'{';
+                if told && expect == Expect::Member {
+                    v.value(depth, if object { Value::Object } else { Value::Array })?;
+                }
+                if object {
                     objects |= 1 << depth;
                     expect = Expect::KeyOrClose;
                 } else {
                     objects &= !(1 << depth);
-                    expect = Expect::ValueOrClose;
+                    expect = Expect::ElementOrClose;
                 }
                 depth += 1;
             }
-            (Expect::Value | Expect::ValueOrClose, b't' | b'f' | b'n') => {
-                let rest: &[u8] = match c {
-                    b't' => b"rue",
-                    b'f' => b"alse",
-                    _ => b"ull",
+            (Expect::Member | Expect::Element | Expect::ElementOrClose, b't' | b'f' | b'n') => {
+                let (rest, value): (&[u8], _) = match c {
+                    b't' => (b"rue", Value::Bool),
+                    b'f' => (b"alse", Value::Bool),
+                    _ => (b"ull", Value::Null),
                 };
                 if !l.get(i..)?.starts_with(rest) {
                     return None;
                 }
                 i += rest.len();
+                if told && expect == Expect::Member {
+                    v.value(depth, value)?;
+                }
                 expect = Expect::Next;
             }
             (Expect::Next, b',') => {
                 expect = if objects & (1 << (depth - 1)) != 0 {
                     Expect::Key
                 } else {
-                    Expect::Value
+                    Expect::Element
                 };
             }
             (Expect::Next | Expect::KeyOrClose, b'}')
-            | (Expect::Next | Expect::ValueOrClose, b']')
+            | (Expect::Next | Expect::ElementOrClose, b']')
                 if (objects & (1 << (depth - 1)) != 0) == (c == b'}') =>
             {
                 depth -= 1;
@@ -247,7 +316,7 @@ fn walk<'a>(l: &'a [u8], quotes: &[u64]) -> Option<&'a [u8]> {
     if !l.get(i..)?.iter().all(|&c| c == b' ') {
         return None;
     }
-    message
+    Some(())
 }
 
 /// The position of the first byte at or after `i` that is not a space.
