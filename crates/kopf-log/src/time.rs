@@ -104,6 +104,9 @@ pub(crate) fn parse_rfc3339_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
 
 /// [`parse_rfc3339_prefix`] reusing the date and hour parsed last time.
 pub(crate) fn parse_rfc3339_cached(b: &[u8], cache: &HourCache) -> Option<(Timestamp, usize)> {
+    if let Some(ts) = cache.kubelet_form(b) {
+        return Some((ts, KUBELET_FORM));
+    }
     if b.len() < 20 {
         return None;
     }
@@ -160,6 +163,30 @@ pub(crate) fn parse_rfc3339_cached(b: &[u8], cache: &HourCache) -> Option<(Times
     Some((Timestamp { secs, nanos }, i))
 }
 
+/// The length of the kubelet's form, `YYYY-MM-DDTHH:MM:SS.NNNNNNNNNZ`.
+const KUBELET_FORM: usize = 30;
+
+/// Eight ASCII digits read as one little-endian word (the first digit in the
+/// lowest byte): their value, or `None` if a byte is not a digit. A few word
+/// operations instead of a loop of eight multiplications.
+fn eight_digits(w: u64) -> Option<u32> {
+    const NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // 0x30..=0x3F, and still 0x3_ once 6 is added: 0x30..=0x39.
+    if w & NIBBLES != ZEROS || w.wrapping_add(0x0606_0606_0606_0606) & NIBBLES != ZEROS {
+        return None;
+    }
+    let d = w - ZEROS;
+    // Pairs, then fours, then all eight (the most significant digit first).
+    let pairs = d.wrapping_mul(10).wrapping_add(d >> 8);
+    const MASK: u64 = 0x0000_00FF_0000_00FF;
+    let v = (pairs & MASK)
+        .wrapping_mul(100 + (1_000_000 << 32))
+        .wrapping_add(((pairs >> 16) & MASK).wrapping_mul(1 + (10_000 << 32)))
+        >> 32;
+    u32::try_from(v).ok()
+}
+
 /// `.NNNNNNNNN` followed by anything but a digit: the nanoseconds and 10.
 fn nine_digit_fraction(b: &[u8]) -> Option<(u32, usize)> {
     let f: &[u8; 11] = b.get(..11)?.try_into().ok()?;
@@ -207,6 +234,29 @@ impl HourCache {
         let secs = self.parse_minute(b, sep)?;
         self.second.set(Some((key, secs)));
         Some(secs)
+    }
+
+    /// The kubelet's form of a time in the second parsed last (consecutive
+    /// lines mostly are): its bytes up to the second are compared, only the
+    /// fraction is read. `None` for anything else (then parsed in full).
+    ///
+    /// Exists because the kubelet's prefix is on every line: this is a
+    /// fifth of the instructions of the general path.
+    fn kubelet_form(&self, b: &[u8]) -> Option<Timestamp> {
+        let b: &[u8; KUBELET_FORM] = b.get(..KUBELET_FORM)?.try_into().ok()?;
+        let (key, secs) = self.second.get()?;
+        let (head, tail) = b.split_at(19);
+        if SecondKey::of(head.try_into().ok()?) != key || tail[0] != b'.' || tail[10] != b'Z' {
+            return None;
+        }
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(&tail[1..9]);
+        let high = eight_digits(u64::from_le_bytes(eight))?;
+        let last = tail[9];
+        last.is_ascii_digit().then(|| Timestamp {
+            secs,
+            nanos: high * 10 + u32::from(last - b'0'),
+        })
     }
 
     fn parse_minute(&self, b: &[u8; 19], sep: u8) -> Option<i64> {
@@ -368,17 +418,18 @@ mod tests {
             rng ^= rng << 17;
             rng
         };
-        let bases: [&[u8]; 3] = [
+        let bases: [&[u8]; 4] = [
             b"2024-02-29T23:59:60.5Z",
             b"2026-11-30T02:41:55.039412345Z",
             b"2026-11-30T02:41:55.0394123456+01:00",
+            b"2026-11-30T02:41:55.999999999Z ",
         ];
-        for round in 0..30_000 {
-            let mut b = bases[round % 3].to_vec();
+        for round in 0..40_000 {
+            let mut b = bases[round % bases.len()].to_vec();
             // Mutate a few bytes to digits, separators or junk.
             for _ in 0..(next() % 4) {
                 let i = (next() as usize) % b.len();
-                b[i] = b"0123456789T -:x.Z+"[(next() % 18) as usize];
+                b[i] = b"0123456789T -:x.Z+/\xb0"[(next() % 20) as usize];
             }
             assert_eq!(
                 parse_rfc3339_cached(&b, &cache),
@@ -421,6 +472,28 @@ mod tests {
             }
             rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
             assert_eq!(nine_digit_fraction(&b), by_loop(&b), "{:?}", b);
+        }
+    }
+
+    #[test]
+    fn eight_digits_reads_every_number_and_refuses_non_digits() {
+        for n in (0..100_000_000u32)
+            .step_by(99_991)
+            .chain([0, 1, 9, 10, 99_999_999])
+        {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(format!("{n:08}").as_bytes());
+            assert_eq!(eight_digits(u64::from_le_bytes(w)), Some(n), "{n}");
+        }
+        for bad in [
+            *b"1234567/",
+            *b"1234567:",
+            *b"a2345678",
+            *b"1234 678",
+            *b"\xb12345678",
+            *b"\xb9\xb9345678",
+        ] {
+            assert_eq!(eight_digits(u64::from_le_bytes(bad)), None, "{bad:?}");
         }
     }
 
