@@ -16,13 +16,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// mimalloc instead of the C library's allocator: the log scan builds and drops
-/// thousands of small strings per audit, and the image's musl allocator is slow at
-/// that (on glibc, mimalloc already saves ~5% of the scan's instructions;
-/// BENCHMARKS.md, whose benchmark uses the same allocator).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "kopf-audit",

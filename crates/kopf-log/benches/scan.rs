@@ -10,12 +10,6 @@
 //! `KOPF_BENCH_FILE` (default `$CARGO_TARGET_TMPDIR/kopf-bench-<MB>mb-v2.log`),
 //! `KOPF_BENCH_PROFILE=keep|count` (one parser mode only, for `perf`/`callgrind`).
 
-/// The auditor's allocator (`src/main.rs`), so that the figures are the
-/// auditor's; BENCHMARKS.md also gives them with the C library's allocator
-/// (these two lines removed).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use criterion::{Criterion, Throughput};
 use kopf_log::{EventKind, Parser, ParserOptions, Record, Routine, RoutineStats, Stats};
 use std::collections::BTreeMap;
