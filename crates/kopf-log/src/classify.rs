@@ -98,17 +98,19 @@ impl Finders {
     /// the auditor drops; `None` when the message may be anything else (the
     /// caller then classifies it in full). Mirrors [`classify`] branch by branch.
     ///
-    /// `may_forbid` false: the caller searched a whole chunk of lines at once
-    /// and knows this message has no ` is forbidden`.
-    pub(crate) fn quick_routine(&self, m: &[u8], may_forbid: bool) -> Option<RoutineTag> {
-        if may_forbid && self.forbidden.find(m).is_some() {
-            return None;
-        }
+    /// ` is forbidden` (an RBAC denial, never routine) is looked for only
+    /// where it can be: a success and a processed cause are fixed templates,
+    /// which only a handler id with a space could make hold it.
+    pub(crate) fn quick_routine(&self, m: &[u8]) -> Option<RoutineTag> {
         let first = m.first().copied().unwrap_or(0);
         if matches!(first, b'H' | b'T' | b'D' | b'A' | b'W' | b'I')
-            && let Some((_, _, rest)) = handler_span(m)
+            && let Some((_, id, rest)) = handler_span(m)
         {
             if rest == b" succeeded." {
+                let may_forbid = id.iter().any(|&c| c == b' ');
+                if may_forbid && self.forbidden.find(m).is_some() {
+                    return None;
+                }
                 return Some(RoutineTag::Succeeded);
             }
             // Every other outcome `handler_message` knows (or may know).
@@ -127,7 +129,7 @@ impl Finders {
         if matches!(first, b'C' | b'U' | b'D' | b'R') && processed_parts(m).is_some() {
             return Some(RoutineTag::Processed);
         }
-        if self.future.find(m).is_some() {
+        if self.forbidden.find(m).is_some() || self.future.find(m).is_some() {
             return None;
         }
         Some(RoutineTag::Other)
@@ -718,6 +720,9 @@ mod tests {
             "Throttling for 1 seconds due to an unexpected error: x",
             "pods is forbidden: User \"u\" cannot list resource \"pods\"",
             "Handler 'a is forbidden' succeeded.",
+            "Handler 'a' succeeded. x is forbidden: User \"u\" cannot get resource \"pods\"",
+            "Creation is processed: 1 succeeded; 0 failed. pods is forbidden: User \"u\" cannot list resource \"pods\"",
+            "Reconciled: pods is forbidden: User \"u\" cannot list resource \"pods\"",
             "FutureWarning: Absence of either namespaces or cluster-wide flag will become an error",
             "Reconciled 3 replicas",
             "Unclosed client session",
@@ -732,7 +737,7 @@ mod tests {
                         | EventKind::HandlerSucceeded { .. }
                         | EventKind::CauseProcessed { .. }
                 );
-            match f.quick_routine(m.as_bytes(), true) {
+            match f.quick_routine(m.as_bytes()) {
                 Some(RoutineTag::Succeeded) => {
                     assert!(matches!(c.kind, EventKind::HandlerSucceeded { .. }), "{m}")
                 }
@@ -742,7 +747,7 @@ mod tests {
                 Some(RoutineTag::Other) => assert_eq!(c.kind, EventKind::Other, "{m}"),
                 None => {}
             }
-            if f.quick_routine(m.as_bytes(), true).is_some() {
+            if f.quick_routine(m.as_bytes()).is_some() {
                 assert!(routine, "{m}");
             }
         }
@@ -753,7 +758,7 @@ mod tests {
             "Merge-patching the resource with: {}",
             "Unclosed client session",
         ] {
-            assert!(f.quick_routine(m.as_bytes(), true).is_some(), "{m}");
+            assert!(f.quick_routine(m.as_bytes()).is_some(), "{m}");
         }
     }
 

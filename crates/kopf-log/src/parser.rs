@@ -245,8 +245,6 @@ impl<E: Extend<Record>> Sink for Extending<'_, E> {
 struct LineHint {
     /// The line may contain an ANSI escape (`ESC`).
     esc: bool,
-    /// The line may contain ` is forbidden` (see [`Finders::quick_routine`]).
-    forbidden: bool,
     /// The next line may start a traceback (false only when it is known not
     /// to): a routine record's line is kept for one only then.
     traceback_next: bool,
@@ -256,42 +254,33 @@ impl LineHint {
     /// Nothing known: check the line itself.
     const UNKNOWN: LineHint = LineHint {
         esc: true,
-        forbidden: true,
         traceback_next: true,
     };
 }
 
-/// The next occurrence of each needle in a buffer at or after the current
-/// line (`usize::MAX`: none), searched again only once a line passes it, so
-/// that a buffer is searched about once per needle rather than once per line.
-/// (The scope warning's needle is not here: only the few lines that reach
-/// the end of [`Finders::quick_routine`] look for it.)
+/// The next ANSI escape in a buffer at or after the current line
+/// (`usize::MAX`: none), searched again only once a line passes it, so that
+/// a buffer is searched about once rather than once per line. (` is
+/// forbidden` and the scope warning are not searched here: only the lines
+/// [`Finders::quick_routine`] cannot prove routine otherwise look for them.)
 struct Ahead {
     esc: usize,
-    forbidden: usize,
 }
 
 impl Ahead {
-    fn new(buf: &[u8], f: &Finders) -> Self {
-        let found = |at: Option<usize>| at.unwrap_or(usize::MAX);
+    fn new(buf: &[u8]) -> Self {
         Ahead {
-            esc: found(memchr::memchr(0x1b, buf)),
-            forbidden: found(f.forbidden.find(buf)),
+            esc: memchr::memchr(0x1b, buf).unwrap_or(usize::MAX),
         }
     }
 
     /// The hint for the line `buf[start..end]`; lines are visited in order.
-    fn hint(&mut self, buf: &[u8], start: usize, end: usize, f: &Finders) -> LineHint {
-        let found = |at: Option<usize>| at.map_or(usize::MAX, |i| start + i);
+    fn hint(&mut self, buf: &[u8], start: usize, end: usize) -> LineHint {
         if self.esc < start {
-            self.esc = found(memchr::memchr(0x1b, &buf[start..]));
-        }
-        if self.forbidden < start {
-            self.forbidden = found(f.forbidden.find(&buf[start..]));
+            self.esc = memchr::memchr(0x1b, &buf[start..]).map_or(usize::MAX, |i| start + i);
         }
         LineHint {
             esc: self.esc < end,
-            forbidden: self.forbidden < end,
             traceback_next: true,
         }
     }
@@ -420,7 +409,7 @@ impl Parser {
     /// instead of once per line (most lines have none), and so that each
     /// line's successor is known (see [`LineHint::traceback_next`]).
     fn complete_lines<S: Sink>(&mut self, buf: &[u8], out: &mut S) -> usize {
-        let mut ahead = Ahead::new(buf, &self.finders);
+        let mut ahead = Ahead::new(buf);
         let mut start = 0;
         let Some(mut end) = memchr::memchr(b'\n', buf) else {
             return 0;
@@ -428,7 +417,7 @@ impl Parser {
         loop {
             // One line ahead: whether it may start a traceback.
             let next_end = memchr::memchr(b'\n', &buf[end + 1..]).map(|i| end + 1 + i);
-            let mut hint = ahead.hint(buf, start, end, &self.finders);
+            let mut hint = ahead.hint(buf, start, end);
             hint.traceback_next = next_end.is_none_or(|next_end| {
                 ahead.esc < next_end || may_start_traceback(&buf[end + 1..next_end])
             });
@@ -497,11 +486,6 @@ impl Parser {
             let mut buf = std::mem::take(&mut self.ansi_buf);
             buf.clear();
             strip_ansi_into(l, &mut buf);
-            // Stripping codes may join the bytes of a needle: search again.
-            let hint = LineHint {
-                forbidden: true,
-                ..hint
-            };
             self.stripped_line(&buf, kubelet, hint, out);
             self.ansi_buf = buf;
         } else {
@@ -522,7 +506,7 @@ impl Parser {
         }
         let line_no = self.line_no;
         if self.routine == Routine::Count
-            && let Some(q) = self.quick_head(l, hint.forbidden)
+            && let Some(q) = self.quick_head(l)
         {
             if q.kopf {
                 self.stats.kopf_lines += 1;
@@ -590,12 +574,12 @@ impl Parser {
     /// (one [`Parser::head`] would build with a routine kind, no denial, and no
     /// traceback of its own) and tells its format and whether a traceback may
     /// attach. `None` when unsure: the line is then parsed in full.
-    fn quick_head(&self, l: &[u8], may_forbid: bool) -> Option<Quick> {
+    fn quick_head(&self, l: &[u8]) -> Option<Quick> {
         if l.first() == Some(&b'{') {
             // `Parser::json` would accept the line with this message and no `exc_info`.
             let msg = json_message(l)?;
             let rest = split_prefix(msg).map_or(msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest, may_forbid)?;
+            self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
                 accepts: false,
@@ -603,7 +587,7 @@ impl Parser {
         }
         if let Some(h) = parse_full(l, &self.asctime_hours) {
             let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest, may_forbid)?;
+            self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
                 accepts: !matches!(h.level, Some(Level::Debug | Level::Info)),
@@ -616,7 +600,7 @@ impl Parser {
             Some((_, _, rest)) => (true, rest),
             None => (false, l),
         };
-        let tag = self.finders.quick_routine(rest, may_forbid)?;
+        let tag = self.finders.quick_routine(rest)?;
         Some(Quick {
             kopf: object || tag != RoutineTag::Other || known_plain(rest, None),
             accepts: true,
