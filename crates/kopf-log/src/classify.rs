@@ -107,7 +107,7 @@ impl Finders {
             && let Some((_, id, rest)) = handler_span(m)
         {
             if rest == b" succeeded." {
-                let may_forbid = id.iter().any(|&c| c == b' ');
+                let may_forbid = id.contains(&b' ');
                 if may_forbid && self.forbidden.find(m).is_some() {
                     return None;
                 }
