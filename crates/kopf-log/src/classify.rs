@@ -18,6 +18,7 @@
 //! Matching is by fixed prefixes on the message (cheap `starts_with`) plus two
 //! `memmem` scans (`is forbidden`, the FutureWarning) over the whole line.
 
+use crate::swar::find_near2;
 use crate::{
     EventKind, ExceptionOutcome, Forbidden, HandlerKind, HandlerRef, PermissionScope,
     RequestAttempt,
@@ -225,7 +226,7 @@ pub(crate) fn handler_span(m: &[u8]) -> Option<(HandlerKind, &[u8], &[u8])> {
     }
     let body = &rest[1..];
     // Nearly every id has no backslash: its closing quote is the first quote.
-    if let Some(end) = body.iter().position(|&c| c == q || c == b'\\')
+    if let Some(end) = find_near2(q, b'\\', body)
         && body[end] == q
     {
         return (end > 0).then(|| (kind, &body[..end], &body[end + 1..]));

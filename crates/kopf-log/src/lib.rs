@@ -35,6 +35,7 @@ mod classify;
 mod parser;
 mod quick_json;
 mod redact;
+mod swar;
 mod time;
 
 pub use classify::{Classification, classify_message, parse_forbidden};

@@ -6,6 +6,7 @@ use crate::classify::{
 };
 use crate::quick_json::{self, Value, Visit, json_message};
 use crate::redact::strip_ansi_into;
+use crate::swar::find_near;
 use crate::time::{HourCache, Timestamp, parse_asctime_cached, parse_rfc3339_cached};
 use crate::{EventKind, Level, LogFormat, ObjectRef, Record};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -1053,43 +1054,10 @@ static NAMESPACE_BYTES: [bool; 256] = {
     set
 };
 
-const LOW_BITS: u64 = 0x0101_0101_0101_0101;
-const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-
-/// The bytes of the word `w` equal to `b`, flagged in their high bit; the
-/// lowest flag is the first match (higher ones may be false), eight bytes at
-/// a time ("SWAR").
-fn flag_equal(w: u64, b: u8) -> u64 {
-    let x = w ^ (LOW_BITS * u64::from(b));
-    x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS
-}
-
 /// Whether every byte of `b` is in `set`; without a branch per byte, since
 /// names are short and nearly always valid.
 fn all_in(b: &[u8], set: &[bool; 256]) -> bool {
     b.iter().fold(true, |ok, &c| ok & set[usize::from(c)])
-}
-
-/// The first `needle` in `hay`, for the short distances of an object
-/// prefix: eight bytes per step, without `memchr`'s set-up, which costs more
-/// than it saves over a few dozen bytes.
-fn find_near(needle: u8, hay: &[u8]) -> Option<usize> {
-    let mut words = hay.chunks_exact(8);
-    let mut at = 0;
-    for word in words.by_ref() {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(word);
-        let hit = flag_equal(u64::from_le_bytes(a), needle);
-        if hit != 0 {
-            return Some(at + (hit.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    words
-        .remainder()
-        .iter()
-        .position(|&c| c == needle)
-        .map(|i| at + i)
 }
 
 /// Frequent kopf messages that have no [`EventKind`] but still mark a `plain`
