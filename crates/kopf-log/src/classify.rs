@@ -18,7 +18,7 @@
 //! Matching is by fixed prefixes on the message (cheap `starts_with`) plus two
 //! `memmem` scans (`is forbidden`, the FutureWarning) over the whole line.
 
-use crate::swar::find_near2;
+use crate::swar::{find_near, find_near2};
 use crate::{
     EventKind, ExceptionOutcome, Forbidden, HandlerKind, HandlerRef, PermissionScope,
     RequestAttempt,
@@ -108,7 +108,7 @@ impl Finders {
             && let Some((_, id, rest)) = handler_span(m)
         {
             if rest == b" succeeded." {
-                let may_forbid = id.contains(&b' ');
+                let may_forbid = find_near(b' ', id).is_some();
                 if may_forbid && self.forbidden.find(m).is_some() {
                     return None;
                 }
