@@ -442,15 +442,10 @@ fn processed(m: &[u8]) -> Option<EventKind> {
 
 /// The title and counts of a `... is processed: ...` message, without allocating.
 fn processed_parts(m: &[u8]) -> Option<(&[u8], u32, u32)> {
+    // One to 32 letters (checked by `first_word_end`), then the template.
     let at = first_word_end(m)?;
-    if !m[at..].starts_with(b" is processed: ") {
-        return None;
-    }
+    let r = m[at..].strip_prefix(b" is processed: ")?;
     let title = &m[..at];
-    if title.is_empty() || title.len() > 32 || !title.iter().all(|c| c.is_ascii_alphabetic()) {
-        return None;
-    }
-    let r = &m[at + 15..];
     let (succeeded, r) = leading_u32(r)?;
     let r = r.strip_prefix(b" succeeded; ")?;
     let (failed, r) = leading_u32(r)?;
