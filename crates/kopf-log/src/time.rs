@@ -242,6 +242,13 @@ impl HourCache {
     ///
     /// Exists because the kubelet's prefix is on every line: this is a
     /// fifth of the instructions of the general path.
+    /// [`HourCache::kubelet_form`] followed by a space: the time and the
+    /// rest of the line (what `strip_kubelet` strips from most lines).
+    pub(crate) fn kubelet_prefix<'l>(&self, l: &'l [u8]) -> Option<(Timestamp, &'l [u8])> {
+        let rest = l.get(KUBELET_FORM..)?.strip_prefix(b" ")?;
+        Some((self.kubelet_form(l)?, rest))
+    }
+
     fn kubelet_form(&self, b: &[u8]) -> Option<Timestamp> {
         let b: &[u8; KUBELET_FORM] = b.get(..KUBELET_FORM)?.try_into().ok()?;
         let (key, secs) = self.second.get()?;
