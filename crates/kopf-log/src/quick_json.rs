@@ -231,29 +231,37 @@ fn walk_structure<'a, V: Visit<'a>>(l: &'a [u8], quotes: &[u64], v: &mut V) -> O
         match (expect, c) {
             (_, b' ') => {}
             (Expect::KeyOrClose | Expect::Key, b'"') => {
-                let end = next_quote(quotes, i)?;
-                if told {
-                    v.key(depth, l.get(i..end)?)?;
-                }
-                i = skip_spaces(l, end + 1);
-                if l.get(i) != Some(&b':') {
-                    return None;
-                }
-                i = skip_spaces(l, i + 1);
-                if l.get(i) != Some(&b'"') {
-                    expect = Expect::Member;
-                    continue;
-                }
-                let end = next_quote(quotes, i + 1)?;
-                if told {
-                    v.value(depth, Value::Str(l.get(i + 1..end)?))?;
-                }
-                i = skip_spaces(l, end + 1);
-                if l.get(i) == Some(&b',') {
+                // Members `"key": "value",` one after the other, without
+                // going back to the dispatch above for each.
+                loop {
+                    let end = next_quote(quotes, i)?;
+                    if told {
+                        v.key(depth, l.get(i..end)?)?;
+                    }
+                    i = skip_spaces(l, end + 1);
+                    if l.get(i) != Some(&b':') {
+                        return None;
+                    }
+                    i = skip_spaces(l, i + 1);
+                    if l.get(i) != Some(&b'"') {
+                        expect = Expect::Member;
+                        break;
+                    }
+                    let end = next_quote(quotes, i + 1)?;
+                    if told {
+                        v.value(depth, Value::Str(l.get(i + 1..end)?))?;
+                    }
+                    i = skip_spaces(l, end + 1);
+                    if l.get(i) != Some(&b',') {
+                        expect = Expect::Next;
+                        break;
+                    }
+                    i = skip_spaces(l, i + 1);
+                    if l.get(i) != Some(&b'"') {
+                        expect = Expect::Key;
+                        break;
+                    }
                     i += 1;
-                    expect = Expect::Key;
-                } else {
-                    expect = Expect::Next;
                 }
             }
             (Expect::Member | Expect::Element | Expect::ElementOrClose, b'"') => {
