@@ -31,6 +31,40 @@
 
 #![warn(missing_docs)]
 
+/// A deterministic xorshift64 generator, for the unit tests' random inputs.
+#[cfg(test)]
+pub(crate) fn test_rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// Changes `v` at `edits` random places: an element replaced, removed, or
+/// inserted (from `alphabet`); for the unit tests that mutate real lines.
+#[cfg(test)]
+pub(crate) fn test_mutate<T: Copy>(
+    v: &mut Vec<T>,
+    alphabet: &[T],
+    edits: u64,
+    next: &mut impl FnMut() -> u64,
+) {
+    for _ in 0..edits {
+        let at = (next() % (v.len() as u64 + 1)) as usize;
+        let c = alphabet[(next() % alphabet.len() as u64) as usize];
+        match next() % 3 {
+            0 if at < v.len() => v[at] = c,
+            1 if at < v.len() => {
+                v.remove(at);
+            }
+            _ => v.insert(at, c),
+        }
+    }
+}
+
 mod classify;
 mod parser;
 mod quick_json;

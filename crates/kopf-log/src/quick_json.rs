@@ -356,15 +356,13 @@ mod tests {
 
     #[test]
     fn chunk_masks_agree_with_the_byte_by_byte_reference() {
-        let mut rng: u64 = 0x853c_49e6_748f_ea9b;
+        let mut next = crate::test_rng(0x853c_49e6_748f_ea9b);
         for _ in 0..50_000 {
             let mut chunk = [b' '; 64];
             // Mostly clean chunks, so that the accumulated flags stay informative.
-            let clean = !rng.is_multiple_of(4);
+            let clean = !next().is_multiple_of(4);
             for b in chunk.iter_mut() {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
+                let rng = next();
                 // Bias towards the interesting bytes.
                 *b = match (rng % 8, clean) {
                     (0, _) => b'"',
@@ -456,27 +454,12 @@ mod tests {
             b"{ \"t\" : \"x\" , \"message\" : \"caf\xc3\xa9\" }  ",
         ];
         let alphabet = b"{}[]:,\" tfnrulase0123456789xm";
-        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::test_rng(0x9e37_79b9_7f4a_7c15);
         let (mut accepted, mut refused) = (0, 0);
         for round in 0..60_000 {
             let mut l = bases[round % bases.len()].to_vec();
-            for _ in 0..=(next() % 3) {
-                let at = (next() % (l.len() as u64 + 1)) as usize;
-                let c = alphabet[(next() % alphabet.len() as u64) as usize];
-                match next() % 3 {
-                    0 if at < l.len() => l[at] = c,
-                    1 if at < l.len() => {
-                        l.remove(at);
-                    }
-                    _ => l.insert(at, c),
-                }
-            }
+            let edits = 1 + next() % 3;
+            crate::test_mutate(&mut l, alphabet, edits, &mut next);
             match json_message(&l) {
                 Some(m) => {
                     accepted += 1;

@@ -418,13 +418,7 @@ mod tests {
     #[test]
     fn the_cache_changes_no_result() {
         let cache = HourCache::default();
-        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::test_rng(0x9e37_79b9_7f4a_7c15);
         let bases: [&[u8]; 4] = [
             b"2024-02-29T23:59:60.5Z",
             b"2026-11-30T02:41:55.039412345Z",
