@@ -236,12 +236,6 @@ impl HourCache {
         Some(secs)
     }
 
-    /// The kubelet's form of a time in the second parsed last (consecutive
-    /// lines mostly are): its bytes up to the second are compared, only the
-    /// fraction is read. `None` for anything else (then parsed in full).
-    ///
-    /// Exists because the kubelet's prefix is on every line: this is a
-    /// fifth of the instructions of the general path.
     /// [`HourCache::kubelet_form`] followed by a space: the time and the
     /// rest of the line (what `strip_kubelet` strips from most lines).
     pub(crate) fn kubelet_prefix<'l>(&self, l: &'l [u8]) -> Option<(Timestamp, &'l [u8])> {
@@ -249,6 +243,12 @@ impl HourCache {
         Some((self.kubelet_form(l)?, rest))
     }
 
+    /// The kubelet's form of a time in the second parsed last (consecutive
+    /// lines mostly are): its bytes up to the second are compared, only the
+    /// fraction is read. `None` for anything else (then parsed in full).
+    ///
+    /// Exists because the kubelet's prefix is on every line: this takes
+    /// about a third of the general path's instructions.
     fn kubelet_form(&self, b: &[u8]) -> Option<Timestamp> {
         let b: &[u8; KUBELET_FORM] = b.get(..KUBELET_FORM)?.try_into().ok()?;
         let (key, secs) = self.second.get()?;
