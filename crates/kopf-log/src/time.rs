@@ -104,9 +104,6 @@ pub(crate) fn parse_rfc3339_prefix(b: &[u8]) -> Option<(Timestamp, usize)> {
 
 /// [`parse_rfc3339_prefix`] reusing the date and hour parsed last time.
 pub(crate) fn parse_rfc3339_cached(b: &[u8], cache: &HourCache) -> Option<(Timestamp, usize)> {
-    if let Some(ts) = cache.kubelet_form(b) {
-        return Some((ts, KUBELET_FORM));
-    }
     if b.len() < 20 {
         return None;
     }
