@@ -408,10 +408,10 @@ impl Parser {
     /// `out`; returns how many bytes that was (the unterminated rest is left
     /// to the caller). Does not count [`Stats::bytes`].
     ///
-    /// Exists so that the bytes the quick path looks for on every line (ANSI
-    /// escapes, ` is forbidden`) are searched once over the whole buffer
-    /// instead of once per line (most lines have none), and so that each
-    /// line's successor is known (see [`LineHint::traceback_next`]).
+    /// Exists so that ANSI escapes, which every line must be checked for, are
+    /// searched once over the whole buffer instead of once per line (most
+    /// lines have none), and so that each line's successor is known (see
+    /// [`LineHint::traceback_next`]).
     fn complete_lines<S: Sink>(&mut self, buf: &[u8], out: &mut S) -> usize {
         let mut ahead = Ahead::new(buf);
         let mut start = 0;
