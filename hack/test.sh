@@ -49,4 +49,4 @@ cargo clippy --manifest-path hack/argocd/Cargo.toml --all-targets -- -D warnings
 cargo test --manifest-path hack/argocd/Cargo.toml
 
 step "all tests: cargo test --workspace (end-to-end tests print their progress)"
-cargo test --workspace --no-fail-fast -- --test-threads="${KOPF_AUDIT_TEST_THREADS:-4}"
+cargo test --workspace --features e2e --no-fail-fast -- --test-threads="${KOPF_AUDIT_TEST_THREADS:-4}"

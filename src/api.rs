@@ -4,16 +4,13 @@
 //! Validation lives in the schema (OpenAPI and CEL) so that a bad object is refused by
 //! the API server at apply time; what only the controller can judge becomes a condition.
 
-use crate::checks::{CheckId, Severity};
+use crate::catalog::{CheckId, Severity};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use kube::core::Rule;
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// The API group of every kopf-audit resource.
-pub const GROUP: &str = "kopfaudit.dev";
 
 /// Desired audit: which kopf operator to audit, how often and how strictly.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -40,7 +37,7 @@ pub struct KopfAuditSpec {
     /// operator's RBAC and from kopf's marks on objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
-    pub handled_resources: Vec<HandledResource>,
+    pub handled_resources: Vec<HandledResourceSpec>,
 
     /// How often to re-audit, as a Go duration (`30s`, `5m`, `1h`); at least 30s.
     #[serde(default = "default_interval")]
@@ -49,8 +46,8 @@ pub struct KopfAuditSpec {
     pub interval: String,
 
     /// Checks to disable and severities to override.
-    #[serde(default, skip_serializing_if = "ChecksConfig::is_empty")]
-    pub checks: ChecksConfig,
+    #[serde(default, skip_serializing_if = "CheckSelection::is_empty")]
+    pub checks: CheckSelection,
 
     /// Thresholds the workload and events checks compare against.
     #[serde(default, skip_serializing_if = "Thresholds::is_empty")]
@@ -67,6 +64,24 @@ pub struct KopfAuditSpec {
 
 /// The default re-audit period.
 pub const DEFAULT_INTERVAL: &str = "5m";
+
+impl KopfAuditSpec {
+    /// The spec of `kopf-audit check --deployment NAME`: that Deployment, every default.
+    pub(crate) fn for_deployment(name: &str) -> KopfAuditSpec {
+        KopfAuditSpec {
+            target: AuditTarget {
+                deployment: Some(name.to_string()),
+                ..Default::default()
+            },
+            handled_resources: Vec::new(),
+            interval: DEFAULT_INTERVAL.to_string(),
+            checks: CheckSelection::default(),
+            thresholds: Thresholds::default(),
+            logs: LogsConfig::default(),
+            suspend: false,
+        }
+    }
+}
 
 fn default_interval() -> String {
     DEFAULT_INTERVAL.to_string()
@@ -101,7 +116,7 @@ pub struct AuditTarget {
 /// A resource the audited operator handles.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct HandledResource {
+pub struct HandledResourceSpec {
     /// API group (empty for the core group).
     #[serde(default)]
     #[schemars(length(max = 253))]
@@ -117,7 +132,7 @@ pub struct HandledResource {
 /// Check selection and severity overrides.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ChecksConfig {
+pub struct CheckSelection {
     /// Check IDs not to run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
@@ -130,7 +145,7 @@ pub struct ChecksConfig {
     pub severity: BTreeMap<String, Severity>,
 }
 
-impl ChecksConfig {
+impl CheckSelection {
     fn is_empty(&self) -> bool {
         self.disable.is_empty() && self.severity.is_empty()
     }
@@ -172,6 +187,13 @@ pub struct Thresholds {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 2, max = 1000))]
     pub event_repeats: Option<u32>,
+
+    /// How long a finding must stay absent from complete audits before it is resolved,
+    /// as a Go duration (default: two intervals, at least 10m; `0s` resolves at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[x_kube(validation = Rule::new("duration(self) <= duration('24h')").message("thresholds.resolveAfter must be at most 24h"))]
+    pub resolve_after: Option<String>,
 }
 
 impl Thresholds {
@@ -287,6 +309,10 @@ pub struct TargetStatus {
     /// log-based checks saw only part of it. Raise the limit or shorten the window.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub logs_truncated: bool,
+    /// The Event read stopped at its bound (the newest Events per namespace are read):
+    /// the events checks saw only part of the window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub events_truncated: bool,
 }
 
 /// One thing wrong, and how to fix it.
@@ -307,6 +333,15 @@ pub struct Finding {
     /// When the finding was first seen (kept while it persists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<Time>,
+    /// The last complete audit of its area found it, but this audit could not read the
+    /// area (see the area's condition): it is kept, not resolved by not looking.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
+    /// When a complete audit first no longer found it. It stays, and keeps its area's
+    /// condition, until it has been absent for `spec.thresholds.resolveAfter`, so that a
+    /// flapping operator gives one FindingRaised and, once quiet, one FindingResolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent_since: Option<Time>,
 }
 
 /// A check not run because of an exemption annotation.

@@ -32,13 +32,3 @@ fn chart_crd_matches_the_code_when_the_chart_exists() {
         );
     }
 }
-
-#[test]
-fn committed_reference_matches_the_code() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md");
-    let committed = std::fs::read_to_string(path).expect("docs/reference.md exists");
-    assert!(
-        committed == kopf_audit::reference::markdown(),
-        "docs/reference.md is stale: run `cargo run -- reference > docs/reference.md`"
-    );
-}

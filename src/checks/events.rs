@@ -1,80 +1,98 @@
 //! Events checks (`events.*`): how the operator surfaces state as Events, read from its
-//! logs and its objects' Events side by side. Nobody else correlates the two: a failure
-//! in the log with no Warning Event on its object is the seed's first lesson
-//! ("I had errors but no events showed up").
+//! logs and its objects' Events side by side. A failure in the log with no Warning Event
+//! on its object is the classic kopf trap: raising `kopf.TemporaryError` posts nothing
+//! unless `settings.posting.loggers` is on (kopf 1.45 `_core/engines/posting.py`).
+//!
+//! The gatherer keeps only Events about objects of the handled resources in the served
+//! namespaces ([`crate::model::evidence::EventEvidence`]); these checks also ignore
+//! Events that neither kopf nor the operator posted.
 
-use super::runtime::quote;
-use super::{CheckId, finding};
+use super::finding;
+use super::runtime::{QUOTE_CHARS, quote};
 use crate::api::Finding;
-use crate::evaluate::CheckConfig;
-use crate::evidence::{EventRecord, LogEvidence, TargetEvidence};
-use crate::kopf_mode::KopfRun;
+use crate::catalog::{CheckId, EventType};
+use crate::model::evidence::{EventRecord, KopfEvidence, LogEvidence, Reporter, TargetEvidence};
+use crate::model::settings::CheckSettings;
 use kopf_log::{EventKind, Record};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// kopf cuts event messages longer than this to head + `...` + tail.
-pub const KOPF_MESSAGE_LIMIT: usize = 1024;
+pub(crate) const KOPF_MESSAGE_LIMIT: usize = 1024;
+
+/// The reason kopf gives Events mirrored from log records.
+const LOGGING_REASON: &str = "Logging";
 
 /// Runs every events check on one kopf target.
-pub fn check(target: &TargetEvidence, _run: &KopfRun, config: &CheckConfig) -> Vec<Finding> {
-    let (Some(logs), Some(events)) = (target.logs.ready(), target.events.ready()) else {
+pub(crate) fn check(
+    target: &TargetEvidence,
+    kopf: &KopfEvidence,
+    settings: &CheckSettings,
+) -> Vec<Finding> {
+    let (Ok(logs), Ok(events)) = (&kopf.logs, &kopf.events) else {
         return Vec::new();
     };
-    let name = super::workload::target_name(target);
+    let name = target.name();
+    let events = &events.events;
+    let posted: Vec<&EventRecord> = events
+        .iter()
+        .filter(|e| posted_by_operator(e, name))
+        .collect();
     let mut out = Vec::new();
     out.extend(silent_failures(name, logs, events));
-    out.extend(logging_flood(name, events));
-    out.extend(steady_state_spam(name, events, config.event_repeats));
+    out.extend(logging_flood(name, &posted));
+    out.extend(steady_state_spam(name, &posted, settings.event_repeats));
     out.extend(post_failures(name, logs));
-    out.extend(duplicates(name, events));
-    out.extend(truncated(name, events));
+    out.extend(duplicates(name, &posted));
+    out.extend(truncated(name, &posted));
     out
 }
 
-/// The object a log record is about: (namespace or empty, name).
-fn record_object(record: &Record) -> Option<(String, String)> {
-    let o = record.object.as_ref()?;
-    Some((o.namespace.clone().unwrap_or_default(), o.name.clone()))
+/// Whether the operator posted an Event: through kopf, or as a component named after
+/// its Deployment. Kubelet, other controllers and kopf-audit itself never count against
+/// it.
+fn posted_by_operator(event: &EventRecord, deployment: &str) -> bool {
+    match &event.reporter {
+        Reporter::Kopf => true,
+        Reporter::Auditor => false,
+        Reporter::Other(component) => component == deployment,
+    }
 }
 
-/// Whether an Event is about the object (namespace, name). Events of cluster-scoped
-/// objects live in the operator's namespace, so only the name is compared for them.
-fn is_about(event: &EventRecord, namespace: &str, name: &str) -> bool {
-    event.name == name
-        && (namespace.is_empty()
-            || event.object_namespace == namespace
-            || event.object_namespace.is_empty())
+/// Whether an Event is about the object a log record names. Text logs give only
+/// `[namespace/name]`; JSON logs add kind and uid, which then must match too.
+fn is_about(event: &EventRecord, record: &Record) -> bool {
+    let Some(o) = &record.object else {
+        return false;
+    };
+    if let Some(uid) = o.uid.as_deref().filter(|u| !u.is_empty())
+        && !event.uid.is_empty()
+    {
+        return event.uid == uid;
+    }
+    let namespace = o.namespace.as_deref().unwrap_or("");
+    event.name == o.name
+        && event.object_namespace == namespace
+        && o.kind.as_deref().is_none_or(|k| k == event.kind)
 }
 
-fn is_problem(event: &EventRecord) -> bool {
-    matches!(event.type_.as_str(), "Warning" | "Error" | "Fatal")
-}
-
+/// `events.silent-failures`: handler failures in the log with no problem Event on their
+/// object (whoever posted it: any Warning on the object tells its owner).
 fn silent_failures(target: &str, logs: &LogEvidence, events: &[EventRecord]) -> Option<Finding> {
-    let mut silent: BTreeMap<(String, String), &Record> = BTreeMap::new();
+    let mut silent: BTreeMap<String, &Record> = BTreeMap::new();
     for record in logs.records.iter().filter(|r| r.kind.is_handler_failure()) {
-        let Some((ns, name)) = record_object(record) else {
+        let Some(object) = &record.object else {
             continue;
         };
         let reported = events
             .iter()
-            .any(|e| is_problem(e) && is_about(e, &ns, &name));
+            .any(|e| e.type_.is_problem() && is_about(e, record));
         if !reported {
-            silent.entry((ns, name)).or_insert(record);
+            let key = crate::model::evidence::qualified(object.namespace.as_deref(), &object.name);
+            silent.entry(key).or_insert(record);
         }
     }
     let (_, first) = silent.iter().next()?;
-    let objects: Vec<String> = silent
-        .keys()
-        .take(3)
-        .map(|(ns, n)| {
-            if ns.is_empty() {
-                n.clone()
-            } else {
-                format!("{ns}/{n}")
-            }
-        })
-        .collect();
+    let objects: Vec<&str> = silent.keys().take(3).map(String::as_str).collect();
     let more = if silent.len() > 3 { " and others" } else { "" };
     Some(finding(
         CheckId::EventsSilentFailures,
@@ -88,23 +106,29 @@ fn silent_failures(target: &str, logs: &LogEvidence, events: &[EventRecord]) -> 
 }
 
 fn describe(event: &EventRecord) -> String {
-    let object = if event.object_namespace.is_empty() {
-        event.name.clone()
-    } else {
-        format!("{}/{}", event.object_namespace, event.name)
-    };
     kopf_log::excerpt(
         &format!(
-            "{} {} {object}: {} {}",
-            event.kind, event.type_, event.reason, event.message
+            "{} {} {}: {} {}",
+            event.kind,
+            event.type_,
+            event.object(),
+            event.reason,
+            event.message
         ),
-        super::runtime::QUOTE_CHARS,
+        QUOTE_CHARS,
     )
 }
 
-fn logging_flood(target: &str, events: &[EventRecord]) -> Option<Finding> {
-    let first = events.iter().find(|e| {
-        e.from_kopf && e.reason == "Logging" && matches!(e.type_.as_str(), "Normal" | "Debug")
+fn is_logging(event: &EventRecord) -> bool {
+    event.reason == LOGGING_REASON
+}
+
+/// `events.logging-flood`: INFO (or DEBUG) log records mirrored as Events.
+fn logging_flood(target: &str, posted: &[&EventRecord]) -> Option<Finding> {
+    let first = posted.iter().find(|e| {
+        e.reporter == Reporter::Kopf
+            && is_logging(e)
+            && matches!(e.type_, EventType::Normal | EventType::Debug)
     })?;
     Some(finding(
         CheckId::EventsLoggingFlood,
@@ -114,10 +138,15 @@ fn logging_flood(target: &str, events: &[EventRecord]) -> Option<Finding> {
     ))
 }
 
-fn steady_state_spam(target: &str, events: &[EventRecord], repeats: usize) -> Option<Finding> {
-    let mut counts: BTreeMap<(&str, &str, &str, &str), (usize, &EventRecord)> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.reason != "Logging") {
+/// What makes two Events the same: kind, namespace, name, reason, message.
+type SameEvent<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// `events.steady-state-spam`: the same Event posted again and again on one object.
+fn steady_state_spam(target: &str, posted: &[&EventRecord], repeats: usize) -> Option<Finding> {
+    let mut counts: BTreeMap<SameEvent, (usize, &EventRecord)> = BTreeMap::new();
+    for e in posted.iter().filter(|e| !is_logging(e)) {
         let key = (
+            e.kind.as_str(),
             e.object_namespace.as_str(),
             e.name.as_str(),
             e.reason.as_str(),
@@ -138,6 +167,7 @@ fn steady_state_spam(target: &str, events: &[EventRecord], repeats: usize) -> Op
     ))
 }
 
+/// `events.post-failures`: kopf failed to post Events and swallowed the error.
 fn post_failures(target: &str, logs: &LogEvidence) -> Option<Finding> {
     let record = logs
         .records
@@ -162,17 +192,28 @@ fn post_failures(target: &str, logs: &LogEvidence) -> Option<Finding> {
     ))
 }
 
-fn duplicates(target: &str, events: &[EventRecord]) -> Option<Finding> {
-    let explicit: BTreeSet<(&str, &str)> = events
+/// `events.duplicates`: a failure posted explicitly and mirrored from the log too.
+fn duplicates(target: &str, posted: &[&EventRecord]) -> Option<Finding> {
+    let explicit: BTreeSet<(&str, &str, &str)> = posted
         .iter()
-        .filter(|e| e.reason != "Logging" && is_problem(e))
-        .map(|e| (e.object_namespace.as_str(), e.name.as_str()))
+        .filter(|e| !is_logging(e) && e.type_.is_problem())
+        .map(|e| {
+            (
+                e.kind.as_str(),
+                e.object_namespace.as_str(),
+                e.name.as_str(),
+            )
+        })
         .collect();
-    let mirrored = events.iter().find(|e| {
-        e.from_kopf
-            && e.reason == "Logging"
-            && is_problem(e)
-            && explicit.contains(&(e.object_namespace.as_str(), e.name.as_str()))
+    let mirrored = posted.iter().find(|e| {
+        e.reporter == Reporter::Kopf
+            && is_logging(e)
+            && e.type_.is_problem()
+            && explicit.contains(&(
+                e.kind.as_str(),
+                e.object_namespace.as_str(),
+                e.name.as_str(),
+            ))
     })?;
     Some(finding(
         CheckId::EventsDuplicates,
@@ -182,9 +223,10 @@ fn duplicates(target: &str, events: &[EventRecord]) -> Option<Finding> {
     ))
 }
 
-fn truncated(target: &str, events: &[EventRecord]) -> Option<Finding> {
-    let cut = events.iter().find(|e| {
-        e.from_kopf
+/// `events.truncated`: messages cut at kopf's 1024-character limit.
+fn truncated(target: &str, posted: &[&EventRecord]) -> Option<Finding> {
+    let cut = posted.iter().find(|e| {
+        e.reporter == Reporter::Kopf
             && e.message.chars().count() >= KOPF_MESSAGE_LIMIT - 3
             && e.message.contains("...")
     })?;
@@ -199,103 +241,4 @@ fn truncated(target: &str, events: &[EventRecord]) -> Option<Finding> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn event(name: &str, type_: &str, reason: &str, from_kopf: bool) -> EventRecord {
-        EventRecord {
-            namespace: "ns".into(),
-            kind: "Widget".into(),
-            object_namespace: "ns".into(),
-            name: name.into(),
-            uid: format!("uid-{name}"),
-            type_: type_.into(),
-            reason: reason.into(),
-            message: "m".into(),
-            from_kopf,
-            count: 1,
-            time: None,
-        }
-    }
-
-    fn logs(lines: &[&str]) -> LogEvidence {
-        let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
-        let mut records: Vec<Record> = lines
-            .iter()
-            .filter_map(|l| parser.push_line(l.as_bytes()))
-            .collect();
-        while let Some(r) = parser.finish() {
-            records.push(r);
-        }
-        LogEvidence {
-            records,
-            stats: parser.stats(),
-            ..Default::default()
-        }
-    }
-
-    const FAIL_A: &str = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/a] Handler 'reconcile' failed temporarily: backend down";
-
-    #[test]
-    fn failure_without_warning_event_is_silent() {
-        let l = logs(&[FAIL_A]);
-        let f = silent_failures("op", &l, &[event("a", "Normal", "Provisioned", true)])
-            .expect("finding");
-        assert!(f.message.contains("ns/a"), "{}", f.message);
-        assert!(
-            f.evidence
-                .as_deref()
-                .is_some_and(|e| e.contains("backend down"))
-        );
-        assert!(
-            silent_failures(
-                "op",
-                &l,
-                &[event("a", "Warning", "ProvisioningFailed", true)]
-            )
-            .is_none()
-        );
-    }
-
-    #[test]
-    fn cluster_scoped_failures_match_events_in_the_operators_namespace() {
-        let line = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [gadget-1] Handler 'reconcile' failed temporarily: boom";
-        let l = logs(&[line]);
-        let mut e = event("gadget-1", "Warning", "Failed", true);
-        e.object_namespace = String::new();
-        e.namespace = "operator-ns".into();
-        assert!(silent_failures("op", &l, &[e]).is_none());
-        assert!(silent_failures("op", &l, &[]).is_some());
-    }
-
-    #[test]
-    fn logging_events_spam_duplicates_and_post_failures() {
-        let events = vec![
-            event("a", "Normal", "Logging", true),
-            event("a", "Warning", "Logging", true),
-            event("a", "Warning", "Failed", true),
-            event("b", "Normal", "Tick", true),
-            event("b", "Normal", "Tick", true),
-            event("b", "Normal", "Tick", true),
-        ];
-        assert!(logging_flood("op", &events).is_some());
-        assert!(duplicates("op", &events).is_some());
-        let spam = steady_state_spam("op", &events, 3).expect("spam");
-        assert!(spam.message.contains("Tick"));
-        assert!(steady_state_spam("op", &events, 4).is_none());
-        let l = logs(&[
-            "[2026-11-30 02:41:55,039] kopf.objects         [WARNING ] [ns/a] Failed to post an event. Ignoring and continuing. Code: 403. Message: events is forbidden.",
-        ]);
-        let f = post_failures("op", &l).expect("post failure");
-        assert!(f.message.contains("403"), "{}", f.message);
-    }
-
-    #[test]
-    fn quiet_operator_has_no_event_findings() {
-        let events = vec![event("a", "Normal", "Provisioned", true)];
-        assert!(logging_flood("op", &events).is_none());
-        assert!(steady_state_spam("op", &events, 3).is_none());
-        assert!(duplicates("op", &events).is_none());
-        assert!(truncated("op", &events).is_none());
-    }
-}
+mod tests;

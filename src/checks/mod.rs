@@ -1,20 +1,98 @@
-//! The pure half of an audit: one module per condition area, each a set of functions
-//! from gathered evidence to findings. Nothing here performs I/O.
+//! The checks layer, pure: one module per condition area, each a set of functions from
+//! gathered evidence to findings; a check `area.some-name` is the function `some_name`
+//! in `checks/<area>.rs` (the RBAC permission checks build their needs in
+//! `model/needs.rs`, one function per ID there). Nothing here performs I/O.
 
-mod catalog;
-pub mod events;
-pub mod persistence;
-pub mod quantity;
-pub mod rbac;
-pub mod runtime;
-pub mod workload;
-
-pub use catalog::{Area, CheckId, Severity};
+pub(crate) mod events;
+pub(crate) mod persistence;
+pub(crate) mod rbac;
+pub(crate) mod runtime;
+pub(crate) mod workload;
 
 use crate::api::Finding;
+use crate::catalog::{Area, CheckId};
+use crate::model::evidence::{KopfEvidence, TargetEvidence};
+use crate::model::rbac::Permission;
+use crate::model::settings::CheckSettings;
+
+/// A finding as a check raises it, with the root causes it names, so that one cause
+/// gives one finding however many checks see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Raised {
+    /// The finding, at the check's severity.
+    pub(crate) finding: Finding,
+    /// The causes it reports.
+    pub(crate) causes: Vec<Cause>,
+}
+
+/// A root cause that several checks can see.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Cause {
+    /// The API server refuses the operator this verb on `resource[/subresource]` of
+    /// `group`, in `namespace` (`None`: at cluster scope).
+    Denied {
+        /// The verb.
+        verb: String,
+        /// The API group (empty for core).
+        group: String,
+        /// `plural` or `plural/subresource`.
+        resource: String,
+        /// The namespace, or `None` at cluster scope.
+        namespace: Option<String>,
+    },
+}
+
+impl Cause {
+    /// The denial of a permission.
+    pub(crate) fn denied(p: &Permission) -> Cause {
+        let resource = if p.subresource.is_empty() {
+            p.resource.clone()
+        } else {
+            format!("{}/{}", p.resource, p.subresource)
+        };
+        Cause::Denied {
+            verb: p.verb.as_str().to_string(),
+            group: p.group.clone(),
+            resource,
+            namespace: p.namespace.clone(),
+        }
+    }
+
+    /// The denial a log record shows, if it shows one with a verb.
+    pub(crate) fn from_log(denial: &kopf_log::Forbidden) -> Option<Cause> {
+        if denial.verb.is_empty() {
+            return None;
+        }
+        Some(Cause::Denied {
+            verb: denial.verb.clone(),
+            group: denial.api_group.clone().unwrap_or_default(),
+            resource: denial.resource.clone(),
+            namespace: if denial.cluster_scope {
+                None
+            } else {
+                denial.namespace.clone()
+            },
+        })
+    }
+}
+
+impl Raised {
+    /// A finding with no shared cause.
+    pub(crate) fn alone(finding: Finding) -> Raised {
+        Raised {
+            finding,
+            causes: Vec::new(),
+        }
+    }
+}
 
 /// A finding at the check's default severity; `since` is filled in when merging status.
-pub fn finding(check: CheckId, target: &str, message: String, evidence: Option<String>) -> Finding {
+pub(crate) fn finding(
+    check: CheckId,
+    target: &str,
+    message: String,
+    evidence: Option<String>,
+) -> Finding {
     Finding {
         check,
         severity: check.default_severity(),
@@ -22,5 +100,24 @@ pub fn finding(check: CheckId, target: &str, message: String, evidence: Option<S
         message,
         evidence,
         since: None,
+        stale: false,
+        absent_since: None,
+    }
+}
+
+/// Runs one kopf area's checks on a target whose evidence for it was gathered.
+pub(crate) fn run_area(
+    area: Area,
+    target: &TargetEvidence,
+    kopf: &KopfEvidence,
+    settings: &CheckSettings,
+) -> Vec<Raised> {
+    let alone = |findings: Vec<Finding>| findings.into_iter().map(Raised::alone).collect();
+    match area {
+        Area::Workload => alone(workload::check(target, kopf, settings)),
+        Area::Rbac => rbac::check(target, kopf),
+        Area::Events => alone(events::check(target, kopf, settings)),
+        Area::Persistence => alone(persistence::check(target, kopf, settings)),
+        Area::Runtime => runtime::check(target, kopf),
     }
 }

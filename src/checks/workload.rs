@@ -1,53 +1,46 @@
 //! Workload checks (`workload.*`): the target Deployment and its pods.
 //! Each check is a pure function of the evidence and returns its findings.
 
-use super::quantity;
-use super::{CheckId, Severity, finding};
+use super::finding;
 use crate::api::Finding;
-use crate::evidence::{PreviousLog, TargetEvidence};
-use crate::kopf_mode::{KopfRun, Peering, Scope, url_port_and_path};
+use crate::catalog::{CheckId, Severity};
+use crate::model::evidence::{Gathered, KopfEvidence, LogEvidence, TargetEvidence};
+use crate::model::kopf_run::{KopfRun, LivenessEndpoint, Peering, Scope};
+use crate::model::quantity;
+use crate::model::settings::{CheckSettings, WorkloadThresholds};
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
-/// Workload thresholds after the KopfAudit's overrides.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorkloadThresholds {
-    /// Minimum memory request in bytes.
-    pub memory_request: f64,
-    /// Minimum memory limit in bytes.
-    pub memory_limit: f64,
-}
-
-impl Default for WorkloadThresholds {
-    fn default() -> Self {
-        WorkloadThresholds {
-            memory_request: 256.0 * 1024.0 * 1024.0,
-            memory_limit: 512.0 * 1024.0 * 1024.0,
-        }
-    }
-}
 
 /// Below this memory limit a kopf operator is OOMKilled before doing any work.
 const MEMORY_LIMIT_ERROR_BELOW: f64 = 256.0 * 1024.0 * 1024.0;
 
 /// How many lines of a previous container's log a crash-loop finding quotes.
-pub const CRASH_QUOTE_LINES: usize = 3;
+const CRASH_QUOTE_LINES: usize = 3;
+/// How long each quoted line may be.
+const QUOTE_CHARS: usize = 240;
 
-/// Runs every workload check on one target whose kopf container is `run`.
-pub fn check(
+/// What kopf's documentation uses as the liveness endpoint.
+const LIVENESS_FIX: &str = "--liveness=http://0.0.0.0:8080/healthz";
+
+/// Runs every workload check on one kopf target.
+pub(crate) fn check(
     target: &TargetEvidence,
-    container: &Container,
-    run: &KopfRun,
-    thresholds: &WorkloadThresholds,
+    kopf: &KopfEvidence,
+    settings: &CheckSettings,
 ) -> Vec<Finding> {
-    let name = target_name(target);
+    let Some(container) = target.kopf_container() else {
+        return Vec::new();
+    };
+    let name = target.name();
+    let run = &kopf.run;
+    let thresholds = &settings.workload;
     let mut findings = Vec::new();
     findings.extend(memory_request(name, container, thresholds));
     findings.extend(memory_limit(name, container, thresholds));
     findings.extend(cpu_limit(name, container));
     findings.extend(cpu_request(name, container));
     findings.extend(oom_killed(name, &target.pods, &container.name));
-    findings.extend(crash_loop(name, target, &container.name));
+    findings.extend(crash_loop(name, &target.pods, &container.name, &kopf.logs));
     findings.extend(standalone_replicas(name, target, run));
     findings.extend(liveness(name, container, run));
     findings.extend(default_service_account(name, target));
@@ -55,9 +48,9 @@ pub fn check(
     findings
 }
 
-/// The finding for a target with no kopf container.
-pub fn not_kopf(target: &TargetEvidence, wanted_container: Option<&str>) -> Finding {
-    let name = target_name(target);
+/// `workload.not-kopf`: the finding for a target with no kopf container.
+pub(crate) fn not_kopf(target: &TargetEvidence, wanted_container: Option<&str>) -> Finding {
+    let name = target.name();
     let which = wanted_container
         .map(|c| format!("container {c:?}"))
         .unwrap_or_else(|| "no container".into());
@@ -71,16 +64,18 @@ pub fn not_kopf(target: &TargetEvidence, wanted_container: Option<&str>) -> Find
     )
 }
 
-/// The target's name for findings.
-pub fn target_name(target: &TargetEvidence) -> &str {
-    target.deployment.metadata.name.as_deref().unwrap_or("")
+/// Which half of a container's resources.
+#[derive(Clone, Copy)]
+enum Bound {
+    Requests,
+    Limits,
 }
 
-fn resource<'a>(container: &'a Container, kind: &str, key: &str) -> Option<&'a str> {
+fn resource<'a>(container: &'a Container, bound: Bound, key: &str) -> Option<&'a str> {
     let resources = container.resources.as_ref()?;
-    let map = match kind {
-        "requests" => resources.requests.as_ref()?,
-        _ => resources.limits.as_ref()?,
+    let map = match bound {
+        Bound::Requests => resources.requests.as_ref()?,
+        Bound::Limits => resources.limits.as_ref()?,
     };
     map.get(key).map(|q| q.0.as_str())
 }
@@ -91,7 +86,8 @@ fn memory_request(
     thresholds: &WorkloadThresholds,
 ) -> Option<Finding> {
     let want = quantity::human(thresholds.memory_request);
-    let problem = match resource(container, "requests", "memory") {
+    let request = resource(container, Bound::Requests, "memory");
+    let problem = match request {
         None => "has no memory request".to_string(),
         Some(q) => match quantity::bytes(q) {
             Some(b) if b >= thresholds.memory_request => return None,
@@ -106,7 +102,7 @@ fn memory_request(
             "Container {} {problem}: set resources.requests.memory to at least {want}.",
             container.name
         ),
-        resource(container, "requests", "memory").map(|q| format!("requests.memory: {q}")),
+        request.map(|q| format!("requests.memory: {q}")),
     ))
 }
 
@@ -116,7 +112,7 @@ fn memory_limit(
     thresholds: &WorkloadThresholds,
 ) -> Option<Finding> {
     let want = quantity::human(thresholds.memory_limit);
-    let limit = resource(container, "limits", "memory");
+    let limit = resource(container, Bound::Limits, "memory");
     let (problem, severity) = match limit {
         None => ("has no memory limit".to_string(), Severity::Warning),
         Some(q) => match quantity::bytes(q) {
@@ -151,7 +147,7 @@ fn memory_limit(
 }
 
 fn cpu_limit(target: &str, container: &Container) -> Option<Finding> {
-    let limit = resource(container, "limits", "cpu")?;
+    let limit = resource(container, Bound::Limits, "cpu")?;
     Some(finding(
         CheckId::WorkloadCpuLimit,
         target,
@@ -164,7 +160,7 @@ fn cpu_limit(target: &str, container: &Container) -> Option<Finding> {
 }
 
 fn cpu_request(target: &str, container: &Container) -> Option<Finding> {
-    if resource(container, "requests", "cpu").is_some() {
+    if resource(container, Bound::Requests, "cpu").is_some() {
         return None;
     }
     Some(finding(
@@ -218,35 +214,73 @@ fn oom_killed(target: &str, pods: &[Pod], container: &str) -> Option<Finding> {
     ))
 }
 
-fn crash_loop(target: &str, evidence: &TargetEvidence, container: &str) -> Option<Finding> {
+fn crash_loop(
+    target: &str,
+    pods: &[Pod],
+    container: &str,
+    logs: &Gathered<LogEvidence>,
+) -> Option<Finding> {
     let waiting_reason = |cs: &ContainerStatus| {
         cs.state
             .as_ref()
             .and_then(|s| s.waiting.as_ref())
             .and_then(|w| w.reason.clone())
     };
-    let (pod, status) = statuses(&evidence.pods, container)
+    let (pod, status) = statuses(pods, container)
         .find(|(_, cs)| waiting_reason(cs).as_deref() == Some("CrashLoopBackOff"))
-        .or_else(|| statuses(&evidence.pods, container).find(|(_, cs)| cs.restart_count > 0))?;
+        .or_else(|| statuses(pods, container).find(|(_, cs)| cs.restart_count > 0))?;
     let state = if waiting_reason(status).as_deref() == Some("CrashLoopBackOff") {
         "is in CrashLoopBackOff"
     } else {
         "has restarted"
     };
-    let quote = match evidence.previous_logs.get(pod_name(pod)) {
-        Some(PreviousLog::Lines(lines)) if !lines.is_empty() => lines.join(" | "),
-        Some(PreviousLog::Lines(_)) => "(the previous container's log is empty)".to_string(),
-        Some(PreviousLog::Unreadable(why)) => format!("(previous log unreadable: {why})"),
-        None => "(no previous log)".to_string(),
+    let quote = match logs {
+        Ok(logs) => match logs.previous.get(pod_name(pod)) {
+            Some(records) => {
+                let lines = exit_lines(records);
+                if lines.is_empty() {
+                    "(no error in the previous container's log)".to_string()
+                } else {
+                    lines.join(" | ")
+                }
+            }
+            None => "(no previous log)".to_string(),
+        },
+        Err(why) => format!("(previous log unreadable: {})", why.message),
     };
     Some(finding(
         CheckId::WorkloadCrashLoop,
         target,
         format!(
-            "Container {container} {state}: read the first lines of the previous container's log (quoted in evidence); an RBAC `forbidden` at boot points at a missing rule."
+            "Container {container} {state}: the lines of the previous container's log that explain the exit are quoted in evidence; an RBAC `forbidden` points at a missing rule (see the rbac findings)."
         ),
         Some(format!("pod {}: {quote}", pod_name(pod))),
     ))
+}
+
+/// The lines that explain why a container exited: the last denial, the last ERROR or
+/// CRITICAL record and the last line of its traceback (the exception), redacted.
+fn exit_lines(records: &[kopf_log::Record]) -> Vec<String> {
+    let is_error = |r: &&kopf_log::Record| r.level.is_some_and(|l| l >= kopf_log::Level::Error);
+    let last_denial = records.iter().rev().find(|r| r.forbidden.is_some());
+    let last_error = records.iter().rev().find(is_error);
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |text: &str| {
+        let line = kopf_log::excerpt(text, QUOTE_CHARS);
+        if !line.is_empty() && !out.contains(&line) && out.len() < CRASH_QUOTE_LINES {
+            out.push(line);
+        }
+    };
+    if let Some(r) = last_denial {
+        push(&r.message);
+    }
+    if let Some(r) = last_error {
+        push(&r.message);
+        if let Some(exception) = r.traceback.iter().rev().find(|l| !l.trim().is_empty()) {
+            push(exception.trim());
+        }
+    }
+    out
 }
 
 fn standalone_replicas(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Option<Finding> {
@@ -280,25 +314,38 @@ fn probe_http(probe: &Probe, container: &Container) -> Option<(u16, String)> {
 }
 
 fn liveness(target: &str, container: &Container, run: &KopfRun) -> Option<Finding> {
-    let endpoint = run.liveness.as_deref().and_then(url_port_and_path);
+    let endpoint = run.liveness.as_deref().and_then(LivenessEndpoint::parse);
     let probe = container.liveness_probe.as_ref();
     let problem = match (probe, &endpoint) {
-        (None, Some((port, path))) => format!(
-            "has no liveness probe although kopf serves one: add livenessProbe.httpGet on port {port} path {path}"
+        (_, Some(e)) if !e.reachable_by_kubelet() => format!(
+            "serves kopf's liveness endpoint on {}, which kopf binds to localhost (kopf 1.45 `_core/engines/probing.py`: `parts.hostname or LOCALHOST`), so the kubelet's probe cannot reach it and restarts the pod in a loop: use {LIVENESS_FIX}",
+            e.host.as_deref().unwrap_or("a URL without a host")
         ),
-        (None, None) => "has no liveness probe: start kopf with --liveness=http://0.0.0.0:8080/healthz and add livenessProbe.httpGet on port 8080 path /healthz".to_string(),
-        (Some(p), None) if p.http_get.is_some() => "probes HTTP but kopf serves no liveness endpoint: add --liveness=http://0.0.0.0:8080/healthz to kopf's args and point the probe at it".to_string(),
-        (Some(p), Some((port, path))) => match probe_http(p, container) {
-            Some((pp, ppath)) if pp == *port && ppath == *path => return None,
+        (None, Some(e)) => format!(
+            "has no liveness probe although kopf serves one: add livenessProbe.httpGet on port {} path {}",
+            e.port, e.path
+        ),
+        (None, None) => format!(
+            "has no liveness probe: start kopf with {LIVENESS_FIX} and add livenessProbe.httpGet on port 8080 path /healthz"
+        ),
+        (Some(p), None) if p.http_get.is_some() => format!(
+            "probes HTTP but kopf serves no liveness endpoint: add {LIVENESS_FIX} to kopf's args and point the probe at it"
+        ),
+        (Some(p), Some(e)) => match probe_http(p, container) {
+            Some((pp, ppath)) if pp == e.port && ppath == e.path => return None,
             Some((pp, ppath)) => format!(
-                "probes port {pp} path {ppath} but kopf serves liveness on port {port} path {path}: point livenessProbe.httpGet at it"
+                "probes port {pp} path {ppath} but kopf serves liveness on port {} path {}: point livenessProbe.httpGet at it",
+                e.port, e.path
             ),
             None => format!(
-                "has a liveness probe that does not hit kopf's endpoint: use livenessProbe.httpGet on port {port} path {path}"
+                "has a liveness probe that does not hit kopf's endpoint: use livenessProbe.httpGet on port {} path {}",
+                e.port, e.path
             ),
         },
         // An exec or TCP probe without --liveness: it checks something, not kopf's health.
-        (Some(_), None) => "has a liveness probe that does not ask kopf: add --liveness=http://0.0.0.0:8080/healthz and probe it with httpGet".to_string(),
+        (Some(_), None) => format!(
+            "has a liveness probe that does not ask kopf: add {LIVENESS_FIX} and probe it with httpGet"
+        ),
     };
     Some(finding(
         CheckId::WorkloadLiveness,
@@ -309,12 +356,7 @@ fn liveness(target: &str, container: &Container, run: &KopfRun) -> Option<Findin
 }
 
 fn default_service_account(target: &str, evidence: &TargetEvidence) -> Option<Finding> {
-    let spec = evidence.deployment.spec.template.spec.as_ref();
-    let account = spec
-        .and_then(|s| s.service_account_name.as_deref())
-        .filter(|s| !s.is_empty())
-        .unwrap_or("default");
-    if account != "default" {
+    if !evidence.service_account().is_default() {
         return None;
     }
     Some(finding(
@@ -338,223 +380,4 @@ fn no_scope_flag(target: &str, run: &KopfRun) -> Option<Finding> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kopf_mode::{LogFormat, parse_container};
-    use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-    use k8s_openapi::api::core::v1::{
-        ContainerState, ContainerStateTerminated, ContainerStateWaiting, HTTPGetAction, PodSpec,
-        PodStatus, PodTemplateSpec, ResourceRequirements,
-    };
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-    use std::collections::BTreeMap;
-
-    fn q(map: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
-        Some(
-            map.iter()
-                .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-                .collect(),
-        )
-    }
-
-    fn container(args: &[&str], requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
-        Container {
-            name: "operator".into(),
-            command: Some(vec!["kopf".into(), "run".into()]),
-            args: Some(args.iter().map(|s| s.to_string()).collect()),
-            resources: Some(ResourceRequirements {
-                requests: q(requests),
-                limits: q(limits),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    fn good_container() -> Container {
-        let mut c = container(
-            &[
-                "--standalone",
-                "-n",
-                "ns",
-                "--liveness=http://0.0.0.0:8080/healthz",
-                "/app/op.py",
-            ],
-            &[("memory", "256Mi"), ("cpu", "100m")],
-            &[("memory", "512Mi")],
-        );
-        c.liveness_probe = Some(Probe {
-            http_get: Some(HTTPGetAction {
-                port: IntOrString::Int(8080),
-                path: Some("/healthz".into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-        c
-    }
-
-    fn target(container: &Container, replicas: i32, sa: Option<&str>) -> TargetEvidence {
-        TargetEvidence {
-            deployment: Deployment {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("op".into()),
-                    ..Default::default()
-                },
-                spec: DeploymentSpec {
-                    replicas: Some(replicas),
-                    template: PodTemplateSpec {
-                        spec: Some(PodSpec {
-                            containers: vec![container.clone()],
-                            service_account_name: sa.map(str::to_string),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
-
-    fn run_checks(t: &TargetEvidence) -> Vec<CheckId> {
-        let c = &t
-            .deployment
-            .spec
-            .template
-            .spec
-            .as_ref()
-            .expect("pod")
-            .containers[0];
-        let run = parse_container(c).expect("kopf");
-        check(t, c, &run, &WorkloadThresholds::default())
-            .into_iter()
-            .map(|f| f.check)
-            .collect()
-    }
-
-    #[test]
-    fn well_behaved_operator_has_no_findings() {
-        let t = target(&good_container(), 1, Some("op"));
-        assert_eq!(run_checks(&t), Vec::<CheckId>::new());
-    }
-
-    #[test]
-    fn small_limits_cpu_limit_standalone_replicas_and_defaults() {
-        let c = container(
-            &["--standalone", "/app/op.py"],
-            &[("memory", "64Mi")],
-            &[("memory", "128Mi"), ("cpu", "500m")],
-        );
-        let t = target(&c, 2, None);
-        let found = run_checks(&t);
-        for want in [
-            CheckId::WorkloadMemoryRequest,
-            CheckId::WorkloadMemoryLimit,
-            CheckId::WorkloadCpuLimit,
-            CheckId::WorkloadCpuRequest,
-            CheckId::WorkloadStandaloneReplicas,
-            CheckId::WorkloadLiveness,
-            CheckId::WorkloadDefaultServiceAccount,
-            CheckId::WorkloadNoScopeFlag,
-        ] {
-            assert!(found.contains(&want), "{want} missing from {found:?}");
-        }
-        let run = parse_container(&c).expect("kopf");
-        let limit = memory_limit("op", &c, &WorkloadThresholds::default()).expect("finding");
-        assert_eq!(limit.severity, Severity::Error);
-        assert!(limit.message.contains("128Mi"));
-        assert_eq!(run.log_format, LogFormat::Full);
-    }
-
-    #[test]
-    fn memory_limit_between_256_and_512_is_a_warning() {
-        let c = container(&["-A"], &[], &[("memory", "300Mi")]);
-        let f = memory_limit("op", &c, &WorkloadThresholds::default()).expect("finding");
-        assert_eq!(f.severity, Severity::Warning);
-        let lenient = WorkloadThresholds {
-            memory_limit: 256.0 * 1024.0 * 1024.0,
-            ..Default::default()
-        };
-        assert!(memory_limit("op", &c, &lenient).is_none());
-    }
-
-    #[test]
-    fn liveness_probe_on_the_wrong_port() {
-        let mut c = good_container();
-        if let Some(p) = c.liveness_probe.as_mut().and_then(|p| p.http_get.as_mut()) {
-            p.port = IntOrString::Int(9090);
-        }
-        let run = parse_container(&c).expect("kopf");
-        let f = liveness("op", &c, &run).expect("finding");
-        assert!(
-            f.message.contains("9090") && f.message.contains("8080"),
-            "{}",
-            f.message
-        );
-    }
-
-    fn pod_with(status: ContainerStatus) -> Pod {
-        Pod {
-            metadata: kube::api::ObjectMeta {
-                name: Some("op-1".into()),
-                ..Default::default()
-            },
-            status: Some(PodStatus {
-                container_statuses: Some(vec![status]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn oom_killed_and_crash_loop_quote_the_previous_log() {
-        let status = ContainerStatus {
-            name: "operator".into(),
-            restart_count: 3,
-            last_state: Some(ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    reason: Some("OOMKilled".into()),
-                    exit_code: 137,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            state: Some(ContainerState {
-                waiting: Some(ContainerStateWaiting {
-                    reason: Some("CrashLoopBackOff".into()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let mut t = target(&good_container(), 1, Some("op"));
-        t.pods = vec![pod_with(status)];
-        t.previous_logs.insert(
-            "op-1".into(),
-            PreviousLog::Lines(vec!["first".into(), "second".into()]),
-        );
-        let found = run_checks(&t);
-        assert!(found.contains(&CheckId::WorkloadOomKilled));
-        let crash = crash_loop("op", &t, "operator").expect("finding");
-        assert!(crash.message.contains("CrashLoopBackOff"));
-        assert_eq!(crash.evidence.as_deref(), Some("pod op-1: first | second"));
-    }
-
-    #[test]
-    fn a_healthy_pod_is_no_crash_loop() {
-        let status = ContainerStatus {
-            name: "operator".into(),
-            restart_count: 0,
-            ..Default::default()
-        };
-        let mut t = target(&good_container(), 1, Some("op"));
-        t.pods = vec![pod_with(status)];
-        assert!(crash_loop("op", &t, "operator").is_none());
-        assert!(oom_killed("op", &t.pods, "operator").is_none());
-    }
-}
+mod tests;

@@ -1,76 +1,136 @@
 //! Reads the Events that tell whether the operator surfaced its failures: core/v1 Events
 //! (kopf posts those) in the namespaces it serves and in its own namespace (where kopf
-//! posts the Events of cluster-scoped objects), within the log window.
+//! posts the Events of cluster-scoped objects), within the log window. A field selector
+//! narrows the read to the handled kind where there is one; pages are followed up to a
+//! bound, and only Events about handled objects in served namespaces are kept.
 
-use crate::conditions::Reason;
-use crate::evidence::{EventRecord, Gathered, Unavailable};
+use super::{Namespaces, Reach, obstacle};
+use crate::catalog::EventType;
+use crate::model::evidence::{
+    EventEvidence, EventRecord, Gathered, HandledResource, Reporter, group_of,
+};
+use crate::model::kopf_run::KopfRun;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-/// At most this many Events are read per namespace and audit.
-const MAX_EVENTS_PER_NAMESPACE: u32 = 2000;
+/// Events per list page.
+const PAGE: u32 = 500;
+/// At most this many Events are read per namespace and audit; past it the read stops and
+/// the status says `eventsTruncated`.
+pub(crate) const MAX_EVENTS_PER_NAMESPACE: usize = 5000;
 
-/// Lists the Events of `namespaces` (all when `None`) newer than `now - window`.
-pub async fn gather(
+/// The namespaces whose Events concern the operator: those it serves, plus its own when
+/// it handles cluster-scoped objects.
+fn event_namespaces(run: &KopfRun, handled: &[HandledResource], own: &str) -> Namespaces {
+    match Namespaces::served(&run.scope) {
+        Namespaces::All => Namespaces::All,
+        Namespaces::Only(mut list) => {
+            if handled.iter().any(|h| !h.namespaced) {
+                list.insert(own.to_string());
+            }
+            Namespaces::Only(list)
+        }
+    }
+}
+
+/// Lists the Events about the handled objects, newer than `now - window`.
+pub(crate) async fn gather(
     client: &Client,
-    namespaces: Option<&[String]>,
+    run: &KopfRun,
+    handled: &[HandledResource],
+    reach: &Reach,
     now: Timestamp,
     window: Duration,
-) -> Gathered<Vec<EventRecord>> {
+) -> Gathered<EventEvidence> {
+    let kinds: BTreeSet<&str> = handled.iter().filter_map(|h| h.kind.as_deref()).collect();
+    if kinds.is_empty() {
+        return Ok(EventEvidence::default());
+    }
+    let namespaces = event_namespaces(run, handled, &reach.own);
+    if !namespaces.within(reach) {
+        return Err(reach.outside("the Events of the namespaces the operator serves"));
+    }
     let since = now
         .checked_sub(jiff::SignedDuration::try_from(window).unwrap_or_default())
         .unwrap_or(now);
-    let all = [String::new()];
-    let mut out = Vec::new();
-    for ns in namespaces.unwrap_or(&all) {
-        let api: Api<Event> = if ns.is_empty() {
-            Api::all(client.clone())
-        } else {
-            Api::namespaced(client.clone(), ns)
-        };
-        let ns = if ns.is_empty() {
-            "any namespace"
-        } else {
-            ns.as_str()
-        };
-        let list = match api
-            .list(&ListParams::default().limit(MAX_EVENTS_PER_NAMESPACE))
-            .await
-        {
-            Ok(list) => list,
-            Err(kube::Error::Api(s)) if s.code == 403 => {
-                return Gathered::Unavailable(Unavailable {
-                    reason: Reason::Forbidden,
-                    message: format!(
-                        "The auditor may not list events in {ns}: grant it list on events there."
-                    ),
-                });
-            }
-            Err(e) => {
-                return Gathered::Unavailable(Unavailable {
-                    reason: Reason::AuditFailed,
-                    message: format!("Listing events in {ns} failed: {e}"),
-                });
-            }
-        };
-        out.extend(
-            list.items
+    let selector = match kinds.iter().collect::<Vec<_>>().as_slice() {
+        [one] => Some(format!("involvedObject.kind={one}")),
+        _ => None,
+    };
+    let apis: Vec<(Api<Event>, String)> = match &namespaces {
+        Namespaces::All => vec![(Api::all(client.clone()), "every namespace".into())],
+        Namespaces::Only(list) => list
+            .iter()
+            .map(|ns| {
+                (
+                    Api::namespaced(client.clone(), ns),
+                    format!("namespace {ns}"),
+                )
+            })
+            .collect(),
+    };
+    let mut out = EventEvidence::default();
+    for (api, where_) in apis {
+        let (events, cut) = list_paged(&api, selector.as_deref()).await.map_err(|e| {
+            obstacle(
+                &e,
+                &format!("list events in {where_}"),
+                &format!("list on events in {where_}"),
+            )
+        })?;
+        out.truncated |= cut;
+        out.events.extend(
+            events
                 .iter()
                 .map(record)
-                .filter(|r| r.time.is_none_or(|t| t >= since)),
+                .filter(|r| r.time.is_none_or(|t| t >= since))
+                .filter(|r| r.concerns(handled, &run.scope)),
         );
     }
-    Gathered::Ready(out)
+    Ok(out)
+}
+
+/// Lists Events page by page up to the bound; returns them and whether the bound cut.
+async fn list_paged(
+    api: &Api<Event>,
+    selector: Option<&str>,
+) -> Result<(Vec<Event>, bool), kube::Error> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(PAGE);
+        if let Some(s) = selector {
+            lp = lp.fields(s);
+        }
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = api.list(&lp).await?;
+        out.extend(page.items);
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            return Ok((out, false));
+        }
+        if out.len() >= MAX_EVENTS_PER_NAMESPACE {
+            return Ok((out, true));
+        }
+    }
 }
 
 /// Flattens a core/v1 Event.
-pub fn record(event: &Event) -> EventRecord {
+pub(crate) fn record(event: &Event) -> EventRecord {
     let obj = &event.involved_object;
-    let from_kopf = event.source.as_ref().and_then(|s| s.component.as_deref()) == Some("kopf")
-        || event.reporting_component.as_deref() == Some("kopf");
+    let reporter = event
+        .reporting_component
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .or_else(|| event.source.as_ref().and_then(|s| s.component.as_deref()))
+        .map(Reporter::parse)
+        .unwrap_or_else(|| Reporter::Other(String::new()));
     let time = event
         .last_timestamp
         .as_ref()
@@ -79,15 +139,15 @@ pub fn record(event: &Event) -> EventRecord {
         .or_else(|| event.first_timestamp.as_ref().map(|t| t.0))
         .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0));
     EventRecord {
-        namespace: event.metadata.namespace.clone().unwrap_or_default(),
+        group: group_of(obj.api_version.as_deref().unwrap_or("")).to_string(),
         kind: obj.kind.clone().unwrap_or_default(),
         object_namespace: obj.namespace.clone().unwrap_or_default(),
         name: obj.name.clone().unwrap_or_default(),
         uid: obj.uid.clone().unwrap_or_default(),
-        type_: event.type_.clone().unwrap_or_default(),
+        type_: EventType::parse(event.type_.as_deref().unwrap_or("")),
         reason: event.reason.clone().unwrap_or_default(),
         message: event.message.clone().unwrap_or_default(),
-        from_kopf,
+        reporter,
         count: event.count.unwrap_or(1).max(1) as u32,
         time,
     }

@@ -1,81 +1,113 @@
 //! Gathers the resources the operator handles (API I/O only): `spec.handledResources`
-//! when given, else the custom resources its ServiceAccount's bound rules grant `watch`
-//! on and whose CRD exists. Each entry carries what its CRD says about status storage,
-//! and where it came from, so findings can say so.
+//! when given, else every custom resource whose CRD exists and that the operator's
+//! bound rules grant `watch` on, or name with `get`/`patch` but not `create` (what kopf
+//! does to what it serves, unlike the children an operator creates), or that its own log
+//! names in a refused list or watch. Each entry carries what its CRD says about status
+//! storage, and where it came from, so findings can say so.
 
+use super::Reach;
 use super::rbac::{Cache, binding_namespaces};
 use crate::api::KopfAuditSpec;
-use crate::checks::rbac as checks;
-use crate::evidence::rbac::{Binding, PEERING_CLUSTER, PEERING_GROUPS, PEERING_NAMESPACED};
-use crate::evidence::{
-    CrdInfo, Gathered, HandledResource, HandledSource, TargetEvidence, Unavailable,
+use crate::model::evidence::{
+    CrdInfo, Gathered, HandledResource, HandledSource, LogEvidence, TargetEvidence, Unavailable,
 };
+use crate::model::kopf_run::KopfRun;
+use crate::model::needs::CRD_GROUP;
+use crate::model::rbac::{Binding, PEERING_CLUSTER, PEERING_GROUPS, PEERING_NAMESPACED, Verb};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion,
 };
 use kube::Client;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Gathers the handled resources of one target.
-pub async fn gather(
+pub(crate) async fn gather(
     client: &Client,
     spec: &KopfAuditSpec,
     target: &TargetEvidence,
+    run: &KopfRun,
+    logs: Option<&LogEvidence>,
+    reach: &Reach,
     cache: &Cache,
 ) -> Gathered<Vec<HandledResource>> {
-    let Some(run) = &target.kopf else {
-        return Gathered::NotGathered;
-    };
-    let result = if spec.handled_resources.is_empty() {
-        let sa = checks::service_account(target);
-        let namespaces = binding_namespaces(run, &sa.namespace);
-        match cache.bindings(client, &sa, &namespaces).await {
-            Ok(bindings) => inferred(client, &bindings, cache).await,
-            Err(u) => Err(u),
-        }
-    } else {
-        from_spec(client, spec, cache).await
-    };
-    match result {
-        Ok(list) => Gathered::Ready(list),
-        Err(u) => Gathered::Unavailable(u),
+    if !spec.handled_resources.is_empty() {
+        return from_spec(client, spec, cache).await;
     }
+    let sa = target.service_account();
+    let (namespaces, _) = binding_namespaces(run, &sa.namespace, reach);
+    let bindings = cache.bindings(client, &sa, &namespaces).await?;
+    let mut found = candidates(&bindings);
+    for (key, source) in logged(logs) {
+        found.entry(key).or_insert(source);
+    }
+    inferred(client, found, cache).await
 }
 
-/// The `(group, plural)` of custom resources the bound rules grant `watch` on, without
-/// wildcards (reported as over-privilege, not guessed at), core groups and kopf's own
-/// peering resources.
-pub fn watch_candidates(bindings: &[Binding]) -> BTreeSet<(String, String)> {
+/// A custom resource: `(group, plural)`.
+type ResourceKey = (String, String);
+
+/// Whether a rule's `(group, resource)` can name a custom resource kopf serves: no
+/// wildcards (reported as over-privilege, not guessed at), no core or built-in group, no
+/// subresource, not CRDs themselves nor kopf's peering resources.
+fn is_custom(group: &str, resource: &str) -> bool {
     let peering = [PEERING_NAMESPACED, PEERING_CLUSTER];
-    bindings
-        .iter()
-        .flat_map(|b| b.rules.iter())
-        .filter(|r| r.has_verb("watch"))
-        .flat_map(|r| {
-            r.api_groups
-                .iter()
-                .flat_map(move |g| r.resources.iter().map(move |res| (g.clone(), res.clone())))
-        })
-        .filter(|(g, res)| {
-            !g.is_empty()
-                && g.contains('.')
-                && g != "*"
-                && res != "*"
-                && !res.contains('/')
-                && !(PEERING_GROUPS.contains(&g.as_str()) && peering.contains(&res.as_str()))
+    group.contains('.')
+        && group != CRD_GROUP
+        && group != "*"
+        && resource != "*"
+        && !resource.contains('/')
+        && !(PEERING_GROUPS.contains(&group) && peering.contains(&resource))
+}
+
+/// The custom resources the bound rules point at as handled: watched, or read and
+/// patched without being created.
+pub(crate) fn candidates(bindings: &[Binding]) -> BTreeMap<ResourceKey, HandledSource> {
+    let mut out = BTreeMap::new();
+    for rule in bindings.iter().flat_map(|b| b.rules.iter()) {
+        let source = if rule.has_verb(Verb::Watch) {
+            HandledSource::RbacWatch
+        } else if (rule.has_verb(Verb::Get) || rule.has_verb(Verb::Patch))
+            && !rule.has_verb(Verb::Create)
+        {
+            HandledSource::RbacRule
+        } else {
+            continue;
+        };
+        for group in &rule.api_groups {
+            for resource in rule.resources.iter().filter(|r| is_custom(group, r)) {
+                let entry = out
+                    .entry((group.clone(), resource.clone()))
+                    .or_insert(source);
+                *entry = (*entry).min(source);
+            }
+        }
+    }
+    out
+}
+
+/// The custom resources the operator's log shows kopf trying to list or watch.
+fn logged(logs: Option<&LogEvidence>) -> BTreeMap<ResourceKey, HandledSource> {
+    logs.into_iter()
+        .flat_map(LogEvidence::all_records)
+        .filter_map(|r| r.forbidden.as_ref())
+        .filter(|f| f.verb == "list" || f.verb == "watch")
+        .filter_map(|f| {
+            let group = f.api_group.clone()?;
+            is_custom(&group, &f.resource)
+                .then(|| ((group, f.resource.clone()), HandledSource::Log))
         })
         .collect()
 }
 
 async fn inferred(
     client: &Client,
-    bindings: &[Binding],
+    found: BTreeMap<ResourceKey, HandledSource>,
     cache: &Cache,
 ) -> Result<Vec<HandledResource>, Unavailable> {
     let mut out = Vec::new();
-    for (group, plural) in watch_candidates(bindings) {
+    for ((group, plural), source) in found {
         if let Some(crd) = cache.crd(client, &format!("{plural}.{group}")).await? {
-            out.push(from_crd(&crd, None, HandledSource::InferredFromRbac));
+            out.push(from_crd(&crd, None, source));
         }
     }
     Ok(out)
@@ -163,7 +195,7 @@ fn pick_version<'a>(
 }
 
 /// A handled resource from its CRD, with what the CRD says about status storage.
-pub fn from_crd(
+pub(crate) fn from_crd(
     crd: &CustomResourceDefinition,
     wanted_version: Option<&str>,
     source: HandledSource,
@@ -200,79 +232,4 @@ pub fn from_crd(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::rbac::{BindingKind, Rule, test_rule as rule};
-
-    fn binding(rules: Vec<Rule>) -> Binding {
-        Binding {
-            kind: BindingKind::RoleBinding("ns".into()),
-            name: "b".into(),
-            role_kind: "Role".into(),
-            role_name: "r".into(),
-            via: "ServiceAccount ns/op".into(),
-            rules,
-            role_missing: false,
-            aggregated: false,
-        }
-    }
-
-    #[test]
-    fn candidates_are_watched_custom_resources_only() {
-        let b = binding(vec![
-            rule(
-                &["good.example.com"],
-                &["widgets", "widgets/status"],
-                &["get", "list", "watch", "patch"],
-            ),
-            rule(&["other.example.com"], &["gizmos"], &["get"]),
-            rule(&[""], &["configmaps"], &["watch"]),
-            rule(&["kopf.dev"], &["kopfpeerings"], &["watch"]),
-            rule(&["*"], &["*"], &["*"]),
-            rule(
-                &["apiextensions.k8s.io"],
-                &["customresourcedefinitions"],
-                &["list", "watch"],
-            ),
-        ]);
-        let got = watch_candidates(&[b]);
-        assert_eq!(
-            got,
-            BTreeSet::from([
-                (
-                    "apiextensions.k8s.io".to_string(),
-                    "customresourcedefinitions".to_string()
-                ),
-                ("good.example.com".to_string(), "widgets".to_string()),
-            ])
-        );
-    }
-
-    #[test]
-    fn crd_status_storage() {
-        let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.good.example.com"},
-            "spec": {
-                "group": "good.example.com", "scope": "Cluster",
-                "names": {"kind": "Widget", "plural": "widgets"},
-                "versions": [
-                    {"name": "v1beta1", "served": true, "storage": false,
-                     "schema": {"openAPIV3Schema": {"type": "object"}}},
-                    {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
-                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}
-                ]
-            }
-        }))
-        .expect("crd");
-        let h = from_crd(&crd, None, HandledSource::InferredFromRbac);
-        assert_eq!(h.version, "v1");
-        assert!(!h.namespaced);
-        let info = h.crd.expect("crd info");
-        assert!(info.status_subresource && info.status_preserves_unknown_fields);
-        let old = from_crd(&crd, Some("v1beta1"), HandledSource::Spec);
-        let info = old.crd.expect("crd info");
-        assert!(!info.status_subresource && !info.status_preserves_unknown_fields);
-    }
-}
+mod tests;

@@ -1,39 +1,39 @@
-//! The gather phase: API I/O only. Targets and pods come from the shared watch caches
-//! (or one list each in the CLI); the previous container's log is read only for pods
-//! that restarted.
+//! The gather layer: API I/O only. Targets and pods come from the shared watch caches
+//! (or one list each in the CLI); then, per kopf target, its logs, the resources it
+//! handles, its ServiceAccount's permissions, the Events about its objects and a sample
+//! of those objects. A read that fails makes only its area unavailable, with the reason;
+//! nothing outside the KopfAudit's namespace is read without the cross-namespace
+//! allowance ([`Reach`]).
 
-pub mod handled;
-pub mod rbac;
+pub(crate) mod events;
+pub(crate) mod handled;
+pub(crate) mod logs;
+pub(crate) mod objects;
+pub(crate) mod rbac;
 
 use crate::api::{AuditTarget, KopfAuditSpec};
-use crate::checks::workload::CRASH_QUOTE_LINES;
-use crate::conditions::Reason;
-use crate::evaluate::Outcome;
-use crate::evidence::{Evidence, Gathered, PreviousLog, TargetEvidence};
-use crate::kopf_mode::{KopfRun, Scope};
-
-pub mod events;
-pub mod logs;
-pub mod objects;
+use crate::catalog::ConditionReason;
+use crate::model::evidence::{
+    Evidence, KopfEvidence, Observation, Obstacle, Stall, TargetEvidence, Unavailable,
+};
+use crate::model::kopf_run::Scope;
+use crate::model::settings::LogBounds;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, LogParams};
+use kube::api::{Api, ListParams};
 use kube::core::{Selector, SelectorExt};
 use kube::{Client, ResourceExt};
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
-/// Why gathering failed as a whole (a forbidden read of one area is not an error: that
-/// area becomes `Unknown`).
+/// Why the CLI could not read the candidate targets (the operator reads them from its
+/// caches and cannot fail here).
 #[derive(Debug, thiserror::Error)]
-pub enum GatherError {
-    /// The target's label selector cannot be turned into a query.
-    #[error("spec.target.selector is invalid: {0}")]
-    InvalidSelector(String),
-    /// An API call failed.
+pub(crate) enum GatherError {
+    /// Listing Deployments or pods failed.
     #[error("{what}: {source}")]
-    Api {
-        /// Which read failed.
+    List {
+        /// Which list failed.
         what: String,
         /// The client error.
         #[source]
@@ -41,33 +41,101 @@ pub enum GatherError {
     },
 }
 
-/// How many bytes of a previous container's log to read for a crash-loop quote.
-const PREVIOUS_LOG_BYTES: i64 = 16 * 1024;
+/// Which namespaces an audit may read: its own, or any with the cross-namespace
+/// allowance. Cluster-scoped objects count as outside every namespace.
+#[derive(Clone, Debug)]
+pub(crate) struct Reach {
+    /// The KopfAudit's namespace.
+    pub(crate) own: String,
+    /// `--allow-cross-namespace`.
+    pub(crate) cross_namespace: bool,
+}
 
-/// The namespace a KopfAudit's target lives in, and whether the auditor may go there.
-pub fn target_namespace<'a>(
-    target: &'a AuditTarget,
-    audit_namespace: &'a str,
-    allow_cross_namespace: bool,
-) -> Result<&'a str, (Reason, String)> {
-    let ns = target.namespace.as_deref().unwrap_or(audit_namespace);
-    if ns != audit_namespace && !allow_cross_namespace {
-        return Err((
-            Reason::CrossNamespaceRefused,
+impl Reach {
+    /// Whether objects of `namespace` (`None`: cluster-scoped) may be read.
+    pub(crate) fn may_read(&self, namespace: Option<&str>) -> bool {
+        self.cross_namespace || namespace == Some(self.own.as_str())
+    }
+
+    /// The obstacle for an area that would need what lies beyond.
+    pub(crate) fn outside(&self, what: &str) -> Unavailable {
+        Unavailable::new(
+            Obstacle::OutsideNamespace,
             format!(
-                "spec.target.namespace is {ns:?} but this KopfAudit lives in {audit_namespace:?}: the auditor only audits a KopfAudit's own namespace unless it is started with --allow-cross-namespace. Move the KopfAudit into {ns:?}."
+                "This area needs {what}, outside the KopfAudit's namespace {}: the auditor reads other namespaces only when started with --allow-cross-namespace, so that a tenant cannot read another namespace through its KopfAudit.",
+                self.own
             ),
-        ));
+        )
+    }
+}
+
+/// The namespaces a read covers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Namespaces {
+    /// Every namespace (a cluster-wide operator, or `-n` patterns).
+    All,
+    /// Exactly these.
+    Only(BTreeSet<String>),
+}
+
+impl Namespaces {
+    /// The namespaces kopf serves with this scope (`All` when it uses patterns or serves
+    /// every namespace).
+    pub(crate) fn served(scope: &Scope) -> Namespaces {
+        if scope.is_cluster_wide() || scope.has_patterns() {
+            Namespaces::All
+        } else {
+            Namespaces::Only(scope.specific_names().into_iter().collect())
+        }
+    }
+
+    /// Whether the reach covers them all.
+    pub(crate) fn within(&self, reach: &Reach) -> bool {
+        match self {
+            Namespaces::All => reach.cross_namespace,
+            Namespaces::Only(list) => list.iter().all(|ns| reach.may_read(Some(ns))),
+        }
+    }
+}
+
+/// Turns a failed read into the area's obstacle: a 403 names the permission to grant the
+/// auditor, anything else is a failure of this audit, retried at the next one.
+pub(crate) fn obstacle(error: &kube::Error, what: &str, grant: &str) -> Unavailable {
+    match error {
+        kube::Error::Api(s) if s.code == 403 => Unavailable::new(
+            Obstacle::Forbidden,
+            format!(
+                "The auditor may not {what}: grant it {grant} (see the README, \"The auditor's own RBAC\"); the other areas are audited as usual."
+            ),
+        ),
+        other => Unavailable::new(Obstacle::Failed, format!("Could not {what}: {other}")),
+    }
+}
+
+/// The namespace a KopfAudit's target lives in, or why the auditor may not go there.
+pub(crate) fn resolve_target_namespace<'a>(
+    target: &'a AuditTarget,
+    reach: &'a Reach,
+) -> Result<&'a str, Stall> {
+    let ns = target.namespace.as_deref().unwrap_or(&reach.own);
+    if !reach.may_read(Some(ns)) {
+        return Err(Stall {
+            reason: ConditionReason::CrossNamespaceRefused,
+            message: format!(
+                "spec.target.namespace is {ns:?} but this KopfAudit lives in {own:?}: the auditor only audits a KopfAudit's own namespace unless it is started with --allow-cross-namespace. Move the KopfAudit into {ns:?}.",
+                own = reach.own
+            ),
+        });
     }
     Ok(ns)
 }
 
 /// Picks the target Deployments among the candidates of the target's namespace.
-pub fn select_targets(
+pub(crate) fn select_targets(
     target: &AuditTarget,
     namespace: &str,
     candidates: &[Deployment],
-) -> Result<Vec<Deployment>, GatherError> {
+) -> Result<Vec<Deployment>, Stall> {
     let in_ns = candidates
         .iter()
         .filter(|d| d.metadata.namespace.as_deref() == Some(namespace));
@@ -80,8 +148,10 @@ pub fn select_targets(
     let Some(selector) = &target.selector else {
         return Ok(Vec::new());
     };
-    let selector = Selector::try_from(selector.clone())
-        .map_err(|e| GatherError::InvalidSelector(e.to_string()))?;
+    let selector = Selector::try_from(selector.clone()).map_err(|e| Stall {
+        reason: ConditionReason::InvalidSpec,
+        message: format!("spec.target.selector is invalid: {e}. Fix the selector."),
+    })?;
     let mut found: Vec<Deployment> = in_ns
         .filter(|d| selector.matches(d.labels()))
         .cloned()
@@ -91,7 +161,7 @@ pub fn select_targets(
 }
 
 /// The pods a Deployment owns, matched by its selector.
-pub fn pods_of(deployment: &Deployment, pods: &[Pod]) -> Vec<Pod> {
+pub(crate) fn pods_of(deployment: &Deployment, pods: &[Pod]) -> Vec<Pod> {
     let Ok(selector) = Selector::try_from(deployment.spec.selector.clone()) else {
         return Vec::new();
     };
@@ -106,214 +176,123 @@ pub fn pods_of(deployment: &Deployment, pods: &[Pod]) -> Vec<Pod> {
     found
 }
 
-/// The message for a target that matches nothing.
-pub fn target_not_found(target: &AuditTarget, namespace: &str) -> (Reason, String) {
+/// The stall of a target that matches nothing.
+fn target_not_found(target: &AuditTarget, namespace: &str) -> Stall {
     let what = match (&target.deployment, &target.selector) {
         (Some(name), _) => format!("Deployment {namespace}/{name} does not exist"),
         _ => format!("no Deployment in {namespace} matches spec.target.selector"),
     };
-    (
-        Reason::TargetNotFound,
-        format!("{what}: create it, or fix spec.target."),
-    )
+    Stall {
+        reason: ConditionReason::TargetNotFound,
+        message: format!("{what}: create it, or fix spec.target."),
+    }
+}
+
+/// The candidate Deployments and pods of a namespace, listed (for the CLI, which has no
+/// watch caches).
+pub(crate) async fn list_candidates(
+    client: &Client,
+    namespace: &str,
+) -> Result<(Vec<Deployment>, Vec<Pod>), GatherError> {
+    let lp = ListParams::default();
+    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await
+        .map_err(|source| GatherError::List {
+            what: format!("listing Deployments in {namespace}"),
+            source,
+        })?
+        .items;
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await
+        .map_err(|source| GatherError::List {
+            what: format!("listing pods in {namespace}"),
+            source,
+        })?
+        .items;
+    Ok((deployments, pods))
 }
 
 /// Gathers the evidence for an audit from candidate Deployments and pods (from caches
-/// or lists), reading only what the caches cannot hold (previous logs).
-pub async fn gather(
+/// or lists).
+pub(crate) async fn gather(
     client: &Client,
     spec: &KopfAuditSpec,
-    audit_namespace: &str,
-    allow_cross_namespace: bool,
+    reach: &Reach,
     deployments: &[Deployment],
     pods: &[Pod],
-) -> Result<Outcome, GatherError> {
+) -> Observation {
     if spec.suspend {
-        return Ok(Outcome::Suspended);
+        return Observation::Suspended;
     }
-    let namespace = match target_namespace(&spec.target, audit_namespace, allow_cross_namespace) {
-        Ok(ns) => ns,
-        Err((reason, message)) => return Ok(Outcome::Stalled { reason, message }),
+    let selected = resolve_target_namespace(&spec.target, reach).and_then(|namespace| {
+        let selected = select_targets(&spec.target, namespace, deployments)?;
+        if selected.is_empty() {
+            return Err(target_not_found(&spec.target, namespace));
+        }
+        Ok(selected)
+    });
+    let selected = match selected {
+        Ok(selected) => selected,
+        Err(stall) => return Observation::Stalled(stall),
     };
-    let selected = select_targets(&spec.target, namespace, deployments)?;
-    if selected.is_empty() {
-        let (reason, message) = target_not_found(&spec.target, namespace);
-        return Ok(Outcome::Stalled { reason, message });
-    }
     let mut targets = Vec::with_capacity(selected.len());
-    let rbac_cache = rbac::Cache::default();
+    let cache = rbac::Cache::default();
     for deployment in selected {
         let target_pods = pods_of(&deployment, pods);
         let mut target =
             TargetEvidence::new(deployment, target_pods, spec.target.container.as_deref());
-        target.previous_logs = previous_logs(client, namespace, &target).await;
-        target.handled = handled::gather(client, spec, &target, &rbac_cache).await;
-        target.rbac = rbac::gather(client, &target, &rbac_cache).await;
-        gather_log_areas(client, spec, namespace, &mut target).await;
+        if let Some(kopf) = target.kopf.take() {
+            target.kopf = Some(gather_kopf(client, spec, reach, &target, kopf.run, &cache).await);
+        }
         targets.push(target);
     }
-    Ok(Outcome::Audited(Evidence {
+    Observation::Evidence(Evidence {
         now: Timestamp::now(),
         targets,
-    }))
+    })
 }
 
-/// The namespaces whose objects and Events a kopf run concerns: the exact names it
-/// serves plus its own; `None` (all) for cluster-wide runs and glob patterns.
-pub fn concerned_namespaces(run: &KopfRun, own: &str) -> Option<Vec<String>> {
-    match &run.scope {
-        Scope::Namespaced(names) if !run.scope.has_patterns() => {
-            let mut list: Vec<String> = names.clone();
-            list.push(own.to_string());
-            list.sort();
-            list.dedup();
-            Some(list)
-        }
-        _ => None,
-    }
-}
-
-/// Gathers what the events, persistence and runtime areas read: logs, Events and a
-/// sample of handled objects (once the handled resources are known).
-async fn gather_log_areas(
+/// Gathers every kopf area of one target, in the order their evidence builds on each
+/// other: the log names handled resources, the handled resources add RBAC needs and say
+/// which Events and objects to read.
+async fn gather_kopf(
     client: &Client,
     spec: &KopfAuditSpec,
-    namespace: &str,
-    target: &mut TargetEvidence,
-) {
-    let Some(run) = target.kopf.clone() else {
-        return;
-    };
-    let bounds = logs::LogBounds::from_spec(&spec.logs);
-    target.logs = logs::gather(client, namespace, &target.pods, &run.container, bounds).await;
-    let concerned = concerned_namespaces(&run, namespace);
-    target.events = events::gather(
+    reach: &Reach,
+    target: &TargetEvidence,
+    run: crate::model::kopf_run::KopfRun,
+    cache: &rbac::Cache,
+) -> KopfEvidence {
+    let bounds = LogBounds::from_spec(&spec.logs);
+    let logs = logs::gather(
         client,
-        concerned.as_deref(),
-        Timestamp::now(),
-        bounds.window,
+        target.namespace(),
+        &target.pods,
+        &run.container,
+        bounds,
     )
     .await;
-    target.objects = match &target.handled {
-        Gathered::Ready(handled) => objects::gather(client, handled, concerned.as_deref()).await,
-        Gathered::Unavailable(why) => Gathered::Unavailable(why.clone()),
-        Gathered::NotGathered => Gathered::NotGathered,
+    let handled =
+        handled::gather(client, spec, target, &run, logs.as_ref().ok(), reach, cache).await;
+    let rbac = rbac::gather(client, target, &run, handled.as_ref().ok(), reach, cache).await;
+    let (events, objects) = match &handled {
+        Ok(list) => (
+            events::gather(client, &run, list, reach, Timestamp::now(), bounds.window).await,
+            objects::gather(client, &run, list, reach).await,
+        ),
+        Err(why) => (Err(why.clone()), Err(why.clone())),
     };
-}
-
-/// Reads the head of the previous container's log of every restarted pod.
-async fn previous_logs(
-    client: &Client,
-    namespace: &str,
-    target: &TargetEvidence,
-) -> BTreeMap<String, PreviousLog> {
-    let Some(run) = &target.kopf else {
-        return BTreeMap::new();
-    };
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let mut out = BTreeMap::new();
-    for pod in &target.pods {
-        let restarted = pod
-            .status
-            .iter()
-            .flat_map(|s| s.container_statuses.iter().flatten())
-            .any(|cs| cs.name == run.container && cs.restart_count > 0);
-        if !restarted {
-            continue;
-        }
-        let params = LogParams {
-            container: Some(run.container.clone()),
-            previous: true,
-            limit_bytes: Some(PREVIOUS_LOG_BYTES),
-            ..Default::default()
-        };
-        let name = pod.name_any();
-        let log = match api.logs(&name, &params).await {
-            Ok(text) => PreviousLog::Lines(first_lines(&text, CRASH_QUOTE_LINES)),
-            Err(kube::Error::Api(s)) if s.code == 403 => {
-                PreviousLog::Unreadable(format!("the auditor may not get pods/log in {namespace}"))
-            }
-            Err(e) => PreviousLog::Unreadable(e.to_string()),
-        };
-        out.insert(name, log);
+    KopfEvidence {
+        run,
+        handled,
+        rbac,
+        logs,
+        events,
+        objects,
     }
-    out
-}
-
-/// The first non-empty lines of a log, each a short redacted excerpt.
-pub fn first_lines(text: &str, count: usize) -> Vec<String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .take(count)
-        .map(|l| kopf_log::excerpt(l, 240))
-        .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-
-    fn deployment(ns: &str, name: &str, labels: &[(&str, &str)]) -> Deployment {
-        let mut d = Deployment::default();
-        d.metadata.namespace = Some(ns.into());
-        d.metadata.name = Some(name.into());
-        d.metadata.labels = Some(
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        );
-        d
-    }
-
-    #[test]
-    fn selects_by_name_or_selector_within_the_namespace() {
-        let all = [
-            deployment("a", "op", &[("app", "op")]),
-            deployment("b", "op", &[("app", "op")]),
-            deployment("a", "web", &[("app", "web")]),
-        ];
-        let by_name = AuditTarget {
-            deployment: Some("op".into()),
-            ..Default::default()
-        };
-        let found = select_targets(&by_name, "a", &all).expect("ok");
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].metadata.namespace.as_deref(), Some("a"));
-        let by_label = AuditTarget {
-            selector: Some(LabelSelector {
-                match_labels: Some([("app".to_string(), "web".to_string())].into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let found = select_targets(&by_label, "a", &all).expect("ok");
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].metadata.name.as_deref(), Some("web"));
-    }
-
-    #[test]
-    fn cross_namespace_needs_the_allowance() {
-        let t = AuditTarget {
-            deployment: Some("op".into()),
-            namespace: Some("other".into()),
-            ..Default::default()
-        };
-        let refused = target_namespace(&t, "mine", false).expect_err("refused");
-        assert_eq!(refused.0, Reason::CrossNamespaceRefused);
-        assert_eq!(target_namespace(&t, "mine", true), Ok("other"));
-    }
-
-    #[test]
-    fn quotes_first_lines_redacted() {
-        let lines = first_lines(
-            "\n\nstarting\nAuthorization: Bearer abc.def.ghi\nthird\nfourth",
-            3,
-        );
-        assert_eq!(lines.len(), 3);
-        assert_eq!(lines[0], "starting");
-        assert!(!lines[1].contains("abc.def.ghi"), "{}", lines[1]);
-    }
-}
+mod tests;

@@ -1,64 +1,74 @@
 //! Reads a bounded sample of the objects the operator handles: what kopf left in their
-//! annotations, finalizers and status.
+//! annotations, finalizers and status. Only in namespaces the operator serves, and only
+//! within the audit's reach.
 
-use crate::conditions::Reason;
-use crate::evidence::{Gathered, HandledResource, ObjectSample, Unavailable};
+use super::{Namespaces, Reach, obstacle};
+use crate::model::evidence::{Gathered, HandledResource, ObjectSample};
+use crate::model::kopf_run::KopfRun;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use std::collections::BTreeMap;
 
 /// At most this many objects are read per handled resource and namespace.
-pub const SAMPLE_PER_RESOURCE: u32 = 50;
+pub(crate) const SAMPLE_PER_RESOURCE: u32 = 50;
 
-/// Samples the objects of every handled resource in `namespaces` (all namespaces when
-/// `None`, and always for cluster-scoped resources).
-pub async fn gather(
+/// Samples the objects of every handled resource in the namespaces the operator serves
+/// (and cluster-wide for cluster-scoped resources).
+pub(crate) async fn gather(
     client: &Client,
+    run: &KopfRun,
     handled: &[HandledResource],
-    namespaces: Option<&[String]>,
+    reach: &Reach,
 ) -> Gathered<Vec<ObjectSample>> {
+    let served = Namespaces::served(&run.scope);
+    if handled.iter().any(|h| !h.namespaced) && !reach.cross_namespace {
+        return Err(reach.outside("cluster-scoped objects the operator handles"));
+    }
+    if handled.iter().any(|h| h.namespaced) && !served.within(reach) {
+        return Err(reach.outside("objects in the namespaces the operator serves"));
+    }
     let mut out = Vec::new();
     for (index, resource) in handled.iter().enumerate() {
         let ar = api_resource(resource);
-        let apis: Vec<Api<DynamicObject>> = match (resource.namespaced, namespaces) {
-            (true, Some(list)) => list
+        let apis: Vec<Api<DynamicObject>> = match (resource.namespaced, &served) {
+            (true, Namespaces::Only(list)) => list
                 .iter()
                 .map(|ns| Api::namespaced_with(client.clone(), ns, &ar))
                 .collect(),
             _ => vec![Api::all_with(client.clone(), &ar)],
         };
+        let group = if resource.group.is_empty() {
+            "core"
+        } else {
+            &resource.group
+        };
         for api in apis {
-            let list = match api
+            let list = api
                 .list(&ListParams::default().limit(SAMPLE_PER_RESOURCE))
                 .await
-            {
-                Ok(list) => list,
-                Err(kube::Error::Api(s)) if s.code == 403 => {
-                    return Gathered::Unavailable(Unavailable {
-                        reason: Reason::Forbidden,
-                        message: format!(
-                            "The auditor may not list {} ({}): grant it get and list on them.",
-                            resource.plural,
-                            if resource.group.is_empty() {
-                                "core"
-                            } else {
-                                &resource.group
-                            }
-                        ),
-                    });
-                }
-                Err(e) => {
-                    return Gathered::Unavailable(Unavailable {
-                        reason: Reason::AuditFailed,
-                        message: format!("Listing {} failed: {e}", resource.plural),
-                    });
-                }
-            };
-            out.extend(list.items.iter().map(|o| sample(index, o)));
+                .map_err(|e| {
+                    obstacle(
+                        &e,
+                        &format!("list {} ({group})", resource.plural),
+                        "get and list on them",
+                    )
+                })?;
+            out.extend(
+                list.items
+                    .iter()
+                    .filter(|o| {
+                        !resource.namespaced
+                            || o.metadata
+                                .namespace
+                                .as_deref()
+                                .is_some_and(|ns| run.scope.serves(ns))
+                    })
+                    .map(|o| sample(index, o)),
+            );
         }
     }
-    Gathered::Ready(out)
+    Ok(out)
 }
 
 fn api_resource(resource: &HandledResource) -> ApiResource {
@@ -70,7 +80,7 @@ fn api_resource(resource: &HandledResource) -> ApiResource {
 }
 
 /// Reduces an object to what the persistence checks read.
-pub fn sample(resource: usize, object: &DynamicObject) -> ObjectSample {
+pub(crate) fn sample(resource: usize, object: &DynamicObject) -> ObjectSample {
     let meta = &object.metadata;
     let annotations: BTreeMap<String, usize> = meta
         .annotations

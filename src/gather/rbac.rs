@@ -1,5 +1,5 @@
 //! Gathers what the operator's ServiceAccount may do (API I/O only): the permissions the
-//! pure [`checks::rbac::needs`] derives are asked with SubjectAccessReviews as the
+//! pure needs (`model/needs.rs`) derive are asked with SubjectAccessReviews as the
 //! ServiceAccount with its groups (so aggregated ClusterRoles, group bindings and any
 //! authorizer count), concurrently, deduplicated and cached per ServiceAccount for one
 //! audit cycle; the Roles, ClusterRoles and bindings that reach it are read to explain
@@ -8,17 +8,21 @@
 //! The auditor needs `create` on `subjectaccessreviews` and `get`/`list` on the four RBAC
 //! kinds; without them the RBAC area is `Unknown`, reason `Forbidden`, naming what it lacks.
 
-use crate::checks::rbac as checks;
-use crate::conditions::Reason;
-use crate::evidence::rbac::{Binding, BindingKind, PeeringCrds, Permission, RbacEvidence, Rule};
-use crate::evidence::{Gathered, TargetEvidence, Unavailable};
-use crate::kopf_mode::{KopfRun, Peering, Scope};
+use super::{Reach, obstacle};
+use crate::model::evidence::{
+    Gathered, HandledResource, RbacEvidence, TargetEvidence, Unavailable,
+};
+use crate::model::kopf_run::{KopfRun, Peering};
+use crate::model::needs;
+use crate::model::rbac::{
+    Binding, BindingKind, PeeringCrds, Permission, RoleKind, Rule, ServiceAccountRef, Subject,
+};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
@@ -29,16 +33,16 @@ use std::sync::Mutex;
 /// How many SubjectAccessReviews are in flight at once.
 const CONCURRENT_REVIEWS: usize = 8;
 
-type BindingsKey = (crate::evidence::rbac::ServiceAccountRef, BTreeSet<String>);
+type BindingsKey = (ServiceAccountRef, BTreeSet<String>);
 
 /// What one audit cycle has already read or asked, shared by its targets (a selector may
 /// match several Deployments running as one ServiceAccount) and by the handled-resources
 /// gatherer, so each SubjectAccessReview and read happens once per cycle.
 #[derive(Debug, Default)]
-pub struct Cache {
+pub(crate) struct Cache {
     bindings: Mutex<HashMap<BindingsKey, Result<Vec<Binding>, Unavailable>>>,
     crds: Mutex<HashMap<String, Option<CustomResourceDefinition>>>,
-    answers: Mutex<HashMap<crate::evidence::rbac::ServiceAccountRef, BTreeMap<Permission, bool>>>,
+    answers: Mutex<HashMap<ServiceAccountRef, BTreeMap<Permission, bool>>>,
 }
 
 /// Locks a cache map; a panic elsewhere cannot leave it half-written, so poison is ignored.
@@ -46,26 +50,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The message for a 403 on something the auditor itself must be allowed to do.
-pub fn auditor_forbidden(what: &str, grant: &str) -> Unavailable {
-    Unavailable {
-        reason: Reason::Forbidden,
-        message: format!(
-            "The auditor may not {what}: grant its ClusterRole {grant} (see the README, \"The auditor's own RBAC\"); the other areas are audited as usual."
-        ),
-    }
-}
-
-/// Turns a failed read into the area's `Unavailable`: 403 names the permission, anything
-/// else is an audit failure with the client's error.
+/// A failed read of the auditor's own: 403 names the permission to grant.
 fn unavailable(e: &kube::Error, what: &str, grant: &str) -> Unavailable {
-    match e {
-        kube::Error::Api(s) if s.code == 403 => auditor_forbidden(what, grant),
-        other => Unavailable {
-            reason: Reason::AuditFailed,
-            message: format!("Could not {what}: {other}"),
-        },
-    }
+    obstacle(e, what, grant)
 }
 
 const RBAC_GRANT: &str = "get and list on roles, clusterroles, rolebindings and clusterrolebindings (apiGroups: [rbac.authorization.k8s.io])";
@@ -74,7 +61,7 @@ const SAR_GRANT: &str = "create on subjectaccessreviews (apiGroups: [authorizati
 
 impl Cache {
     /// A CRD by name (`plural.group`), `None` when it does not exist; read once per cycle.
-    pub async fn crd(
+    pub(crate) async fn crd(
         &self,
         client: &Client,
         name: &str,
@@ -96,10 +83,10 @@ impl Cache {
 
     /// The bindings that reach the ServiceAccount: every ClusterRoleBinding, and the
     /// RoleBindings of `namespaces`, with their roles' rules; read once per cycle.
-    pub async fn bindings(
+    pub(crate) async fn bindings(
         &self,
         client: &Client,
-        sa: &crate::evidence::rbac::ServiceAccountRef,
+        sa: &ServiceAccountRef,
         namespaces: &BTreeSet<String>,
     ) -> Result<Vec<Binding>, Unavailable> {
         let key = (sa.clone(), namespaces.clone());
@@ -113,10 +100,10 @@ impl Cache {
 
     /// Asks every permission not yet answered for this ServiceAccount in this cycle, with
     /// SubjectAccessReviews in parallel; returns the answers for `wanted`.
-    pub async fn review(
+    pub(crate) async fn review(
         &self,
         client: &Client,
-        sa: &crate::evidence::rbac::ServiceAccountRef,
+        sa: &ServiceAccountRef,
         wanted: &BTreeSet<Permission>,
     ) -> Result<BTreeMap<Permission, bool>, Unavailable> {
         let todo: Vec<Permission> = {
@@ -168,10 +155,7 @@ impl Cache {
 }
 
 /// The SubjectAccessReview asking one permission as the ServiceAccount with its groups.
-pub fn review_for(
-    sa: &crate::evidence::rbac::ServiceAccountRef,
-    p: &Permission,
-) -> SubjectAccessReview {
+fn review_for(sa: &ServiceAccountRef, p: &Permission) -> SubjectAccessReview {
     let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
     SubjectAccessReview {
         metadata: Default::default(),
@@ -179,7 +163,7 @@ pub fn review_for(
             user: Some(sa.username()),
             groups: Some(sa.groups()),
             resource_attributes: Some(ResourceAttributes {
-                verb: Some(p.verb.clone()),
+                verb: Some(p.verb.as_str().to_string()),
                 group: Some(p.group.clone()),
                 resource: Some(p.resource.clone()),
                 subresource: some(&p.subresource),
@@ -192,59 +176,56 @@ pub fn review_for(
     }
 }
 
-/// The namespaces whose RoleBindings can matter: the operator's own and the exact names
-/// it serves.
-pub fn binding_namespaces(run: &KopfRun, own: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::from([own.to_string()]);
-    if let Scope::Namespaced(names) = &run.scope {
-        out.extend(
-            names
-                .iter()
-                .filter(|n| !Scope::Namespaced(vec![(*n).clone()]).has_patterns())
-                .cloned(),
-        );
-    }
-    out
+/// The namespaces whose RoleBindings can matter (the operator's own and the exact
+/// names it serves) split into those within reach and those left unread.
+pub(crate) fn binding_namespaces(
+    run: &KopfRun,
+    own: &str,
+    reach: &Reach,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut wanted = BTreeSet::from([own.to_string()]);
+    wanted.extend(run.scope.specific_names());
+    wanted
+        .into_iter()
+        .partition(|ns| reach.may_read(Some(ns.as_str())))
 }
 
 /// How a binding subject reaches the ServiceAccount, if it does.
-pub fn reaches(
-    subject: &Subject,
-    sa: &crate::evidence::rbac::ServiceAccountRef,
+fn reaches(
+    subject: &k8s_openapi::api::rbac::v1::Subject,
+    sa: &ServiceAccountRef,
     binding_namespace: Option<&str>,
-) -> Option<String> {
+) -> Option<Subject> {
     match subject.kind.as_str() {
         "ServiceAccount" => {
             let ns = subject.namespace.as_deref().or(binding_namespace);
             (subject.name == sa.name && ns == Some(sa.namespace.as_str()))
-                .then(|| format!("ServiceAccount {sa}"))
+                .then(|| Subject::ServiceAccount(sa.clone()))
         }
-        "User" => (subject.name == sa.username()).then(|| format!("User {}", subject.name)),
+        "User" => (subject.name == sa.username()).then(|| Subject::User(subject.name.clone())),
         "Group" => sa
             .groups()
             .contains(&subject.name)
-            .then(|| format!("Group {}", subject.name)),
+            .then(|| Subject::Group(subject.name.clone())),
         _ => None,
     }
 }
 
 /// The first subject of a binding that reaches the ServiceAccount.
 fn reaching(
-    subjects: Option<&Vec<Subject>>,
-    sa: &crate::evidence::rbac::ServiceAccountRef,
+    subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>,
+    sa: &ServiceAccountRef,
     ns: Option<&str>,
-) -> Option<String> {
-    let mut ways: Vec<String> = subjects
+) -> Option<Subject> {
+    subjects
         .into_iter()
         .flatten()
         .filter_map(|s| reaches(s, sa, ns))
-        .collect();
-    ways.sort();
-    ways.into_iter().next()
+        .min()
 }
 
 /// The resource rules of a role (non-resource URL rules dropped).
-pub fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
+fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
     rules
         .into_iter()
         .flatten()
@@ -260,7 +241,7 @@ pub fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
 
 async fn read_bindings(
     client: &Client,
-    sa: &crate::evidence::rbac::ServiceAccountRef,
+    sa: &ServiceAccountRef,
     namespaces: &BTreeSet<String>,
 ) -> Result<Vec<Binding>, Unavailable> {
     let lp = ListParams::default();
@@ -274,7 +255,7 @@ async fn read_bindings(
                 RBAC_GRANT,
             )
         })?;
-    let mut found: Vec<(BindingKind, String, RoleRef, String)> = crbs
+    let mut found: Vec<(BindingKind, String, RoleRef, Subject)> = crbs
         .items
         .into_iter()
         .filter_map(|b| {
@@ -311,8 +292,9 @@ async fn read_bindings(
     let mut out = Vec::with_capacity(found.len());
     let mut cluster_roles: HashMap<String, Option<ClusterRole>> = HashMap::new();
     for (kind, name, role_ref, via) in found {
-        let (rules, missing, aggregated) = match (role_ref.kind.as_str(), &kind) {
-            ("Role", BindingKind::RoleBinding(ns)) => {
+        let role_kind = RoleKind::parse(&role_ref.kind);
+        let (rules, missing, aggregated) = match (role_kind, &kind) {
+            (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
                 let role = Api::<Role>::namespaced(client.clone(), ns)
                     .get_opt(&role_ref.name)
                     .await
@@ -328,7 +310,7 @@ async fn read_bindings(
                     None => (Vec::new(), true, false),
                 }
             }
-            ("ClusterRole", _) => {
+            (Some(RoleKind::ClusterRole), _) => {
                 let role = match cluster_roles.get(&role_ref.name) {
                     Some(r) => r.clone(),
                     None => {
@@ -360,7 +342,7 @@ async fn read_bindings(
         out.push(Binding {
             kind,
             name,
-            role_kind: role_ref.kind,
+            role_kind,
             role_name: role_ref.name,
             via,
             rules,
@@ -384,132 +366,41 @@ async fn peering_crds(client: &Client, cache: &Cache) -> Result<PeeringCrds, Una
 }
 
 /// Gathers the RBAC evidence of one target: the bindings that reach its ServiceAccount,
-/// the peering CRDs (unless `--standalone`) and the API server's answer to every needed
-/// permission. Call after the handled resources are gathered: they add needs.
-pub async fn gather(
+/// the peering CRDs (unless `--standalone`), the needs of its run mode and handled
+/// resources, and the API server's answer to every needed permission.
+pub(crate) async fn gather(
     client: &Client,
     target: &TargetEvidence,
+    run: &KopfRun,
+    handled: Option<&Vec<HandledResource>>,
+    reach: &Reach,
     cache: &Cache,
 ) -> Gathered<RbacEvidence> {
-    let Some(run) = &target.kopf else {
-        return Gathered::NotGathered;
-    };
-    let sa = checks::service_account(target);
-    let namespaces = binding_namespaces(run, &sa.namespace);
-    let bindings = match cache.bindings(client, &sa, &namespaces).await {
-        Ok(b) => b,
-        Err(u) => return Gathered::Unavailable(u),
-    };
-    let peering = if run.peering == Peering::Standalone {
+    let sa = target.service_account();
+    let (namespaces, unread_namespaces) = binding_namespaces(run, &sa.namespace, reach);
+    let bindings = cache.bindings(client, &sa, &namespaces).await?;
+    let peering_crds = if run.peering == Peering::Standalone {
         PeeringCrds::default()
     } else {
-        match peering_crds(client, cache).await {
-            Ok(p) => p,
-            Err(u) => return Gathered::Unavailable(u),
-        }
+        peering_crds(client, cache).await?
     };
-    let needs = checks::needs(
+    let needs = needs::needs(
         run,
-        target.handled.ready().map(Vec::as_slice),
+        handled.map(Vec::as_slice),
         &sa.namespace,
-        &peering,
+        &peering_crds,
     );
-    let wanted = checks::permissions(&needs);
-    let answers = match cache.review(client, &sa, &wanted).await {
-        Ok(a) => a,
-        Err(u) => return Gathered::Unavailable(u),
-    };
-    Gathered::Ready(RbacEvidence {
+    let wanted = needs::permissions(&needs);
+    let answers = cache.review(client, &sa, &wanted).await?;
+    Ok(RbacEvidence {
         service_account: sa,
         answers,
         bindings,
-        peering_crds: peering,
+        peering_crds,
+        needs,
+        unread_namespaces,
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::evidence::rbac::ServiceAccountRef;
-
-    fn subject(kind: &str, name: &str, ns: Option<&str>) -> Subject {
-        Subject {
-            kind: kind.into(),
-            name: name.into(),
-            namespace: ns.map(str::to_string),
-            api_group: None,
-        }
-    }
-
-    #[test]
-    fn subjects_that_reach_a_service_account() {
-        let sa = ServiceAccountRef {
-            namespace: "ns".into(),
-            name: "op".into(),
-        };
-        let r = |s: Subject, ns| reaches(&s, &sa, ns);
-        assert!(r(subject("ServiceAccount", "op", Some("ns")), None).is_some());
-        assert!(r(subject("ServiceAccount", "op", None), Some("ns")).is_some());
-        assert!(r(subject("ServiceAccount", "op", Some("other")), None).is_none());
-        assert!(r(subject("ServiceAccount", "other", Some("ns")), None).is_none());
-        assert_eq!(
-            r(subject("Group", "system:serviceaccounts:ns", None), None).as_deref(),
-            Some("Group system:serviceaccounts:ns")
-        );
-        assert!(r(subject("Group", "system:serviceaccounts:other", None), None).is_none());
-        assert!(r(subject("User", "system:serviceaccount:ns:op", None), None).is_some());
-    }
-
-    #[test]
-    fn a_review_asks_as_the_service_account_with_its_groups() {
-        let sa = ServiceAccountRef {
-            namespace: "ns".into(),
-            name: "op".into(),
-        };
-        let mut p = Permission::new("patch", "g", "widgets", Some("ns"));
-        p.subresource = "status".into();
-        let r = review_for(&sa, &p);
-        assert_eq!(r.spec.user.as_deref(), Some("system:serviceaccount:ns:op"));
-        assert_eq!(
-            r.spec.groups,
-            Some(vec![
-                "system:serviceaccounts".into(),
-                "system:serviceaccounts:ns".into(),
-                "system:authenticated".into()
-            ])
-        );
-        let attrs = r.spec.resource_attributes.expect("attributes");
-        assert_eq!(attrs.subresource.as_deref(), Some("status"));
-        assert_eq!(attrs.namespace.as_deref(), Some("ns"));
-        let cluster = review_for(&sa, &Permission::new("list", "", "namespaces", None));
-        let attrs = cluster.spec.resource_attributes.expect("attributes");
-        assert_eq!(attrs.namespace, None);
-        assert_eq!(attrs.subresource, None);
-        assert_eq!(attrs.group.as_deref(), Some(""));
-    }
-
-    #[test]
-    fn forbidden_names_what_the_auditor_lacks() {
-        let u = auditor_forbidden(
-            "create subjectaccessreviews.authorization.k8s.io",
-            SAR_GRANT,
-        );
-        assert_eq!(u.reason, Reason::Forbidden);
-        assert!(u.message.contains("create on subjectaccessreviews"));
-    }
-
-    #[test]
-    fn role_bindings_are_read_in_the_own_and_exact_namespaces() {
-        let run = KopfRun {
-            container: "c".into(),
-            scope: Scope::Namespaced(vec!["a".into(), "team-*".into()]),
-            peering: Peering::Auto,
-            log_format: crate::kopf_mode::LogFormat::Full,
-            liveness: None,
-        };
-        assert_eq!(
-            binding_namespaces(&run, "own"),
-            BTreeSet::from(["a".to_string(), "own".to_string()])
-        );
-    }
-}
+mod tests;

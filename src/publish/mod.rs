@@ -1,25 +1,22 @@
-//! The publish phase: API I/O only. One server-side-apply status patch with a single
-//! field manager, written only when the status changed; one Event per transition.
+//! The publish layer: API I/O only. One server-side-apply status patch with a single
+//! field manager, written only when the status changed; one Event per transition; the
+//! optional PolicyReport; the metrics.
 
-pub mod policy_report;
+pub(crate) mod metrics;
+pub(crate) mod policy_report;
 
 use crate::api::{KopfAudit, KopfAuditStatus};
-use crate::evaluate::PlannedEvent;
+use crate::catalog::{EventType, FIELD_MANAGER, REPORTING_CONTROLLER};
+use crate::evaluate::events::PlannedEvent;
 use jiff::Timestamp;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
 
-/// The field manager of every status write: one owner for the whole status.
-pub const FIELD_MANAGER: &str = "kopf-audit";
-
-/// The `reportingController` of the auditor's Events.
-pub const REPORTING_CONTROLLER: &str = "kopfaudit.dev/kopf-audit";
-
 /// Why publishing failed.
 #[derive(Debug, thiserror::Error)]
-pub enum PublishError {
+pub(crate) enum PublishError {
     /// The status patch was refused or failed.
     #[error("writing the status of {name}: {source}")]
     Status {
@@ -41,7 +38,7 @@ pub enum PublishError {
 }
 
 /// Applies the whole status with server-side apply.
-pub async fn write_status(
+pub(crate) async fn write_status(
     api: &Api<KopfAudit>,
     name: &str,
     status: &KopfAuditStatus,
@@ -67,19 +64,19 @@ pub async fn write_status(
 /// Creates `events.k8s.io/v1` Events about KopfAudits. Transitions are detected by the
 /// evaluate phase, so every call is a new Event: no aggregation cache is needed.
 #[derive(Clone)]
-pub struct EventPublisher {
+pub(crate) struct EventPublisher {
     client: Client,
     instance: String,
 }
 
 impl EventPublisher {
     /// A publisher reporting as `instance` (the pod name, or the host for the CLI).
-    pub fn new(client: Client, instance: String) -> Self {
+    pub(crate) fn new(client: Client, instance: String) -> Self {
         EventPublisher { client, instance }
     }
 
     /// Creates one Event regarding `audit`.
-    pub async fn emit(
+    pub(crate) async fn emit(
         &self,
         audit: &KopfAudit,
         planned: &PlannedEvent,
@@ -96,7 +93,15 @@ impl EventPublisher {
             action: Some("Audit".into()),
             reason: Some(planned.reason.as_str().into()),
             note: Some(planned.note.clone()),
-            type_: Some(if planned.warning { "Warning" } else { "Normal" }.into()),
+            type_: Some(
+                if planned.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                }
+                .as_str()
+                .into(),
+            ),
             regarding: Some(audit.object_ref(&())),
             reporting_controller: Some(REPORTING_CONTROLLER.into()),
             reporting_instance: Some(self.instance.clone()),

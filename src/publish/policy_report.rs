@@ -4,13 +4,13 @@
 //! changed.
 
 use crate::api::{Finding, KopfAudit, KopfAuditStatus};
-use crate::checks::Severity;
+use crate::catalog::{FIELD_MANAGER, Severity};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Resource, ResourceExt};
 
 /// At most this many results per report.
-pub const MAX_RESULTS: usize = 50;
+const MAX_RESULTS: usize = 50;
 
 /// The PolicyReport resource.
 pub fn resource() -> ApiResource {
@@ -21,7 +21,7 @@ pub fn resource() -> ApiResource {
 }
 
 /// The report's name for a KopfAudit.
-pub fn report_name(audit: &KopfAudit) -> String {
+fn report_name(audit: &KopfAudit) -> String {
     format!("kopf-audit-{}", audit.name_any())
 }
 
@@ -53,7 +53,7 @@ fn result(namespace: &str, finding: &Finding) -> serde_json::Value {
 }
 
 /// The report for a status: every finding is a failure to report (info ones as `warn`).
-pub fn build(audit: &KopfAudit, status: &KopfAuditStatus) -> serde_json::Value {
+fn build(audit: &KopfAudit, status: &KopfAuditStatus) -> serde_json::Value {
     let namespace = audit.namespace().unwrap_or_default();
     let results: Vec<serde_json::Value> = status
         .findings
@@ -79,7 +79,7 @@ pub fn build(audit: &KopfAudit, status: &KopfAuditStatus) -> serde_json::Value {
 }
 
 /// Applies the report; `Ok(false)` when the PolicyReport CRD is not installed.
-pub async fn write(
+pub(crate) async fn write(
     client: &Client,
     audit: &KopfAudit,
     status: &KopfAuditStatus,
@@ -90,7 +90,7 @@ pub async fn write(
     match api
         .patch(
             &report_name(audit),
-            &PatchParams::apply(super::FIELD_MANAGER).force(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&report),
         )
         .await
@@ -104,7 +104,7 @@ pub async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::CheckId;
+    use crate::catalog::CheckId;
 
     #[test]
     fn failures_only_capped_and_owned_by_the_audit() {

@@ -5,9 +5,11 @@
 use crate::operator::ensure_crd;
 use crate::support::{self, Auditor, TestNamespace, say, wait_for};
 use kopf_audit::api::KopfAudit;
-use kopf_audit::leader::LEASE_SECONDS;
 use kube::api::{Api, PostParams};
 use std::time::Duration;
+
+/// How long the auditor's Lease lasts without renewal.
+const LEASE_SECONDS: u64 = 15;
 
 async fn create(client: &kube::Client, ns: &str, name: &str) {
     let audit: KopfAudit = serde_json::from_value(serde_json::json!({
@@ -67,6 +69,7 @@ async fn the_standby_takes_over_when_the_leader_dies() {
     say("killing the leader (SIGKILL: the Lease is not released)");
     first.kill();
     create(&client, &ns.name, "after").await;
+    // The Lease lasts 15 s (README, "The binary"): a standby takes over within it.
     let bound = Duration::from_secs(LEASE_SECONDS + 30 + 10);
     wait_audited(&client, &ns.name, "after", bound).await;
     assert!(second.logs().contains("leading"), "the standby took over");

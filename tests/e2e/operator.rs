@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kopf_audit::api::{KopfAudit, KopfAuditStatus};
-use kopf_audit::publish::REPORTING_CONTROLLER;
+use kopf_audit::catalog::REPORTING_CONTROLLER;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt, ResourceExt};
 use std::collections::BTreeSet;
@@ -618,7 +618,10 @@ async fn a_policy_report_mirrors_the_findings_when_its_crd_is_installed() {
     let reports: Api<kube::api::DynamicObject> = Api::namespaced_with(
         client.clone(),
         &ns.name,
-        &kopf_audit::publish::policy_report::resource(),
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("wgpolicyk8s.io", "v1alpha2", "PolicyReport"),
+            "policyreports",
+        ),
     );
     let report = wait_for("the PolicyReport", Duration::from_secs(90), || {
         let reports = reports.clone();

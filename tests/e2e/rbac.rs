@@ -271,7 +271,7 @@ async fn rbac_missing_namespaces_with_a_pattern_is_an_error() {
     let (_a, status) = expect_exactly("rbac-no-namespaces", &["rbac.namespaces"]).await;
     let f = rbac_findings(&status)[0];
     assert_eq!(f.severity.as_str(), "error");
-    assert!(f.message.contains("kopf's source wins"), "{}", f.message);
+    assert!(f.message.contains("never lists namespaces"), "{}", f.message);
     assert_eq!(
         condition(&status, "RBACCompliant").map(|c| c.0),
         Some("False")

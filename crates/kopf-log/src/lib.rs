@@ -5,7 +5,8 @@
 //! time, level, logger, object reference and a recognised [`EventKind`]
 //! (handler outcomes, event-posting failures, RBAC `forbidden` errors,
 //! peering, fatal watcher failures, ...). The templates are kopf's own
-//! (read from kopf 1.45.2, 1.43.0 and 1.39.1): see `kopf-facts.md`.
+//! (read from kopf 1.45.2, 1.43.0 and 1.39.1, `_core/actions/execution.py`,
+//! `_cogs/clients/events.py`, `_core/reactor/observation.py` and others).
 //!
 //! All three `--log-format`s are understood, line by line (a log may mix them,
 //! e.g. after a restart with other flags), with the kubelet's `timestamps=true`
@@ -97,6 +98,24 @@ pub enum LogFormat {
     Plain,
     /// One JSON object per line (`message`, `timestamp`, `severity`, `object`, `exc_info`).
     Json,
+}
+
+impl LogFormat {
+    /// The value of kopf's `--log-format` flag (`full`, `plain`, `json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Full => "full",
+            LogFormat::Plain => "plain",
+            LogFormat::Json => "json",
+        }
+    }
+
+    /// Reads a `--log-format` value (any case); `None` for anything else.
+    pub fn parse(value: &str) -> Option<LogFormat> {
+        [LogFormat::Full, LogFormat::Plain, LogFormat::Json]
+            .into_iter()
+            .find(|f| value.eq_ignore_ascii_case(f.as_str()))
+    }
 }
 
 /// A Python logging level, as kopf writes it.

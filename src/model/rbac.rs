@@ -2,30 +2,43 @@
 //! (SubjectAccessReviews), and the RBAC objects that reach it (read only to explain the
 //! answers and to find over-privilege; the answers themselves are never re-computed).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
+
+/// The group every ServiceAccount token carries.
+pub(crate) const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
+/// The group every authenticated user carries.
+pub(crate) const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
 /// The ServiceAccount the operator's pods run as; findings name it and reviews ask as it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ServiceAccountRef {
+pub(crate) struct ServiceAccountRef {
     /// Its namespace (the Deployment's).
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Its name (`default` when the pod template names none).
-    pub name: String,
+    pub(crate) name: String,
 }
 
 impl ServiceAccountRef {
+    /// The ServiceAccount a pod runs as when its template names none.
+    pub(crate) const DEFAULT: &'static str = "default";
+
+    /// Whether this is its namespace's `default` ServiceAccount.
+    pub(crate) fn is_default(&self) -> bool {
+        self.name == Self::DEFAULT
+    }
+
     /// The user name the API server authenticates its token as.
-    pub fn username(&self) -> String {
+    pub(crate) fn username(&self) -> String {
         format!("system:serviceaccount:{}:{}", self.namespace, self.name)
     }
 
     /// The groups every ServiceAccount token carries, so that bindings to groups count.
-    pub fn groups(&self) -> Vec<String> {
+    pub(crate) fn groups(&self) -> Vec<String> {
         vec![
-            "system:serviceaccounts".into(),
-            format!("system:serviceaccounts:{}", self.namespace),
-            "system:authenticated".into(),
+            SERVICE_ACCOUNTS_GROUP.into(),
+            format!("{SERVICE_ACCOUNTS_GROUP}:{}", self.namespace),
+            AUTHENTICATED_GROUP.into(),
         ]
     }
 }
@@ -36,27 +49,67 @@ impl fmt::Display for ServiceAccountRef {
     }
 }
 
+/// The verbs kopf needs, as RBAC spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Verb {
+    /// `get`.
+    Get,
+    /// `list`.
+    List,
+    /// `watch`.
+    Watch,
+    /// `create`.
+    Create,
+    /// `patch`.
+    Patch,
+}
+
+impl Verb {
+    /// The word in rules and SubjectAccessReviews.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Patch => "patch",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One permission as a SubjectAccessReview asks it: the unit of asking, deduplicating and
 /// caching.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Permission {
-    /// The verb (`list`, `create`, ...).
-    pub verb: String,
+pub(crate) struct Permission {
+    /// The verb.
+    pub(crate) verb: Verb,
     /// The API group (empty for core).
-    pub group: String,
+    pub(crate) group: String,
     /// The plural resource.
-    pub resource: String,
+    pub(crate) resource: String,
     /// The subresource (`status`), or empty.
-    pub subresource: String,
+    pub(crate) subresource: String,
     /// The namespace; `None` asks at cluster scope (all namespaces for namespaced kinds).
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
 }
 
 impl Permission {
     /// A permission on a resource without subresource.
-    pub fn new(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> Permission {
+    #[cfg(test)]
+    pub(crate) fn new(
+        verb: Verb,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Permission {
         Permission {
-            verb: verb.into(),
+            verb,
             group: group.into(),
             resource: resource.into(),
             subresource: String::new(),
@@ -66,12 +119,12 @@ impl Permission {
 
     /// `resource.group` (`events` for core), with `/subresource` when there is one: how
     /// messages name what is denied.
-    pub fn resource_name(&self) -> String {
+    pub(crate) fn resource_name(&self) -> String {
         resource_name(&self.group, &self.resource, &self.subresource)
     }
 
     /// `at cluster scope` or `in namespace NS`.
-    pub fn scope_text(&self) -> String {
+    pub(crate) fn scope_text(&self) -> String {
         match &self.namespace {
             None => "at cluster scope".into(),
             Some(ns) => format!("in namespace {ns}"),
@@ -80,7 +133,7 @@ impl Permission {
 }
 
 /// `resource.group` (`events` for core), with `/subresource` when there is one.
-pub fn resource_name(group: &str, resource: &str, subresource: &str) -> String {
+pub(crate) fn resource_name(group: &str, resource: &str, subresource: &str) -> String {
     let mut out = resource.to_string();
     if !group.is_empty() {
         out.push('.');
@@ -95,21 +148,21 @@ pub fn resource_name(group: &str, resource: &str, subresource: &str) -> String {
 
 /// One RBAC rule on resources (non-resource URL rules are dropped when read).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     /// `apiGroups`.
-    pub api_groups: Vec<String>,
+    pub(crate) api_groups: Vec<String>,
     /// `resources` (may include `plural/subresource`).
-    pub resources: Vec<String>,
+    pub(crate) resources: Vec<String>,
     /// `verbs`.
-    pub verbs: Vec<String>,
+    pub(crate) verbs: Vec<String>,
     /// `resourceNames`: when set, the rule covers only those objects.
-    pub resource_names: Vec<String>,
+    pub(crate) resource_names: Vec<String>,
 }
 
 impl Rule {
     /// Whether the rule covers the group and `resource[/subresource]` (wildcards included),
     /// whatever the verbs; rules restricted by `resourceNames` cover no collection.
-    pub fn covers_resource(&self, group: &str, resource: &str, subresource: &str) -> bool {
+    pub(crate) fn covers_resource(&self, group: &str, resource: &str, subresource: &str) -> bool {
         if !self.resource_names.is_empty() {
             return false;
         }
@@ -126,12 +179,17 @@ impl Rule {
     }
 
     /// Whether the rule grants `verb` (or `*`).
-    pub fn has_verb(&self, verb: &str) -> bool {
-        self.verbs.iter().any(|v| v == "*" || v == verb)
+    pub(crate) fn has_verb(&self, verb: Verb) -> bool {
+        self.verbs.iter().any(|v| v == "*" || v == verb.as_str())
+    }
+
+    /// Whether the rule grants every verb or covers every resource.
+    pub(crate) fn has_wildcard(&self) -> bool {
+        self.verbs.iter().any(|v| v == "*") || self.resources.iter().any(|x| x == "*")
     }
 
     /// The rule in one line of YAML flow style, for evidence.
-    pub fn flow_yaml(&self) -> String {
+    pub(crate) fn flow_yaml(&self) -> String {
         let list = |v: &[String]| {
             v.iter()
                 .map(|s| yaml_word(s))
@@ -156,7 +214,7 @@ impl Rule {
 
 /// A word as YAML writes it in flow style: quoted when empty or when it would not parse
 /// as a plain string (`""`, `"*"`).
-pub fn yaml_word(s: &str) -> String {
+pub(crate) fn yaml_word(s: &str) -> String {
     let plain = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/'));
@@ -169,40 +227,99 @@ pub fn yaml_word(s: &str) -> String {
 
 /// How a binding is scoped.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum BindingKind {
+pub(crate) enum BindingKind {
     /// A ClusterRoleBinding: its role applies in every namespace and at cluster scope.
     ClusterRoleBinding,
     /// A RoleBinding in this namespace: its role applies there only.
     RoleBinding(String),
 }
 
+/// The kind of a bound role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum RoleKind {
+    /// A Role (namespaced; only a RoleBinding in its namespace can bind it).
+    Role,
+    /// A ClusterRole.
+    ClusterRole,
+}
+
+impl RoleKind {
+    /// Reads a `roleRef.kind`; `None` for anything the API server would refuse.
+    pub(crate) fn parse(kind: &str) -> Option<RoleKind> {
+        match kind {
+            "Role" => Some(RoleKind::Role),
+            "ClusterRole" => Some(RoleKind::ClusterRole),
+            _ => None,
+        }
+    }
+
+    /// The kind as written.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            RoleKind::Role => "Role",
+            RoleKind::ClusterRole => "ClusterRole",
+        }
+    }
+}
+
+/// The ClusterRole that grants everything.
+pub(crate) const CLUSTER_ADMIN: &str = "cluster-admin";
+
+/// How a binding's subject reaches the ServiceAccount.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Subject {
+    /// As itself.
+    ServiceAccount(ServiceAccountRef),
+    /// As its user name (`system:serviceaccount:NS:NAME`).
+    User(String),
+    /// As one of its groups.
+    Group(String),
+}
+
+impl Subject {
+    /// Whether the subject is every ServiceAccount or every authenticated user: the
+    /// cluster's default bindings, not bindings made for this operator.
+    pub(crate) fn is_broad(&self) -> bool {
+        matches!(self, Subject::Group(g) if g == SERVICE_ACCOUNTS_GROUP || g == AUTHENTICATED_GROUP)
+    }
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::ServiceAccount(sa) => write!(f, "ServiceAccount {sa}"),
+            Subject::User(u) => write!(f, "User {u}"),
+            Subject::Group(g) => write!(f, "Group {g}"),
+        }
+    }
+}
+
 /// A binding that reaches the ServiceAccount (directly, as its user, or through one of
 /// its groups), with the rules of the role it binds.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Binding {
+pub(crate) struct Binding {
     /// ClusterRoleBinding, or RoleBinding and its namespace.
-    pub kind: BindingKind,
+    pub(crate) kind: BindingKind,
     /// The binding's name.
-    pub name: String,
-    /// `Role` or `ClusterRole`.
-    pub role_kind: String,
+    pub(crate) name: String,
+    /// `Role` or `ClusterRole`; `None` for a roleRef of another kind (it grants nothing).
+    pub(crate) role_kind: Option<RoleKind>,
     /// The bound role's name.
-    pub role_name: String,
-    /// How the binding reaches the ServiceAccount (`ServiceAccount ns/name`,
-    /// `Group system:serviceaccounts:ns`, ...).
-    pub via: String,
+    pub(crate) role_name: String,
+    /// How the binding reaches the ServiceAccount.
+    pub(crate) via: Subject,
     /// The role's resource rules (after aggregation, for aggregated ClusterRoles).
-    pub rules: Vec<Rule>,
+    pub(crate) rules: Vec<Rule>,
     /// The bound role does not exist: the binding grants nothing.
-    pub role_missing: bool,
+    pub(crate) role_missing: bool,
     /// The ClusterRole is aggregated (its rules are filled from labelled ClusterRoles).
-    pub aggregated: bool,
+    pub(crate) aggregated: bool,
 }
 
 impl Binding {
     /// Whether the binding's rules apply to a permission asked in `namespace`
     /// (`None`: cluster scope).
-    pub fn applies_in(&self, namespace: Option<&str>) -> bool {
+    pub(crate) fn applies_in(&self, namespace: Option<&str>) -> bool {
         match (&self.kind, namespace) {
             (BindingKind::ClusterRoleBinding, _) => true,
             (BindingKind::RoleBinding(ns), Some(want)) => ns == want,
@@ -211,16 +328,22 @@ impl Binding {
     }
 
     /// `ClusterRoleBinding NAME` or `RoleBinding NS/NAME`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.kind {
             BindingKind::ClusterRoleBinding => format!("ClusterRoleBinding {}", self.name),
             BindingKind::RoleBinding(ns) => format!("RoleBinding {ns}/{}", self.name),
         }
     }
 
+    /// Whether it binds cluster-admin.
+    pub(crate) fn is_cluster_admin(&self) -> bool {
+        self.role_kind == Some(RoleKind::ClusterRole) && self.role_name == CLUSTER_ADMIN
+    }
+
     /// `ClusterRole NAME` or `Role NAME`, marked when aggregated or missing.
-    pub fn describe_role(&self) -> String {
-        let mut out = format!("{} {}", self.role_kind, self.role_name);
+    pub(crate) fn describe_role(&self) -> String {
+        let kind = self.role_kind.map_or("role", RoleKind::as_str);
+        let mut out = format!("{kind} {}", self.role_name);
         if self.aggregated {
             out.push_str(" (aggregated)");
         }
@@ -234,26 +357,26 @@ impl Binding {
 /// Which of kopf's peering CRDs exist, by CRD name (`kopfpeerings.kopf.dev`, ...): kopf
 /// peers by default only when the CRD exists, and uses `zalando.org` when only that one does.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PeeringCrds {
+pub(crate) struct PeeringCrds {
     /// The names of the peering CRDs that exist.
-    pub present: BTreeSet<String>,
+    pub(crate) present: BTreeSet<String>,
 }
 
 /// The API groups kopf accepts for its peering resources, preferred first.
-pub const PEERING_GROUPS: [&str; 2] = ["kopf.dev", "zalando.org"];
+pub(crate) const PEERING_GROUPS: [&str; 2] = ["kopf.dev", "zalando.org"];
 /// The namespaced peering resource (`-n` mode).
-pub const PEERING_NAMESPACED: &str = "kopfpeerings";
+pub(crate) const PEERING_NAMESPACED: &str = "kopfpeerings";
 /// The cluster-scoped peering resource (`-A` mode).
-pub const PEERING_CLUSTER: &str = "clusterkopfpeerings";
+pub(crate) const PEERING_CLUSTER: &str = "clusterkopfpeerings";
 
 impl PeeringCrds {
     /// Whether `plural.group` exists.
-    pub fn has(&self, plural: &str, group: &str) -> bool {
+    pub(crate) fn has(&self, plural: &str, group: &str) -> bool {
         self.present.contains(&format!("{plural}.{group}"))
     }
 
     /// The CRD names worth looking up.
-    pub fn candidates() -> Vec<String> {
+    pub(crate) fn candidates() -> Vec<String> {
         PEERING_GROUPS
             .iter()
             .flat_map(|g| {
@@ -262,26 +385,6 @@ impl PeeringCrds {
                     .map(move |p| format!("{p}.{g}"))
             })
             .collect()
-    }
-}
-
-/// The RBAC evidence of one target (filled by the RBAC gatherer).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RbacEvidence {
-    /// The ServiceAccount asked about.
-    pub service_account: ServiceAccountRef,
-    /// The API server's answer to every permission the checks need (true: allowed).
-    pub answers: BTreeMap<Permission, bool>,
-    /// The bindings that reach the ServiceAccount, sorted, with their roles' rules.
-    pub bindings: Vec<Binding>,
-    /// kopf's peering CRDs that exist (read only when peering is not `--standalone`).
-    pub peering_crds: PeeringCrds,
-}
-
-impl RbacEvidence {
-    /// The answer for a permission; `None` when it was not asked.
-    pub fn allowed(&self, permission: &Permission) -> Option<bool> {
-        self.answers.get(permission).copied()
     }
 }
 
@@ -299,48 +402,4 @@ pub(crate) fn test_rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    use super::test_rule as rule;
-
-    #[test]
-    fn rules_cover_resources_and_subresources() {
-        let r = rule(&["g"], &["widgets", "widgets/status"], &["get"]);
-        assert!(r.covers_resource("g", "widgets", ""));
-        assert!(r.covers_resource("g", "widgets", "status"));
-        assert!(!r.covers_resource("h", "widgets", ""));
-        assert!(!r.covers_resource("g", "gadgets", ""));
-        let star = rule(&["*"], &["*"], &["*"]);
-        assert!(star.covers_resource("", "secrets", ""));
-        assert!(star.has_verb("patch"));
-        assert_eq!(
-            star.flow_yaml(),
-            r#"apiGroups: ["*"], resources: ["*"], verbs: ["*"]"#
-        );
-        assert_eq!(yaml_word(""), r#""""#);
-    }
-
-    #[test]
-    fn service_account_identity() {
-        let sa = ServiceAccountRef {
-            namespace: "ns".into(),
-            name: "op".into(),
-        };
-        assert_eq!(sa.username(), "system:serviceaccount:ns:op");
-        assert!(
-            sa.groups()
-                .contains(&"system:serviceaccounts:ns".to_string())
-        );
-        assert_eq!(
-            Permission::new(
-                "list",
-                "apiextensions.k8s.io",
-                "customresourcedefinitions",
-                None
-            )
-            .resource_name(),
-            "customresourcedefinitions.apiextensions.k8s.io"
-        );
-    }
-}
+mod tests;

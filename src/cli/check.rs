@@ -1,21 +1,21 @@
-//! `kopf-audit check`: the operator's gather and evaluate, run once against the current
-//! kubeconfig, for laptops and CI.
+//! `kopf-audit check` and `kopf-audit report`: the operator's audit run once against the
+//! current kubeconfig, for laptops and CI, and the stored results as a person reads them.
 
-use crate::api::{AuditTarget, KopfAudit, KopfAuditSpec, KopfAuditStatus};
-use crate::checks::Severity;
-use crate::evaluate::{self, Outcome, Policy};
-use crate::gather::{self, GatherError};
+use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
+use crate::catalog::Severity;
+use crate::evaluate::{self, Policy};
+use crate::gather::{self, GatherError, Reach};
+use crate::model::settings;
+use crate::reconcile::pipeline::run_audit;
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use std::fmt::Write as _;
 
 /// What `check` should audit.
 #[derive(Clone, Debug)]
-pub enum CheckTarget {
+pub(crate) enum CheckTarget {
     /// A Deployment by name, with default settings.
     Deployment(String),
     /// An existing KopfAudit: its spec is used as written.
@@ -24,8 +24,8 @@ pub enum CheckTarget {
 
 /// Why `check` could not produce a result.
 #[derive(Debug, thiserror::Error)]
-pub enum CheckError {
-    /// Reading the KopfAudit, Deployments or pods failed.
+pub(crate) enum CheckError {
+    /// Reading the KopfAudit failed.
     #[error("{what}: {source}")]
     Api {
         /// What was being read.
@@ -34,31 +34,20 @@ pub enum CheckError {
         #[source]
         source: kube::Error,
     },
-    /// Gathering failed.
+    /// Listing the candidate targets failed.
     #[error(transparent)]
     Gather(#[from] GatherError),
 }
 
 /// Runs one audit and returns the status the operator would write.
-pub async fn check(
+pub(crate) async fn check(
     client: &Client,
     namespace: &str,
     target: &CheckTarget,
     policy: &Policy,
 ) -> Result<KopfAuditStatus, CheckError> {
     let spec = match target {
-        CheckTarget::Deployment(name) => KopfAuditSpec {
-            target: AuditTarget {
-                deployment: Some(name.clone()),
-                ..Default::default()
-            },
-            handled_resources: Vec::new(),
-            interval: crate::api::DEFAULT_INTERVAL.into(),
-            checks: Default::default(),
-            thresholds: Default::default(),
-            logs: Default::default(),
-            suspend: false,
-        },
+        CheckTarget::Deployment(name) => KopfAuditSpec::for_deployment(name),
         CheckTarget::Audit(name) => {
             let api: Api<KopfAudit> = Api::namespaced(client.clone(), namespace);
             let audit = api.get(name).await.map_err(|source| CheckError::Api {
@@ -71,43 +60,28 @@ pub async fn check(
             }
         }
     };
-    let target_ns = spec
-        .target
-        .namespace
-        .clone()
-        .unwrap_or_else(|| namespace.to_string());
-    let deployments: Vec<Deployment> = Api::<Deployment>::namespaced(client.clone(), &target_ns)
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| CheckError::Api {
-            what: format!("listing Deployments in {target_ns}"),
-            source,
-        })?
-        .items;
-    let pods: Vec<Pod> = Api::<Pod>::namespaced(client.clone(), &target_ns)
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| CheckError::Api {
-            what: format!("listing pods in {target_ns}"),
-            source,
-        })?
-        .items;
-    let outcome = gather::gather(client, &spec, namespace, true, &deployments, &pods).await?;
-    let evaluation = match &outcome {
-        Outcome::Audited(e) => Some(evaluate::evaluate(&spec, e, policy)),
-        _ => None,
+    // The CLI runs with the caller's own credentials: what they may read, it reads.
+    let reach = Reach {
+        own: namespace.to_string(),
+        cross_namespace: true,
     };
+    let target_ns = gather::resolve_target_namespace(&spec.target, &reach)
+        .unwrap_or(namespace)
+        .to_string();
+    let (deployments, pods) = gather::list_candidates(client, &target_ns).await?;
+    let outcome = run_audit(client, &spec, &reach, &deployments, &pods, policy).await;
     let now = Time(Timestamp::now());
-    Ok(evaluate::next_status(None, &outcome, evaluation.as_ref(), None, &now).status)
+    let resolve_after = settings::resolve_after(&spec);
+    Ok(evaluate::next_status(None, &outcome, None, &now, resolve_after).status)
 }
 
 /// The most severe finding, for `--fail-on`.
-pub fn worst(status: &KopfAuditStatus) -> Option<Severity> {
+pub(crate) fn worst(status: &KopfAuditStatus) -> Option<Severity> {
     status.findings.iter().map(|f| f.severity).max()
 }
 
 /// A table for people: findings, then skipped checks, then conditions.
-pub fn table(status: &KopfAuditStatus) -> String {
+pub(crate) fn table(status: &KopfAuditStatus) -> String {
     let mut out = String::new();
     for t in &status.targets {
         let _ = writeln!(

@@ -1,21 +1,21 @@
 //! The operator's own HTTP endpoints: `/metrics` (Prometheus text), `/healthz` (the
 //! process serves) and `/readyz` (the watch caches have synced).
 
-use crate::metrics::Metrics;
+use super::readiness::Readiness;
+use crate::publish::metrics::Metrics;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::net::TcpListener;
 
 /// Serves the endpoints until the task is dropped.
-pub async fn serve(
+pub(crate) async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
-    ready: Arc<AtomicBool>,
+    ready: Readiness,
 ) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
@@ -36,7 +36,7 @@ pub async fn serve(
     }
 }
 
-fn respond(path: &str, metrics: &Metrics, ready: &AtomicBool) -> Response<Full<Bytes>> {
+fn respond(path: &str, metrics: &Metrics, ready: &Readiness) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match path {
         "/metrics" => (
             StatusCode::OK,
@@ -44,9 +44,7 @@ fn respond(path: &str, metrics: &Metrics, ready: &AtomicBool) -> Response<Full<B
             metrics.encode(),
         ),
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
-        "/readyz" if ready.load(Ordering::SeqCst) => {
-            (StatusCode::OK, "text/plain", "ready\n".to_string())
-        }
+        "/readyz" if ready.is_ready() => (StatusCode::OK, "text/plain", "ready\n".to_string()),
         "/readyz" => (
             StatusCode::SERVICE_UNAVAILABLE,
             "text/plain",
@@ -75,12 +73,12 @@ mod tests {
     #[test]
     fn readiness_follows_the_flag() {
         let m = Metrics::new();
-        let ready = AtomicBool::new(false);
+        let ready = Readiness::default();
         assert_eq!(
             respond("/readyz", &m, &ready).status(),
             StatusCode::SERVICE_UNAVAILABLE
         );
-        ready.store(true, Ordering::SeqCst);
+        ready.standby();
         assert_eq!(respond("/readyz", &m, &ready).status(), StatusCode::OK);
         assert_eq!(respond("/healthz", &m, &ready).status(), StatusCode::OK);
         assert_eq!(respond("/metrics", &m, &ready).status(), StatusCode::OK);

@@ -2,7 +2,7 @@
 //! to bytes, so thresholds compare numbers, not strings.
 
 /// Bytes in a quantity, or `None` when it is not a quantity.
-pub fn bytes(quantity: &str) -> Option<f64> {
+pub(crate) fn bytes(quantity: &str) -> Option<f64> {
     let q = quantity.trim();
     let split = q
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
@@ -32,7 +32,7 @@ pub fn bytes(quantity: &str) -> Option<f64> {
 }
 
 /// A byte count for messages: `128Mi`, `1.5Gi`, `1000` .
-pub fn human(bytes: f64) -> String {
+pub(crate) fn human(bytes: f64) -> String {
     const UNITS: [(&str, f64); 3] = [
         ("Gi", 1024.0 * 1024.0 * 1024.0),
         ("Mi", 1024.0 * 1024.0),

@@ -9,13 +9,13 @@ use tokio::sync::watch;
 
 /// How long a Lease lasts without renewal: a standby takes over at most this long after
 /// the leader vanishes without releasing it.
-pub const LEASE_SECONDS: u64 = 15;
+pub(crate) const LEASE_SECONDS: u64 = 15;
 /// How long before expiry the leader renews.
 const GRACE_SECONDS: u64 = 5;
 
 /// Why leader election could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum LeaderError {
+pub(crate) enum LeaderError {
     /// Creating or reading the Lease failed (e.g. no RBAC on leases).
     #[error("leader election with Lease {namespace}/{name}: {source}")]
     Lease {
@@ -30,13 +30,13 @@ pub enum LeaderError {
 }
 
 /// A held (or awaited) leadership.
-pub struct Leadership {
+pub(crate) struct Leadership {
     receiver: watch::Receiver<bool>,
 }
 
 impl Leadership {
     /// Starts competing for the Lease `namespace/name` as `identity`.
-    pub async fn start(
+    pub(crate) async fn start(
         client: Client,
         namespace: &str,
         name: &str,
@@ -47,7 +47,7 @@ impl Leadership {
             .with_identity(identity)
             .with_duration(LEASE_SECONDS)
             .with_grace(GRACE_SECONDS)
-            .with_field_manager("kopf-audit")
+            .with_field_manager(crate::catalog::FIELD_MANAGER)
             .build()
             .await
             .map_err(|source| LeaderError::Lease {
@@ -60,7 +60,7 @@ impl Leadership {
     }
 
     /// Resolves once this instance leads; `false` if the election ended first.
-    pub async fn acquired(&mut self) -> bool {
+    pub(crate) async fn acquired(&mut self) -> bool {
         loop {
             if *self.receiver.borrow_and_update() {
                 return true;
@@ -73,7 +73,7 @@ impl Leadership {
 
     /// A future that resolves when leadership is lost. Dropping the returned future's
     /// owner (this Leadership) releases the Lease.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
+    pub(crate) fn lost(&self) -> impl Future<Output = ()> + Send + Sync + 'static {
         let mut receiver = self.receiver.clone();
         async move {
             loop {

@@ -1,0 +1,135 @@
+//! Tests of the events checks.
+
+use super::*;
+use crate::catalog::REPORTING_CONTROLLER;
+
+fn event(name: &str, type_: &str, reason: &str, reporter: &str) -> EventRecord {
+    EventRecord {
+        group: "example.com".into(),
+        kind: "Widget".into(),
+        object_namespace: "ns".into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        type_: EventType::parse(type_),
+        reason: reason.into(),
+        message: "m".into(),
+        reporter: Reporter::parse(reporter),
+        count: 1,
+        time: None,
+    }
+}
+
+fn logs(lines: &[&str]) -> LogEvidence {
+    let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
+    let mut records: Vec<Record> = lines
+        .iter()
+        .filter_map(|l| parser.push_line(l.as_bytes()))
+        .collect();
+    while let Some(r) = parser.finish() {
+        records.push(r);
+    }
+    LogEvidence {
+        records,
+        stats: parser.stats(),
+        ..Default::default()
+    }
+}
+
+fn posted(events: &[EventRecord]) -> Vec<&EventRecord> {
+    events
+        .iter()
+        .filter(|e| posted_by_operator(e, "op"))
+        .collect()
+}
+
+const FAIL_A: &str = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/a] Handler 'reconcile' failed temporarily: backend down";
+
+#[test]
+fn failure_without_warning_event_is_silent() {
+    let l = logs(&[FAIL_A]);
+    let f =
+        silent_failures("op", &l, &[event("a", "Normal", "Provisioned", "kopf")]).expect("finding");
+    assert!(f.message.contains("ns/a"), "{}", f.message);
+    assert!(
+        f.evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("backend down"))
+    );
+    assert!(
+        silent_failures(
+            "op",
+            &l,
+            &[event("a", "Warning", "ProvisioningFailed", "kopf")]
+        )
+        .is_none()
+    );
+}
+
+#[test]
+fn an_event_on_a_same_named_object_elsewhere_does_not_report_the_failure() {
+    let l = logs(&[FAIL_A]);
+    let mut elsewhere = event("a", "Warning", "Failed", "kopf");
+    elsewhere.object_namespace = "other".into();
+    assert!(silent_failures("op", &l, &[elsewhere]).is_some());
+}
+
+#[test]
+fn cluster_scoped_failures_match_events_of_cluster_scoped_objects() {
+    let line = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [gadget-1] Handler 'reconcile' failed temporarily: boom";
+    let l = logs(&[line]);
+    let mut e = event("gadget-1", "Warning", "Failed", "kopf");
+    e.object_namespace = String::new();
+    assert!(silent_failures("op", &l, &[e]).is_none());
+    assert!(silent_failures("op", &l, &[]).is_some());
+}
+
+#[test]
+fn logging_events_spam_duplicates_and_post_failures() {
+    let events = vec![
+        event("a", "Normal", "Logging", "kopf"),
+        event("a", "Warning", "Logging", "kopf"),
+        event("a", "Warning", "Failed", "kopf"),
+        event("b", "Normal", "Tick", "kopf"),
+        event("b", "Normal", "Tick", "kopf"),
+        event("b", "Normal", "Tick", "kopf"),
+    ];
+    let p = posted(&events);
+    assert!(logging_flood("op", &p).is_some());
+    assert!(duplicates("op", &p).is_some());
+    let spam = steady_state_spam("op", &p, 3).expect("spam");
+    assert!(spam.message.contains("Tick"));
+    assert!(steady_state_spam("op", &p, 4).is_none());
+    let l = logs(&[
+        "[2026-11-30 02:41:55,039] kopf.objects         [WARNING ] [ns/a] Failed to post an event. Ignoring and continuing. Code: 403. Message: events is forbidden.",
+    ]);
+    let f = post_failures("op", &l).expect("post failure");
+    assert!(f.message.contains("403"), "{}", f.message);
+}
+
+#[test]
+fn events_of_others_never_count_against_the_operator() {
+    let events: Vec<EventRecord> = ["kubelet", REPORTING_CONTROLLER, "other-controller"]
+        .iter()
+        .flat_map(|who| std::iter::repeat_n(event("b", "Warning", "BackOff", who), 5))
+        .chain(std::iter::repeat_n(
+            event("a", "Normal", "Logging", "kubelet"),
+            3,
+        ))
+        .collect();
+    let p = posted(&events);
+    assert!(p.is_empty(), "{p:?}");
+    assert!(steady_state_spam("op", &p, 3).is_none());
+    assert!(logging_flood("op", &p).is_none());
+    let own = vec![event("b", "Normal", "Tick", "op"); 3];
+    assert!(steady_state_spam("op", &posted(&own), 3).is_some());
+}
+
+#[test]
+fn quiet_operator_has_no_event_findings() {
+    let events = vec![event("a", "Normal", "Provisioned", "kopf")];
+    let p = posted(&events);
+    assert!(logging_flood("op", &p).is_none());
+    assert!(steady_state_spam("op", &p, 3).is_none());
+    assert!(duplicates("op", &p).is_none());
+    assert!(truncated("op", &p).is_none());
+}

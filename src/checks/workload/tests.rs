@@ -1,0 +1,293 @@
+//! Tests of the workload checks.
+
+use super::*;
+use crate::model::kopf_run::{KopfLogFormat, parse_in_namespace};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateTerminated, ContainerStateWaiting, HTTPGetAction, PodSpec,
+    PodStatus, PodTemplateSpec, ResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use std::collections::BTreeMap;
+
+fn q(map: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
+    Some(
+        map.iter()
+            .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+            .collect(),
+    )
+}
+
+fn container(args: &[&str], requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
+    Container {
+        name: "operator".into(),
+        command: Some(vec!["kopf".into(), "run".into()]),
+        args: Some(args.iter().map(|s| s.to_string()).collect()),
+        resources: Some(ResourceRequirements {
+            requests: q(requests),
+            limits: q(limits),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn good_container() -> Container {
+    let mut c = container(
+        &[
+            "--standalone",
+            "-n",
+            "ns",
+            "--liveness=http://0.0.0.0:8080/healthz",
+            "/app/op.py",
+        ],
+        &[("memory", "256Mi"), ("cpu", "100m")],
+        &[("memory", "512Mi")],
+    );
+    c.liveness_probe = Some(Probe {
+        http_get: Some(HTTPGetAction {
+            port: IntOrString::Int(8080),
+            path: Some("/healthz".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    c
+}
+
+fn target(container: &Container, replicas: i32, sa: Option<&str>) -> TargetEvidence {
+    TargetEvidence {
+        deployment: Deployment {
+            metadata: kube::api::ObjectMeta {
+                name: Some("op".into()),
+                ..Default::default()
+            },
+            spec: DeploymentSpec {
+                replicas: Some(replicas),
+                template: PodTemplateSpec {
+                    spec: Some(PodSpec {
+                        containers: vec![container.clone()],
+                        service_account_name: sa.map(str::to_string),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+    .with_kopf()
+}
+
+trait WithKopf {
+    fn with_kopf(self) -> Self;
+}
+
+impl WithKopf for TargetEvidence {
+    /// Reads the kopf container the way the gatherer does.
+    fn with_kopf(self) -> Self {
+        TargetEvidence::new(self.deployment, self.pods, None)
+    }
+}
+
+fn parse_container(c: &Container) -> Option<KopfRun> {
+    parse_in_namespace(c, None)
+}
+
+fn settings() -> CheckSettings {
+    CheckSettings {
+        workload: WorkloadThresholds::default(),
+        event_repeats: 3,
+        now: jiff::Timestamp::UNIX_EPOCH,
+    }
+}
+
+fn run_checks(t: &TargetEvidence) -> Vec<CheckId> {
+    let kopf = t.kopf.as_ref().expect("kopf");
+    check(t, kopf, &settings())
+        .into_iter()
+        .map(|f| f.check)
+        .collect()
+}
+
+#[test]
+fn well_behaved_operator_has_no_findings() {
+    let t = target(&good_container(), 1, Some("op"));
+    assert_eq!(run_checks(&t), Vec::<CheckId>::new());
+}
+
+#[test]
+fn small_limits_cpu_limit_standalone_replicas_and_defaults() {
+    let c = container(
+        &["--standalone", "/app/op.py"],
+        &[("memory", "64Mi")],
+        &[("memory", "128Mi"), ("cpu", "500m")],
+    );
+    let t = target(&c, 2, None);
+    let found = run_checks(&t);
+    for want in [
+        CheckId::WorkloadMemoryRequest,
+        CheckId::WorkloadMemoryLimit,
+        CheckId::WorkloadCpuLimit,
+        CheckId::WorkloadCpuRequest,
+        CheckId::WorkloadStandaloneReplicas,
+        CheckId::WorkloadLiveness,
+        CheckId::WorkloadDefaultServiceAccount,
+        CheckId::WorkloadNoScopeFlag,
+    ] {
+        assert!(found.contains(&want), "{want} missing from {found:?}");
+    }
+    let run = parse_container(&c).expect("kopf");
+    let limit = memory_limit("op", &c, &WorkloadThresholds::default()).expect("finding");
+    assert_eq!(limit.severity, Severity::Error);
+    assert!(limit.message.contains("128Mi"));
+    assert_eq!(run.log_format, KopfLogFormat::Full);
+}
+
+#[test]
+fn memory_limit_between_256_and_512_is_a_warning() {
+    let c = container(&["-A"], &[], &[("memory", "300Mi")]);
+    let f = memory_limit("op", &c, &WorkloadThresholds::default()).expect("finding");
+    assert_eq!(f.severity, Severity::Warning);
+    let lenient = WorkloadThresholds {
+        memory_limit: 256.0 * 1024.0 * 1024.0,
+        ..Default::default()
+    };
+    assert!(memory_limit("op", &c, &lenient).is_none());
+}
+
+#[test]
+fn liveness_probe_on_the_wrong_port() {
+    let mut c = good_container();
+    if let Some(p) = c.liveness_probe.as_mut().and_then(|p| p.http_get.as_mut()) {
+        p.port = IntOrString::Int(9090);
+    }
+    let run = parse_container(&c).expect("kopf");
+    let f = liveness("op", &c, &run).expect("finding");
+    assert!(
+        f.message.contains("9090") && f.message.contains("8080"),
+        "{}",
+        f.message
+    );
+}
+
+fn pod_with(status: ContainerStatus) -> Pod {
+    Pod {
+        metadata: kube::api::ObjectMeta {
+            name: Some("op-1".into()),
+            ..Default::default()
+        },
+        status: Some(PodStatus {
+            container_statuses: Some(vec![status]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn oom_killed_and_crash_loop_quote_the_previous_log() {
+    let status = ContainerStatus {
+        name: "operator".into(),
+        restart_count: 3,
+        last_state: Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                reason: Some("OOMKilled".into()),
+                exit_code: 137,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        state: Some(ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some("CrashLoopBackOff".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut t = target(&good_container(), 1, Some("op"));
+    t.pods = vec![pod_with(status)];
+    let found = run_checks(&t);
+    assert!(found.contains(&CheckId::WorkloadOomKilled));
+    let previous = parse_log(&[
+        "[2026-11-30 02:41:55,039] kopf.activities.star [INFO    ] Activity 'configure' succeeded.",
+        "[2026-11-30 02:41:55,040] kopf._core.engines.a [INFO    ] Initial authentication has been initiated.",
+        "[2026-11-30 02:42:50,001] kopf._core.reactor.r [ERROR   ] Watcher for beacons.v1.example.com@ns has failed: 'beacons.example.com is forbidden: User \"system:serviceaccount:ns:op\" cannot list resource \"beacons\" in API group \"example.com\" in the namespace \"ns\"'",
+        "Traceback (most recent call last):",
+        "  File \"/usr/lib/python3.11/site-packages/kopf/_cogs/clients/api.py\", line 94, in request",
+        "kopf._cogs.clients.errors.APIForbiddenError: ('beacons.example.com is forbidden', {})",
+    ]);
+    let logs: Gathered<LogEvidence> = Ok(LogEvidence {
+        previous: [("op-1".to_string(), previous)].into(),
+        ..Default::default()
+    });
+    let crash = crash_loop("op", &t.pods, "operator", &logs).expect("finding");
+    assert!(crash.message.contains("CrashLoopBackOff"));
+    let evidence = crash.evidence.unwrap_or_default();
+    assert!(evidence.starts_with("pod op-1: "), "{evidence}");
+    assert!(evidence.contains("is forbidden"), "{evidence}");
+    assert!(
+        evidence.contains("APIForbiddenError"),
+        "the exception: {evidence}"
+    );
+    assert!(
+        !evidence.contains("Activity 'configure'"),
+        "not the first INFO lines: {evidence}"
+    );
+    let unreadable: Gathered<LogEvidence> = Err(crate::model::evidence::Unavailable::new(
+        crate::model::evidence::Obstacle::Forbidden,
+        "may not get pods/log",
+    ));
+    let crash = crash_loop("op", &t.pods, "operator", &unreadable).expect("finding");
+    assert!(
+        crash
+            .evidence
+            .unwrap_or_default()
+            .contains("unreadable: may not get pods/log")
+    );
+}
+
+/// Parses log lines as the gatherer does, keeping only what a check reads.
+fn parse_log(lines: &[&str]) -> Vec<kopf_log::Record> {
+    let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
+    let mut records: Vec<kopf_log::Record> = lines
+        .iter()
+        .filter_map(|l| parser.push_line(l.as_bytes()))
+        .collect();
+    while let Some(r) = parser.finish() {
+        records.push(r);
+    }
+    records.retain(|r| !r.is_routine());
+    records
+}
+
+#[test]
+fn a_liveness_url_without_a_host_is_unreachable() {
+    let mut c = good_container();
+    c.args = Some(vec!["-A".into(), "--liveness=http://:8080/healthz".into()]);
+    let run = parse_container(&c).expect("kopf");
+    let f = liveness("op", &c, &run).expect("finding");
+    assert!(f.message.contains("localhost"), "{}", f.message);
+    assert!(
+        f.message.contains("http://0.0.0.0:8080/healthz"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn a_healthy_pod_is_no_crash_loop() {
+    let status = ContainerStatus {
+        name: "operator".into(),
+        restart_count: 0,
+        ..Default::default()
+    };
+    let mut t = target(&good_container(), 1, Some("op"));
+    t.pods = vec![pod_with(status)];
+    assert!(crash_loop("op", &t.pods, "operator", &Ok(LogEvidence::default())).is_none());
+    assert!(oom_killed("op", &t.pods, "operator").is_none());
+}

@@ -1,0 +1,417 @@
+//! The top layer: the command line of the `kopf-audit` binary. `run` (the operator),
+//! `check` (one audit, for CI), `report` (the stored results), `crd` and `reference`
+//! (generated files).
+
+mod check;
+
+use crate::api::KopfAudit;
+use crate::catalog::Severity;
+use crate::evaluate::Policy;
+use crate::publish::metrics::Metrics;
+use crate::reconcile::leader::Leadership;
+use crate::reconcile::readiness::Readiness;
+use crate::reconcile::{self, Settings, http};
+use check::CheckTarget;
+use clap::{Parser, Subcommand, ValueEnum};
+use kube::CustomResourceExt;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Parser)]
+#[command(
+    name = "kopf-audit",
+    version,
+    about = "Audits Python operators written with kopf"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the operator: watch KopfAudits and keep their status current.
+    Run(RunArgs),
+    /// Audit once against the current kubeconfig and print the findings.
+    Check(CheckArgs),
+    /// Print the stored results of existing KopfAudits, as a person would read them.
+    Report(ReportArgs),
+    /// Print the KopfAudit CustomResourceDefinition as YAML.
+    Crd,
+    /// Print the reference of checks, conditions and reasons as Markdown.
+    Reference,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Namespace of the KopfAudits (default: the kubeconfig's).
+    #[arg(short, long, conflicts_with = "all_namespaces")]
+    namespace: Option<String>,
+    /// Report the KopfAudits of every namespace.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Log format.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "json",
+        env = "KOPF_AUDIT_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
+    /// Log filter (tracing's EnvFilter syntax).
+    #[arg(long, default_value = "info", env = "KOPF_AUDIT_LOG_LEVEL")]
+    log_level: String,
+    /// Allow KopfAudits to target Deployments in other namespaces.
+    #[arg(long, env = "KOPF_AUDIT_ALLOW_CROSS_NAMESPACE")]
+    allow_cross_namespace: bool,
+    /// Ignore `skip.kopfaudit.dev/<check>` exemption annotations (they are reported as refused).
+    #[arg(long, env = "KOPF_AUDIT_REFUSE_EXEMPTIONS")]
+    refuse_exemptions: bool,
+    /// Watch only this namespace (a namespaced install).
+    #[arg(long, env = "KOPF_AUDIT_WATCH_NAMESPACE")]
+    watch_namespace: Option<String>,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080", env = "KOPF_AUDIT_HTTP_ADDR")]
+    http_addr: SocketAddr,
+    /// This instance's name in Events and the Lease (set it to the pod name).
+    #[arg(long, env = "POD_NAME", default_value = "kopf-audit")]
+    instance: String,
+    /// Compete for a Lease and audit only while holding it (for replicas > 1).
+    #[arg(long, env = "KOPF_AUDIT_LEADER_ELECTION")]
+    leader_election: bool,
+    /// The Lease's name.
+    #[arg(long, default_value = "kopf-audit", env = "KOPF_AUDIT_LEASE_NAME")]
+    lease_name: String,
+    /// The Lease's namespace (the pod's own).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    lease_namespace: String,
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Namespace of the Deployment or KopfAudit (default: the kubeconfig's).
+    #[arg(short, long)]
+    namespace: Option<String>,
+    /// Audit this Deployment with default settings.
+    #[arg(long, conflicts_with = "audit", required_unless_present = "audit")]
+    deployment: Option<String>,
+    /// Audit with the spec of this existing KopfAudit.
+    #[arg(long)]
+    audit: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "table")]
+    output: Output,
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value = "error")]
+    fail_on: FailOn,
+    /// Ignore exemption annotations.
+    #[arg(long)]
+    refuse_exemptions: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FailOn {
+    Error,
+    Warning,
+    Info,
+    Never,
+}
+
+impl FailOn {
+    fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Never => None,
+        }
+    }
+}
+
+/// Parses the command line and runs the command; the binary's `main`.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Reference => {
+            print!("{}", crate::catalog::reference::markdown());
+            ExitCode::SUCCESS
+        }
+        Command::Crd => match serde_yaml::to_string(&KopfAudit::crd()) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("kopf-audit: cannot render the CRD: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Run(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(run(args))),
+        Command::Check(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(check(args))),
+        Command::Report(args) => {
+            runtime().map_or(ExitCode::from(2), |rt| rt.block_on(report(args)))
+        }
+    }
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("kopf-audit: cannot start the runtime: {e}"))
+        .ok()
+}
+
+fn init_tracing(format: LogFormat, filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn run(args: RunArgs) -> ExitCode {
+    init_tracing(args.log_format, &args.log_level);
+    let metrics = Arc::new(Metrics::new());
+    let client = match counted_client(&metrics).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build a Kubernetes client");
+            return ExitCode::from(2);
+        }
+    };
+    let readiness = Readiness::default();
+    let server = tokio::spawn(http::serve(
+        args.http_addr,
+        metrics.clone(),
+        readiness.clone(),
+    ));
+    let settings = Settings {
+        allow_cross_namespace: args.allow_cross_namespace,
+        policy: Policy {
+            refuse_exemptions: args.refuse_exemptions,
+        },
+        watch_namespace: args.watch_namespace,
+        instance: args.instance,
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
+    let code = if args.leader_election {
+        run_as_leader(
+            client,
+            settings,
+            metrics,
+            readiness,
+            &args.lease_namespace,
+            &args.lease_name,
+        )
+        .await
+    } else {
+        reconcile::run(client, settings, metrics, readiness, shutdown_signal()).await;
+        ExitCode::SUCCESS
+    };
+    server.abort();
+    tracing::info!("kopf-audit stopped");
+    code
+}
+
+/// A client from the kubeconfig or the in-cluster config, counting its requests.
+async fn counted_client(metrics: &Arc<Metrics>) -> Result<kube::Client, kube::Error> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(kube::Error::InferConfig)?;
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&metrics.request_counter())
+        .build())
+}
+
+/// Waits for the Lease, runs the controller while holding it, and exits when it is lost
+/// (exit code 1, so that the pod restarts as a standby) or on SIGTERM.
+async fn run_as_leader(
+    client: kube::Client,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+    namespace: &str,
+    name: &str,
+) -> ExitCode {
+    let identity = settings.instance.clone();
+    let mut leadership = match Leadership::start(client.clone(), namespace, name, &identity).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start leader election");
+            return ExitCode::from(2);
+        }
+    };
+    tracing::info!(lease = %format!("{namespace}/{name}"), %identity, "waiting for leadership");
+    readiness.standby();
+    let mut shutdown = Box::pin(shutdown_signal());
+    tokio::select! {
+        acquired = leadership.acquired() => if !acquired {
+            tracing::error!("leader election ended");
+            return ExitCode::from(1);
+        },
+        _ = &mut shutdown => return ExitCode::SUCCESS,
+    }
+    tracing::info!(%identity, "leading: auditing");
+    readiness.leading();
+    let lost = Arc::new(AtomicBool::new(false));
+    let lost_flag = lost.clone();
+    let lost_future = leadership.lost();
+    let stop = async move {
+        tokio::select! {
+            _ = lost_future => {
+                lost_flag.store(true, Ordering::SeqCst);
+                tracing::warn!("leadership lost: stopping");
+            }
+            _ = shutdown => {}
+        }
+    };
+    reconcile::run(client, settings, metrics, readiness, stop).await;
+    drop(leadership);
+    if lost.load(Ordering::SeqCst) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C, whichever comes first.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutdown requested");
+}
+
+/// A client from the current kubeconfig and its default namespace, or a message.
+async fn client_and_namespace() -> Result<(kube::Client, String), String> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| format!("no usable kubeconfig: {e}"))?;
+    let namespace = config.default_namespace.clone();
+    let client =
+        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+    Ok((client, namespace))
+}
+
+async fn report(args: ReportArgs) -> ExitCode {
+    let (client, default_ns) = match client_and_namespace().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let api: kube::Api<KopfAudit> = if args.all_namespaces {
+        kube::Api::all(client)
+    } else {
+        kube::Api::namespaced(client, &args.namespace.unwrap_or(default_ns))
+    };
+    let audits = match api.list(&Default::default()).await {
+        Ok(list) => list.items,
+        Err(e) => {
+            eprintln!("kopf-audit: listing KopfAudits: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for audit in audits {
+        let name = format!(
+            "{}/{}",
+            audit.metadata.namespace.as_deref().unwrap_or(""),
+            audit.metadata.name.as_deref().unwrap_or("")
+        );
+        println!("=== KopfAudit {name}");
+        match &audit.status {
+            Some(status) => println!("{}", check::table(status)),
+            None => println!("(not audited yet)\n"),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn check(args: CheckArgs) -> ExitCode {
+    let (client, default_ns) = match client_and_namespace().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let namespace = args.namespace.clone().unwrap_or(default_ns);
+    let target = match (args.deployment, args.audit) {
+        (_, Some(a)) => CheckTarget::Audit(a),
+        (Some(d), None) => CheckTarget::Deployment(d),
+        (None, None) => return ExitCode::from(2),
+    };
+    let policy = Policy {
+        refuse_exemptions: args.refuse_exemptions,
+    };
+    let status = match check::check(&client, &namespace, &target, &policy).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match args.output {
+        Output::Table => print!("{}", check::table(&status)),
+        Output::Json => match serde_json::to_string_pretty(&status) {
+            Ok(json) => println!("{json}"),
+            Err(e) => {
+                eprintln!("kopf-audit: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    }
+    let failed = match (args.fail_on.threshold(), check::worst(&status)) {
+        (Some(threshold), Some(worst)) => worst >= threshold,
+        _ => false,
+    };
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,127 @@
+//! The evaluate layer, pure, with the clock passed in: from what gathering found to
+//! findings ([`run`]), the conditions they ask for ([`conditions`]), the next status
+//! ([`status`]) and the Events worth emitting ([`events`]). No client, no I/O.
+
+pub(crate) mod conditions;
+pub(crate) mod events;
+pub(crate) mod run;
+pub(crate) mod status;
+
+use crate::api::{Finding, KopfAuditSpec, KopfAuditStatus};
+use crate::model::evidence::{Observation, Stall};
+use events::PlannedEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+pub(crate) use run::{Evaluation, Policy};
+pub(crate) use status::pending_status;
+use status::{FindingsMerge, cap, merge_conditions, merge_findings};
+use std::time::Duration;
+
+/// What an audit came to: the single input of status and Event planning.
+#[derive(Clone, Debug)]
+pub(crate) enum Outcome {
+    /// The checks ran on gathered evidence.
+    Evaluated(Evaluation),
+    /// Only a change of the spec or the target can let the audit run: wait for it.
+    Stalled(Stall),
+    /// The audit could not complete (an API error): retried with back-off, the last
+    /// results kept.
+    Failed(String),
+    /// `spec.suspend` is set: the last results are kept.
+    Suspended,
+}
+
+/// The next status, whether it differs from the stored one, and the Events to emit.
+#[derive(Clone, Debug)]
+pub(crate) struct StatusUpdate {
+    /// The full status to apply.
+    pub(crate) status: KopfAuditStatus,
+    /// False when only timestamps would change: nothing is written.
+    pub(crate) changed: bool,
+    /// Transition events, empty in a steady state.
+    pub(crate) events: Vec<PlannedEvent>,
+}
+
+/// Merges an outcome into the stored status; `resolve_after` is the hold-down.
+pub(crate) fn next_status(
+    stored: Option<&KopfAuditStatus>,
+    outcome: &Outcome,
+    generation: Option<i64>,
+    now: &Time,
+    resolve_after: Duration,
+) -> StatusUpdate {
+    let empty = KopfAuditStatus::default();
+    let old = stored.unwrap_or(&empty);
+    let mut status = old.clone();
+    status.observed_generation = generation;
+    let merged = match outcome {
+        Outcome::Evaluated(eval) => {
+            let merged = merge_findings(&eval.findings, &old.findings, now, resolve_after, |f| {
+                eval.is_complete(&f.target, f.check.area())
+            });
+            status.targets = eval.targets.clone();
+            status.skipped = eval.skipped.clone();
+            merged
+        }
+        Outcome::Failed(_) => FindingsMerge {
+            kept: old
+                .findings
+                .iter()
+                .map(|f| Finding {
+                    stale: true,
+                    ..f.clone()
+                })
+                .collect(),
+            ..Default::default()
+        },
+        Outcome::Stalled(_) => {
+            status.targets.clear();
+            status.skipped.clear();
+            FindingsMerge::default()
+        }
+        Outcome::Suspended => FindingsMerge {
+            kept: old.findings.clone(),
+            ..Default::default()
+        },
+    };
+    if !matches!(outcome, Outcome::Suspended) {
+        let (findings, summary) = cap(&merged.kept);
+        status.findings = findings;
+        status.summary = Some(summary);
+    }
+    let desired = conditions::desired(outcome, &merged.kept, &old.conditions);
+    let (merged_conditions, changes) = merge_conditions(&old.conditions, &desired, generation, now);
+    status.conditions = merged_conditions;
+    let mut unstamped = status.clone();
+    unstamped.last_audit_time = old.last_audit_time.clone();
+    let changed = stored.is_none() || unstamped != *old;
+    if changed {
+        status.last_audit_time = Some(now.clone());
+    } else {
+        status = old.clone();
+    }
+    let events = events::plan(old, outcome, &desired, &changes, &merged, &status);
+    StatusUpdate {
+        status,
+        changed,
+        events,
+    }
+}
+
+/// Evaluates what gathering found (or the error that stopped it).
+pub(crate) fn evaluate(
+    spec: &KopfAuditSpec,
+    gathered: Result<Observation, String>,
+    policy: &Policy,
+) -> Outcome {
+    match gathered {
+        Ok(Observation::Evidence(evidence)) => {
+            Outcome::Evaluated(run::evaluate(spec, &evidence, policy))
+        }
+        Ok(Observation::Stalled(stall)) => Outcome::Stalled(stall),
+        Ok(Observation::Suspended) => Outcome::Suspended,
+        Err(message) => Outcome::Failed(message),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,251 @@
+//! Running the checks: every enabled check on every target, then exemptions, disabled
+//! checks, severity overrides, and one finding per root cause.
+
+use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
+use crate::catalog::{Area, CheckId, SKIP_ANNOTATION_PREFIX};
+use crate::checks::{self, Cause, Raised, workload};
+use crate::model::evidence::{Evidence, Gathered, KopfEvidence, TargetEvidence, Unavailable};
+use crate::model::settings::CheckSettings;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Operator-wide rules that a KopfAudit cannot change.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Policy {
+    /// Ignore exemption annotations (they are reported as refused).
+    pub(crate) refuse_exemptions: bool,
+}
+
+/// How far one area of one target could be evaluated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum AreaState {
+    /// Its checks ran on complete evidence.
+    Evaluated,
+    /// Its evidence could not be gathered.
+    Unavailable(Unavailable),
+    /// The target runs no kopf, so the kopf checks do not apply.
+    NotKopf(String),
+}
+
+impl AreaState {
+    /// Whether the area's findings are those of a complete look (nothing stays stale).
+    pub(crate) fn is_complete(&self) -> bool {
+        !matches!(self, AreaState::Unavailable(_))
+    }
+}
+
+/// The result of running the checks, before it is merged into status.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Evaluation {
+    /// Every finding after exemptions, disabling and severity overrides, most severe first.
+    pub(crate) findings: Vec<Finding>,
+    /// Exemptions seen, honoured or refused.
+    pub(crate) skipped: Vec<SkippedCheck>,
+    /// What was learned about each target.
+    pub(crate) targets: Vec<TargetStatus>,
+    /// How far each area of each target (by Deployment name) was evaluated.
+    pub(crate) areas: BTreeMap<(String, Area), AreaState>,
+}
+
+impl Evaluation {
+    /// The state of an area across targets: the first obstacle if any target had one,
+    /// else `NotKopf` when no target runs kopf, else evaluated.
+    pub(crate) fn area(&self, area: Area) -> AreaState {
+        let states: Vec<&AreaState> = self
+            .areas
+            .iter()
+            .filter(|((_, a), _)| *a == area)
+            .map(|(_, s)| s)
+            .collect();
+        if let Some(u) = states
+            .iter()
+            .find(|s| matches!(s, AreaState::Unavailable(_)))
+        {
+            return (*u).clone();
+        }
+        match states.first() {
+            Some(first @ AreaState::NotKopf(_))
+                if states.iter().all(|s| matches!(s, AreaState::NotKopf(_))) =>
+            {
+                (*first).clone()
+            }
+            _ => AreaState::Evaluated,
+        }
+    }
+
+    /// Whether an area of a target was looked at completely.
+    pub(crate) fn is_complete(&self, target: &str, area: Area) -> bool {
+        self.areas
+            .get(&(target.to_string(), area))
+            .is_none_or(AreaState::is_complete)
+    }
+}
+
+/// The areas that need kopf; a target without kopf leaves them `Unknown`/`NotKopf`.
+const KOPF_AREAS: [Area; 4] = [Area::Rbac, Area::Events, Area::Persistence, Area::Runtime];
+
+/// Runs every enabled check on every target.
+pub(crate) fn evaluate(spec: &KopfAuditSpec, evidence: &Evidence, policy: &Policy) -> Evaluation {
+    let settings = CheckSettings::from_spec(spec, evidence.now);
+    let mut eval = Evaluation::default();
+    for target in &evidence.targets {
+        evaluate_target(spec, target, &settings, policy, &mut eval);
+    }
+    apply_spec(spec, &mut eval.findings);
+    eval
+}
+
+fn evaluate_target(
+    spec: &KopfAuditSpec,
+    target: &TargetEvidence,
+    settings: &CheckSettings,
+    policy: &Policy,
+    eval: &mut Evaluation,
+) {
+    let name = target.name().to_string();
+    let mut raised = Vec::new();
+    eval.areas
+        .insert((name.clone(), Area::Workload), AreaState::Evaluated);
+    match &target.kopf {
+        Some(kopf) => {
+            eval.targets.push(target_status(target, Some(kopf)));
+            raised.extend(checks::run_area(Area::Workload, target, kopf, settings));
+            for area in KOPF_AREAS {
+                let state = match evidence_for(area, kopf) {
+                    Ok(()) => {
+                        raised.extend(checks::run_area(area, target, kopf, settings));
+                        AreaState::Evaluated
+                    }
+                    Err(why) => AreaState::Unavailable(why),
+                };
+                eval.areas.insert((name.clone(), area), state);
+            }
+        }
+        None => {
+            eval.targets.push(target_status(target, None));
+            let why = format!(
+                "Deployment {name} runs no kopf operator; kopf-specific checks do not apply."
+            );
+            for area in KOPF_AREAS {
+                eval.areas
+                    .insert((name.clone(), area), AreaState::NotKopf(why.clone()));
+            }
+            let wanted = spec.target.container.as_deref();
+            raised.push(Raised::alone(workload::not_kopf(target, wanted)));
+        }
+    }
+    let exemptions = exemptions(target, policy);
+    let honoured: BTreeSet<CheckId> = exemptions
+        .iter()
+        .filter(|s| s.honoured)
+        .map(|s| s.check)
+        .collect();
+    raised.retain(|r| !honoured.contains(&r.finding.check));
+    eval.skipped.extend(exemptions);
+    eval.findings.extend(one_per_cause(raised));
+}
+
+/// Whether the evidence an area needs was gathered, or why not.
+fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
+    fn need<T>(gathered: &Gathered<T>) -> Result<(), Unavailable> {
+        gathered.as_ref().map(|_| ()).map_err(Clone::clone)
+    }
+    match area {
+        Area::Workload => Ok(()),
+        Area::Rbac => need(&kopf.rbac),
+        Area::Events => need(&kopf.logs).and(need(&kopf.events)),
+        Area::Persistence => need(&kopf.handled).and(need(&kopf.objects)),
+        Area::Runtime => need(&kopf.logs),
+    }
+}
+
+/// One finding per root cause: when several checks see one cause (a denial in the log
+/// and the missing RBAC rule behind it), the RBAC finding, which names the rule to add,
+/// is kept, and the others are dropped. Findings without a cause are all kept.
+fn one_per_cause(mut raised: Vec<Raised>) -> Vec<Finding> {
+    raised.sort_by_key(|r| r.finding.check.area() != Area::Rbac);
+    let mut owned: BTreeSet<Cause> = BTreeSet::new();
+    let mut out = Vec::with_capacity(raised.len());
+    for r in raised {
+        let explained = !r.causes.is_empty() && r.causes.iter().all(|c| owned.contains(c));
+        if explained {
+            continue;
+        }
+        owned.extend(r.causes);
+        out.push(r.finding);
+    }
+    out
+}
+
+fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> TargetStatus {
+    let service_account = Some(target.service_account().name);
+    let Some(kopf) = kopf else {
+        return TargetStatus {
+            name: target.name().into(),
+            kopf: false,
+            service_account,
+            ..Default::default()
+        };
+    };
+    let run = &kopf.run;
+    let namespaces = match &run.scope {
+        crate::model::kopf_run::Scope::Namespaced(ns) => ns.clone(),
+        _ => Vec::new(),
+    };
+    TargetStatus {
+        name: target.name().into(),
+        kopf: true,
+        container: Some(run.container.clone()),
+        mode: Some(run.scope.mode_name().into()),
+        namespaces,
+        peering: Some(run.peering.display()),
+        log_format: Some(run.log_format.as_str().into()),
+        service_account,
+        logs_truncated: kopf.logs.as_ref().is_ok_and(|l| l.truncated),
+        events_truncated: kopf.events.as_ref().is_ok_and(|e| e.truncated),
+    }
+}
+
+/// Reads the exemption annotations of a target.
+fn exemptions(target: &TargetEvidence, policy: &Policy) -> Vec<SkippedCheck> {
+    let annotations = target.deployment.metadata.annotations.iter().flatten();
+    annotations
+        .filter_map(|(key, value)| {
+            let check = CheckId::parse(key.strip_prefix(SKIP_ANNOTATION_PREFIX)?)?;
+            let reason = value.trim();
+            let (honoured, reason) = if policy.refuse_exemptions {
+                (
+                    false,
+                    format!("refused: the auditor does not accept exemption annotations (given: {reason:?})"),
+                )
+            } else if reason.is_empty() {
+                (false, "refused: an exemption needs a reason as the annotation's value".into())
+            } else {
+                (true, reason.to_string())
+            };
+            Some(SkippedCheck {
+                check,
+                target: target.name().into(),
+                reason,
+                honoured,
+            })
+        })
+        .collect()
+}
+
+/// Drops disabled checks, applies severity overrides and sorts most severe first.
+fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
+    findings.retain(|f| !spec.checks.disable.contains(&f.check));
+    for f in findings.iter_mut() {
+        if let Some(sev) = spec.checks.severity.get(f.check.as_str()) {
+            f.severity = *sev;
+        }
+    }
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.check.cmp(&b.check))
+            .then(a.target.cmp(&b.target))
+            .then(a.message.cmp(&b.message))
+    });
+    findings.dedup_by(|a, b| a.check == b.check && a.target == b.target && a.message == b.message);
+}

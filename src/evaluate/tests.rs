@@ -1,0 +1,290 @@
+//! Tests of the evaluate layer: running checks, the next status and Event planning.
+
+use super::*;
+use crate::api::{AuditTarget, Finding, KopfAuditStatus};
+use crate::catalog::{CheckId, ConditionType, EventReason, SKIP_ANNOTATION_PREFIX, Severity};
+use crate::model::evidence::{Evidence, LogEvidence, TargetEvidence};
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::time::Duration;
+
+const HOLD: Duration = Duration::from_secs(600);
+
+fn at(secs: i64) -> Time {
+    Time(Timestamp::from_second(secs).expect("valid"))
+}
+
+fn spec() -> KopfAuditSpec {
+    KopfAuditSpec {
+        target: AuditTarget {
+            deployment: Some("op".into()),
+            ..Default::default()
+        },
+        handled_resources: Vec::new(),
+        interval: "30s".into(),
+        checks: Default::default(),
+        thresholds: Default::default(),
+        logs: Default::default(),
+        suspend: false,
+    }
+}
+
+fn evidence(args: &[&str], annotations: &[(&str, &str)]) -> Evidence {
+    let mut d = Deployment::default();
+    d.metadata.name = Some("op".into());
+    d.metadata.annotations = Some(
+        annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    d.spec.template.spec = Some(PodSpec {
+        containers: vec![Container {
+            name: "operator".into(),
+            command: Some(vec!["kopf".into(), "run".into()]),
+            args: Some(args.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    Evidence {
+        now: Timestamp::from_second(0).expect("valid"),
+        targets: vec![TargetEvidence::new(d, Vec::new(), None)],
+    }
+}
+
+fn outcome(ev: Evidence) -> Outcome {
+    evaluate(&spec(), Ok(Observation::Evidence(ev)), &Policy::default())
+}
+
+fn evaluation(ev: Evidence, policy: &Policy) -> Evaluation {
+    run::evaluate(&spec(), &ev, policy)
+}
+
+fn audit(stored: Option<&KopfAuditStatus>, ev: Evidence, now: i64) -> StatusUpdate {
+    next_status(stored, &outcome(ev), Some(1), &at(now), HOLD)
+}
+
+fn condition(
+    status: &KopfAuditStatus,
+    t: ConditionType,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    status.conditions.iter().find(|c| c.type_ == t.as_str())
+}
+
+fn cond(status: &KopfAuditStatus, t: ConditionType) -> &str {
+    condition(status, t)
+        .map(|c| c.status.as_str())
+        .unwrap_or("missing")
+}
+
+#[test]
+fn first_audit_writes_every_condition_and_one_headline_event() {
+    let pending = pending_status(Some(1), &at(0));
+    assert_eq!(pending.conditions.len(), ConditionType::ALL.len());
+    let first = audit(Some(&pending), evidence(&["-A"], &[]), 10);
+    assert!(first.changed);
+    assert_eq!(first.status.conditions.len(), ConditionType::ALL.len());
+    assert_eq!(
+        cond(&first.status, ConditionType::WorkloadCompliant),
+        "False"
+    );
+    assert_eq!(cond(&first.status, ConditionType::Compliant), "False");
+    assert_eq!(cond(&first.status, ConditionType::Ready), "True");
+    assert_eq!(first.events.len(), 1, "{:?}", first.events);
+    assert_eq!(first.events[0].reason, EventReason::NonCompliant);
+}
+
+#[test]
+fn steady_state_writes_nothing_and_emits_nothing() {
+    let first = audit(None, evidence(&["-A"], &[]), 10);
+    let second = audit(Some(&first.status), evidence(&["-A"], &[]), 40);
+    assert!(!second.changed);
+    assert!(second.events.is_empty());
+    assert_eq!(second.status, first.status);
+}
+
+#[test]
+fn a_new_finding_raises_one_event_and_keeps_since_of_others() {
+    let first = audit(None, evidence(&["-A"], &[]), 10);
+    let second = audit(Some(&first.status), evidence(&[], &[]), 40);
+    assert!(second.changed);
+    let reasons: Vec<EventReason> = second.events.iter().map(|e| e.reason).collect();
+    assert_eq!(
+        reasons,
+        vec![EventReason::FindingRaised],
+        "{:?}",
+        second.events
+    );
+    assert!(
+        second.events[0].note.contains("workload.no-scope-flag"),
+        "{}",
+        second.events[0].note
+    );
+    let since = |s: &KopfAuditStatus, c: CheckId| {
+        s.findings
+            .iter()
+            .find(|f| f.check == c)
+            .and_then(|f| f.since.clone())
+    };
+    assert_eq!(
+        since(&second.status, CheckId::WorkloadLiveness),
+        since(&first.status, CheckId::WorkloadLiveness)
+    );
+}
+
+#[test]
+fn target_lost_and_restored_emit_one_event_each() {
+    let first = audit(None, evidence(&["-A"], &[]), 10);
+    let lost = next_status(
+        Some(&first.status),
+        &Outcome::Stalled(crate::model::evidence::Stall {
+            reason: crate::catalog::ConditionReason::TargetNotFound,
+            message: "gone".into(),
+        }),
+        Some(1),
+        &at(40),
+        HOLD,
+    );
+    assert_eq!(cond(&lost.status, ConditionType::Stalled), "True");
+    assert_eq!(lost.events.len(), 1);
+    assert_eq!(lost.events[0].reason, EventReason::TargetMissing);
+    assert!(lost.status.findings.is_empty());
+    let back = audit(Some(&lost.status), evidence(&["-A"], &[]), 70);
+    assert_eq!(back.events.len(), 1, "{:?}", back.events);
+    assert_eq!(back.events[0].reason, EventReason::NonCompliant);
+}
+
+#[test]
+fn exemptions_skip_with_a_reason_and_can_be_refused() {
+    let key = format!("{SKIP_ANNOTATION_PREFIX}workload.liveness");
+    let ev = evidence(&["-A"], &[(key.as_str(), "probed by the mesh")]);
+    let eval = evaluation(ev.clone(), &Policy::default());
+    assert!(
+        !eval
+            .findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadLiveness)
+    );
+    assert_eq!(eval.skipped.len(), 1);
+    assert!(eval.skipped[0].honoured);
+    let refused = evaluation(
+        ev,
+        &Policy {
+            refuse_exemptions: true,
+        },
+    );
+    assert!(
+        refused
+            .findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadLiveness)
+    );
+    assert!(!refused.skipped[0].honoured);
+    let no_reason = evidence(&["-A"], &[(key.as_str(), " ")]);
+    let eval = evaluation(no_reason, &Policy::default());
+    assert!(
+        eval.findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadLiveness)
+    );
+}
+
+#[test]
+fn disabled_checks_and_severity_overrides() {
+    let mut s = spec();
+    s.checks.disable = vec![CheckId::WorkloadLiveness];
+    s.checks
+        .severity
+        .insert("workload.cpu-request".into(), Severity::Error);
+    let eval = run::evaluate(&s, &evidence(&["-A"], &[]), &Policy::default());
+    assert!(
+        !eval
+            .findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadLiveness)
+    );
+    let cpu = eval
+        .findings
+        .iter()
+        .find(|f| f.check == CheckId::WorkloadCpuRequest)
+        .expect("cpu-request");
+    assert_eq!(cpu.severity, Severity::Error);
+    assert_eq!(
+        eval.findings[0].severity,
+        Severity::Error,
+        "most severe first"
+    );
+}
+
+#[test]
+fn not_kopf_leaves_kopf_areas_unknown() {
+    let mut ev = evidence(&[], &[]);
+    if let Some(spec) = ev.targets[0].deployment.spec.template.spec.as_mut() {
+        spec.containers[0].command = Some(vec!["nginx".into()]);
+    }
+    ev.targets[0] = TargetEvidence::new(ev.targets[0].deployment.clone(), Vec::new(), None);
+    let update = audit(None, ev, 10);
+    assert!(
+        update
+            .status
+            .findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadNotKopf)
+    );
+    let rbac = condition(&update.status, ConditionType::RbacCompliant).expect("rbac");
+    assert_eq!(rbac.status, "Unknown");
+    assert_eq!(rbac.reason, "NotKopf");
+}
+
+#[test]
+fn a_log_cut_by_the_byte_cap_is_stated_in_the_target_status() {
+    let mut ev = evidence(&["-A"], &[]);
+    if let Some(kopf) = ev.targets[0].kopf.as_mut() {
+        kopf.logs = Ok(LogEvidence {
+            truncated: true,
+            ..Default::default()
+        });
+    }
+    let update = audit(None, ev, 10);
+    assert!(update.status.targets[0].logs_truncated);
+    let quiet = audit(None, evidence(&["-A"], &[]), 10);
+    assert!(!quiet.status.targets[0].logs_truncated);
+}
+
+#[test]
+fn findings_are_capped_and_counted() {
+    let many: Vec<Finding> = (0..(status::MAX_FINDINGS + 5))
+        .map(|i| {
+            crate::checks::finding(
+                CheckId::WorkloadCpuLimit,
+                &format!("t{i}"),
+                "m".into(),
+                None,
+            )
+        })
+        .collect();
+    let (kept, summary) = status::cap(&many);
+    assert_eq!(kept.len(), status::MAX_FINDINGS);
+    assert_eq!(summary.warnings as usize, status::MAX_FINDINGS + 5);
+    assert_eq!(summary.omitted, 5);
+}
+
+#[test]
+fn suspend_keeps_results_and_says_so() {
+    let first = audit(None, evidence(&["-A"], &[]), 10);
+    let suspended = next_status(
+        Some(&first.status),
+        &Outcome::Suspended,
+        Some(2),
+        &at(40),
+        HOLD,
+    );
+    assert_eq!(suspended.status.findings, first.status.findings);
+    let ready = condition(&suspended.status, ConditionType::Ready).expect("ready");
+    assert_eq!(ready.reason, "Suspended");
+    assert_eq!(suspended.events.len(), 1);
+    assert_eq!(suspended.events[0].reason, EventReason::Suspended);
+}

@@ -1,0 +1,112 @@
+//! Tests of inferring the handled resources.
+
+use super::*;
+use crate::model::rbac::{BindingKind, RoleKind, Rule, ServiceAccountRef, Subject};
+use crate::model::testing::rule;
+
+fn binding(rules: Vec<Rule>) -> Binding {
+    Binding {
+        kind: BindingKind::RoleBinding("ns".into()),
+        name: "b".into(),
+        role_kind: Some(RoleKind::Role),
+        role_name: "r".into(),
+        via: Subject::ServiceAccount(ServiceAccountRef {
+            namespace: "ns".into(),
+            name: "op".into(),
+        }),
+        rules,
+        role_missing: false,
+        aggregated: false,
+    }
+}
+
+#[test]
+fn candidates_are_watched_or_patched_custom_resources() {
+    let b = binding(vec![
+        rule(
+            &["good.example.com"],
+            &["widgets", "widgets/status"],
+            &["get", "list", "watch", "patch"],
+        ),
+        // Read and patched, never created: handled (kopf may lack list/watch on it).
+        rule(&["other.example.com"], &["gizmos"], &["get", "patch"]),
+        // Created: a child the operator manages, not handles.
+        rule(
+            &["cert-manager.io"],
+            &["certificates"],
+            &["get", "create", "patch"],
+        ),
+        rule(&[""], &["configmaps"], &["watch"]),
+        rule(&["kopf.dev"], &["kopfpeerings"], &["watch"]),
+        rule(&["*"], &["*"], &["*"]),
+        rule(
+            &["apiextensions.k8s.io"],
+            &["customresourcedefinitions"],
+            &["list", "watch"],
+        ),
+    ]);
+    let got = candidates(&[b]);
+    assert_eq!(
+        got,
+        BTreeMap::from([
+            (
+                ("good.example.com".to_string(), "widgets".to_string()),
+                HandledSource::RbacWatch
+            ),
+            (
+                ("other.example.com".to_string(), "gizmos".to_string()),
+                HandledSource::RbacRule
+            ),
+        ])
+    );
+}
+
+#[test]
+fn a_refused_list_in_the_log_names_a_handled_resource() {
+    let line = r#"[2026-11-30 02:41:55,039] kopf._cogs.clients.a [ERROR   ] Request attempt #1/9 failed; will retry: GET https://x/apis/crash.example.com/v1/namespaces/ns/beacons -> APIForbiddenError('beacons.crash.example.com is forbidden: User "system:serviceaccount:ns:op" cannot list resource "beacons" in API group "crash.example.com" in the namespace "ns"', {})"#;
+    let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
+    let mut records: Vec<kopf_log::Record> =
+        parser.push_line(line.as_bytes()).into_iter().collect();
+    while let Some(r) = parser.finish() {
+        records.push(r);
+    }
+    let logs = LogEvidence {
+        records,
+        ..Default::default()
+    };
+    assert_eq!(
+        logged(Some(&logs)),
+        BTreeMap::from([(
+            ("crash.example.com".to_string(), "beacons".to_string()),
+            HandledSource::Log
+        )])
+    );
+}
+
+#[test]
+fn crd_status_storage() {
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.good.example.com"},
+        "spec": {
+            "group": "good.example.com", "scope": "Cluster",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [
+                {"name": "v1beta1", "served": true, "storage": false,
+                 "schema": {"openAPIV3Schema": {"type": "object"}}},
+                {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}
+            ]
+        }
+    }))
+    .expect("crd");
+    let h = from_crd(&crd, None, HandledSource::RbacWatch);
+    assert_eq!(h.version, "v1");
+    assert!(!h.namespaced);
+    let info = h.crd.expect("crd info");
+    assert!(info.status_subresource && info.status_preserves_unknown_fields);
+    let old = from_crd(&crd, Some("v1beta1"), HandledSource::Spec);
+    let info = old.crd.expect("crd info");
+    assert!(!info.status_subresource && !info.status_preserves_unknown_fields);
+}

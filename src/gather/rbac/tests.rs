@@ -1,0 +1,109 @@
+//! Tests of gathering RBAC evidence.
+
+use super::*;
+use crate::model::evidence::Obstacle;
+use crate::model::kopf_run::Scope;
+use crate::model::rbac::Verb;
+use crate::model::testing::run;
+
+fn subject(kind: &str, name: &str, ns: Option<&str>) -> k8s_openapi::api::rbac::v1::Subject {
+    k8s_openapi::api::rbac::v1::Subject {
+        kind: kind.into(),
+        name: name.into(),
+        namespace: ns.map(str::to_string),
+        api_group: None,
+    }
+}
+
+#[test]
+fn subjects_that_reach_a_service_account() {
+    let sa = ServiceAccountRef {
+        namespace: "ns".into(),
+        name: "op".into(),
+    };
+    let r = |s: k8s_openapi::api::rbac::v1::Subject, ns| reaches(&s, &sa, ns);
+    assert!(r(subject("ServiceAccount", "op", Some("ns")), None).is_some());
+    assert!(r(subject("ServiceAccount", "op", None), Some("ns")).is_some());
+    assert!(r(subject("ServiceAccount", "op", Some("other")), None).is_none());
+    assert!(r(subject("ServiceAccount", "other", Some("ns")), None).is_none());
+    assert_eq!(
+        r(subject("Group", "system:serviceaccounts:ns", None), None),
+        Some(Subject::Group("system:serviceaccounts:ns".into()))
+    );
+    assert!(r(subject("Group", "system:serviceaccounts:other", None), None).is_none());
+    assert!(r(subject("User", "system:serviceaccount:ns:op", None), None).is_some());
+}
+
+#[test]
+fn a_review_asks_as_the_service_account_with_its_groups() {
+    let sa = ServiceAccountRef {
+        namespace: "ns".into(),
+        name: "op".into(),
+    };
+    let mut p = Permission::new(Verb::Patch, "g", "widgets", Some("ns"));
+    p.subresource = "status".into();
+    let r = review_for(&sa, &p);
+    assert_eq!(r.spec.user.as_deref(), Some("system:serviceaccount:ns:op"));
+    assert_eq!(
+        r.spec.groups,
+        Some(vec![
+            "system:serviceaccounts".into(),
+            "system:serviceaccounts:ns".into(),
+            "system:authenticated".into()
+        ])
+    );
+    let attrs = r.spec.resource_attributes.expect("attributes");
+    assert_eq!(attrs.subresource.as_deref(), Some("status"));
+    assert_eq!(attrs.namespace.as_deref(), Some("ns"));
+    let cluster = review_for(&sa, &Permission::new(Verb::List, "", "namespaces", None));
+    let attrs = cluster.spec.resource_attributes.expect("attributes");
+    assert_eq!(attrs.namespace, None);
+    assert_eq!(attrs.subresource, None);
+    assert_eq!(attrs.group.as_deref(), Some(""));
+}
+
+#[test]
+fn forbidden_names_what_the_auditor_lacks() {
+    let denied = kube::Error::Api(
+        kube::core::Status::failure("forbidden", "Forbidden")
+            .with_code(403)
+            .boxed(),
+    );
+    let u = unavailable(
+        &denied,
+        "create subjectaccessreviews.authorization.k8s.io",
+        SAR_GRANT,
+    );
+    assert_eq!(u.why, Obstacle::Forbidden);
+    assert!(u.message.contains("create on subjectaccessreviews"));
+}
+
+#[test]
+fn role_bindings_are_read_in_the_own_and_exact_namespaces() {
+    let run = run(
+        Scope::Namespaced(vec!["a".into(), "team-*".into()]),
+        Peering::Auto,
+    );
+    let platform = Reach {
+        own: "own".into(),
+        cross_namespace: true,
+    };
+    assert_eq!(
+        binding_namespaces(&run, "own", &platform),
+        (
+            BTreeSet::from(["a".to_string(), "own".to_string()]),
+            BTreeSet::new()
+        )
+    );
+    let tenant = Reach {
+        own: "own".into(),
+        cross_namespace: false,
+    };
+    assert_eq!(
+        binding_namespaces(&run, "own", &tenant),
+        (
+            BTreeSet::from(["own".to_string()]),
+            BTreeSet::from(["a".to_string()])
+        )
+    );
+}

@@ -1,0 +1,100 @@
+//! Tests of choosing targets and of the tenancy rule.
+
+use super::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+fn deployment(ns: &str, name: &str, labels: &[(&str, &str)]) -> Deployment {
+    let mut d = Deployment::default();
+    d.metadata.namespace = Some(ns.into());
+    d.metadata.name = Some(name.into());
+    d.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    d
+}
+
+fn reach(own: &str, cross_namespace: bool) -> Reach {
+    Reach {
+        own: own.into(),
+        cross_namespace,
+    }
+}
+
+#[test]
+fn selects_by_name_or_selector_within_the_namespace() {
+    let all = [
+        deployment("a", "op", &[("app", "op")]),
+        deployment("b", "op", &[("app", "op")]),
+        deployment("a", "web", &[("app", "web")]),
+    ];
+    let by_name = AuditTarget {
+        deployment: Some("op".into()),
+        ..Default::default()
+    };
+    let found = select_targets(&by_name, "a", &all).expect("ok");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].metadata.namespace.as_deref(), Some("a"));
+    let by_label = AuditTarget {
+        selector: Some(LabelSelector {
+            match_labels: Some([("app".to_string(), "web".to_string())].into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let found = select_targets(&by_label, "a", &all).expect("ok");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].metadata.name.as_deref(), Some("web"));
+}
+
+#[test]
+fn an_invalid_selector_stalls_until_the_spec_changes() {
+    let bad = AuditTarget {
+        selector: Some(LabelSelector {
+            match_expressions: Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                    key: "app".into(),
+                    operator: "Bogus".into(),
+                    values: None,
+                },
+            ]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let stall = select_targets(&bad, "a", &[]).expect_err("invalid");
+    assert_eq!(stall.reason, ConditionReason::InvalidSpec);
+}
+
+#[test]
+fn cross_namespace_needs_the_allowance() {
+    let t = AuditTarget {
+        deployment: Some("op".into()),
+        namespace: Some("other".into()),
+        ..Default::default()
+    };
+    let mine = reach("mine", false);
+    let refused = resolve_target_namespace(&t, &mine).expect_err("refused");
+    assert_eq!(refused.reason, ConditionReason::CrossNamespaceRefused);
+    let platform = reach("mine", true);
+    assert_eq!(resolve_target_namespace(&t, &platform), Ok("other"));
+}
+
+#[test]
+fn served_namespaces_within_the_reach() {
+    let own = reach("a", false);
+    let only_a = Namespaces::served(&Scope::Namespaced(vec!["a".into()]));
+    assert!(only_a.within(&own));
+    let a_and_b = Namespaces::served(&Scope::Namespaced(vec!["a".into(), "b".into()]));
+    assert!(!a_and_b.within(&own));
+    assert!(a_and_b.within(&reach("a", true)));
+    assert_eq!(Namespaces::served(&Scope::ClusterWide), Namespaces::All);
+    assert_eq!(
+        Namespaces::served(&Scope::Namespaced(vec!["a*".into()])),
+        Namespaces::All
+    );
+    assert!(!Namespaces::All.within(&own));
+    assert!(!own.may_read(None), "cluster-scoped objects are outside");
+}

@@ -1,0 +1,377 @@
+//! What the gather phase hands to the pure checks: plain data, no clients.
+//! Each area's evidence is [`Gathered`]: present, or [`Unavailable`] with a reason a
+//! person can act on (the auditor may not read it, it lies outside the KopfAudit's
+//! namespace, or the read failed this time).
+
+pub(crate) use super::handled::{CrdInfo, HandledResource, HandledSource};
+use super::kopf_run::{KopfRun, Scope, find_kopf};
+use super::needs::Need;
+use super::rbac::{Binding, PeeringCrds, Permission, ServiceAccountRef};
+use crate::catalog::{ConditionReason, EventType, REPORTING_CONTROLLER};
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// Evidence for one area, or why there is none.
+pub(crate) type Gathered<T> = Result<T, Unavailable>;
+
+/// Why an area's evidence could not be gathered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Unavailable {
+    /// What kind of obstacle it is.
+    pub(crate) why: Obstacle,
+    /// What a person can act on (e.g. the permission to grant the auditor).
+    pub(crate) message: String,
+}
+
+/// The kinds of obstacle to gathering an area, each with its own condition reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Obstacle {
+    /// The auditor may not read it (a 403): a permission to grant.
+    Forbidden,
+    /// It lies outside the KopfAudit's namespace and cross-namespace reads are off.
+    OutsideNamespace,
+    /// The read failed this time (a timeout, a 5xx): retried at the next audit.
+    Failed,
+}
+
+impl Unavailable {
+    /// An obstacle with its message.
+    pub(crate) fn new(why: Obstacle, message: impl Into<String>) -> Unavailable {
+        Unavailable {
+            why,
+            message: message.into(),
+        }
+    }
+
+    /// The condition reason an area reports for it.
+    pub(crate) fn reason(&self) -> ConditionReason {
+        match self.why {
+            Obstacle::Forbidden => ConditionReason::Forbidden,
+            Obstacle::OutsideNamespace => ConditionReason::OutsideNamespace,
+            Obstacle::Failed => ConditionReason::GatherFailed,
+        }
+    }
+}
+
+/// `namespace/name`, or `name` for cluster-scoped objects: how every message names an
+/// object.
+pub(crate) fn qualified(namespace: Option<&str>, name: &str) -> String {
+    match namespace.filter(|ns| !ns.is_empty()) {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// Whether a container of a pod restarted (a previous container exists).
+pub(crate) fn restarted(pod: &Pod, container: &str) -> bool {
+    pod.status
+        .iter()
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .any(|cs| cs.name == container && cs.restart_count > 0)
+}
+
+/// Everything gathered about one target Deployment.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TargetEvidence {
+    /// The Deployment as the watch cache has it.
+    pub(crate) deployment: Deployment,
+    /// Its pods (matched by the Deployment's selector).
+    pub(crate) pods: Vec<Pod>,
+    /// How it runs kopf and what was gathered about that; `None` when no container
+    /// runs kopf.
+    pub(crate) kopf: Option<KopfEvidence>,
+}
+
+/// What was gathered about a kopf operator, area by area.
+#[derive(Clone, Debug)]
+pub(crate) struct KopfEvidence {
+    /// The kopf container and how it runs kopf.
+    pub(crate) run: KopfRun,
+    /// The resources the operator handles (from the spec, or inferred).
+    pub(crate) handled: Gathered<Vec<HandledResource>>,
+    /// What the operator's ServiceAccount may do.
+    pub(crate) rbac: Gathered<RbacEvidence>,
+    /// The operator's parsed logs in the window.
+    pub(crate) logs: Gathered<LogEvidence>,
+    /// Events about handled objects in the window.
+    pub(crate) events: Gathered<EventEvidence>,
+    /// A bounded sample of handled objects.
+    pub(crate) objects: Gathered<Vec<ObjectSample>>,
+}
+
+impl KopfEvidence {
+    /// Evidence of a run whose areas are all still to be gathered (`Failed`, "not read").
+    pub(crate) fn unread(run: KopfRun) -> KopfEvidence {
+        let unread = || Unavailable::new(Obstacle::Failed, "not read");
+        KopfEvidence {
+            run,
+            handled: Err(unread()),
+            rbac: Err(unread()),
+            logs: Err(unread()),
+            events: Err(unread()),
+            objects: Err(unread()),
+        }
+    }
+}
+
+impl TargetEvidence {
+    /// Evidence for a Deployment and its pods, with the kopf container (the `wanted` one
+    /// if named) read from the pod template; the kopf areas start unread.
+    pub(crate) fn new(deployment: Deployment, pods: Vec<Pod>, wanted: Option<&str>) -> Self {
+        let containers = deployment
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .map(|s| s.containers.as_slice())
+            .unwrap_or(&[]);
+        let namespace = deployment.metadata.namespace.as_deref();
+        let kopf = find_kopf(containers, wanted, namespace).map(|(_, run)| run);
+        TargetEvidence {
+            kopf: kopf.map(KopfEvidence::unread),
+            deployment,
+            pods,
+        }
+    }
+
+    /// The Deployment's name.
+    pub(crate) fn name(&self) -> &str {
+        self.deployment.metadata.name.as_deref().unwrap_or("")
+    }
+
+    /// The Deployment's namespace: the operator's own namespace.
+    pub(crate) fn namespace(&self) -> &str {
+        self.deployment.metadata.namespace.as_deref().unwrap_or("")
+    }
+
+    /// The ServiceAccount the pods run as (`default` when the template names none).
+    pub(crate) fn service_account(&self) -> ServiceAccountRef {
+        let name = self
+            .deployment
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or(ServiceAccountRef::DEFAULT);
+        ServiceAccountRef {
+            namespace: self.namespace().to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    /// The container that runs kopf.
+    pub(crate) fn kopf_container(&self) -> Option<&Container> {
+        let run = &self.kopf.as_ref()?.run;
+        self.deployment
+            .spec
+            .template
+            .spec
+            .as_ref()?
+            .containers
+            .iter()
+            .find(|c| c.name == run.container)
+    }
+}
+
+/// The operator's logs in the window, parsed.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LogEvidence {
+    /// Records of the current containers' logs, oldest first.
+    pub(crate) records: Vec<kopf_log::Record>,
+    /// The previous container's log of every restarted pod, by pod name.
+    pub(crate) previous: BTreeMap<String, Vec<kopf_log::Record>>,
+    /// Line counts, for `runtime.unparsed-logs`.
+    pub(crate) stats: kopf_log::Stats,
+    /// The byte cap cut the log: the window was not fully read.
+    pub(crate) truncated: bool,
+}
+
+impl LogEvidence {
+    /// All records, the current containers' first, then the previous containers'.
+    pub(crate) fn all_records(&self) -> impl Iterator<Item = &kopf_log::Record> {
+        self.records.iter().chain(self.previous.values().flatten())
+    }
+}
+
+/// Who posted an Event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Reporter {
+    /// kopf (`source.component`/`reportingComponent` `kopf`).
+    Kopf,
+    /// kopf-audit itself: never evidence against an audited operator.
+    Auditor,
+    /// Anything else (kubelet, other controllers), as written.
+    Other(String),
+}
+
+impl Reporter {
+    /// Reads an Event's `source.component` / `reportingComponent` / `reportingController`.
+    pub(crate) fn parse(component: &str) -> Reporter {
+        match component {
+            "kopf" => Reporter::Kopf,
+            REPORTING_CONTROLLER => Reporter::Auditor,
+            other => Reporter::Other(other.to_string()),
+        }
+    }
+}
+
+/// An Event about an object (core/v1, flattened).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct EventRecord {
+    /// The involved object's API group (empty for core).
+    pub(crate) group: String,
+    /// The involved object's kind.
+    pub(crate) kind: String,
+    /// The involved object's namespace (empty for cluster-scoped objects).
+    pub(crate) object_namespace: String,
+    /// The involved object's name.
+    pub(crate) name: String,
+    /// The involved object's uid.
+    pub(crate) uid: String,
+    /// `Normal`, `Warning`, `Error`, `Debug`...
+    pub(crate) type_: EventType,
+    /// The reason.
+    pub(crate) reason: String,
+    /// The message.
+    pub(crate) message: String,
+    /// Who posted it.
+    pub(crate) reporter: Reporter,
+    /// How many times the API aggregated it (kopf never does: always 1).
+    pub(crate) count: u32,
+    /// When it was posted (first/last timestamp or eventTime).
+    pub(crate) time: Option<Timestamp>,
+}
+
+impl EventRecord {
+    /// `namespace/name` of the involved object.
+    pub(crate) fn object(&self) -> String {
+        qualified(Some(&self.object_namespace), &self.name)
+    }
+
+    /// Whether the Event is about an object the operator handles, in a namespace it
+    /// serves (or a cluster-scoped handled object), and was not posted by kopf-audit:
+    /// only such Events are evidence about the operator.
+    pub(crate) fn concerns(&self, handled: &[HandledResource], scope: &Scope) -> bool {
+        if self.reporter == Reporter::Auditor {
+            return false;
+        }
+        let Some(resource) = handled.iter().find(|h| h.is_kind(&self.group, &self.kind)) else {
+            return false;
+        };
+        if resource.namespaced {
+            !self.object_namespace.is_empty() && scope.serves(&self.object_namespace)
+        } else {
+            self.object_namespace.is_empty()
+        }
+    }
+}
+
+/// The API group of an `apiVersion` (`group/version`, or `v1` for core).
+pub(crate) fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// The Events read for one target: about its handled objects, posted by kopf or others.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EventEvidence {
+    /// The Events, within the window.
+    pub(crate) events: Vec<EventRecord>,
+    /// The read stopped at its bound: older Events were not read.
+    pub(crate) truncated: bool,
+}
+
+/// One handled object, reduced to what the persistence checks read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ObjectSample {
+    /// Index into the target's handled resources.
+    pub(crate) resource: usize,
+    /// Namespace (empty for cluster-scoped).
+    pub(crate) namespace: String,
+    /// Name.
+    pub(crate) name: String,
+    /// Annotation keys, with the byte size of key plus value.
+    pub(crate) annotations: BTreeMap<String, usize>,
+    /// Finalizers.
+    pub(crate) finalizers: Vec<String>,
+    /// When deletion was requested, if it was.
+    pub(crate) deletion_timestamp: Option<Timestamp>,
+    /// Keys under `status.kopf` (kopf's status storage), if any.
+    pub(crate) status_kopf_keys: Vec<String>,
+}
+
+impl ObjectSample {
+    /// `namespace/name`.
+    pub(crate) fn qualified_name(&self) -> String {
+        qualified(Some(&self.namespace), &self.name)
+    }
+}
+
+/// The RBAC evidence of one target (filled by the RBAC gatherer).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RbacEvidence {
+    /// The ServiceAccount asked about.
+    pub(crate) service_account: ServiceAccountRef,
+    /// The API server's answer to every permission the checks need (true: allowed).
+    pub(crate) answers: BTreeMap<Permission, bool>,
+    /// The bindings that reach the ServiceAccount, sorted, with their roles' rules.
+    pub(crate) bindings: Vec<Binding>,
+    /// kopf's peering CRDs that exist (read only when peering is not `--standalone`).
+    pub(crate) peering_crds: PeeringCrds,
+    /// What kopf needs in this run mode: what was asked.
+    pub(crate) needs: Vec<Need>,
+    /// RoleBindings of these namespaces were not read (outside the KopfAudit's
+    /// namespace without the cross-namespace allowance).
+    pub(crate) unread_namespaces: BTreeSet<String>,
+}
+
+impl RbacEvidence {
+    /// The answer for a permission; `None` when it was not asked.
+    pub(crate) fn allowed(&self, permission: &Permission) -> Option<bool> {
+        self.answers.get(permission).copied()
+    }
+}
+
+/// The clock and the target set of one audit.
+#[derive(Clone, Debug)]
+pub(crate) struct Evidence {
+    /// When the evidence was gathered.
+    pub(crate) now: Timestamp,
+    /// One entry per target Deployment.
+    pub(crate) targets: Vec<TargetEvidence>,
+}
+
+/// Why an audit cannot run until its spec or its target changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Stall {
+    /// `TargetNotFound`, `CrossNamespaceRefused` or `InvalidSpec`.
+    pub(crate) reason: ConditionReason,
+    /// What a person can act on.
+    pub(crate) message: String,
+}
+
+/// What gathering found: evidence to evaluate, a reason the audit cannot run, or that
+/// it is suspended.
+#[derive(Clone, Debug)]
+pub(crate) enum Observation {
+    /// The evidence of every target.
+    Evidence(Evidence),
+    /// Only a change of the spec or the target can let the audit run.
+    Stalled(Stall),
+    /// `spec.suspend` is set.
+    Suspended,
+}
+
+impl fmt::Display for Obstacle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Obstacle::Forbidden => "forbidden",
+            Obstacle::OutsideNamespace => "outside the namespace",
+            Obstacle::Failed => "failed",
+        })
+    }
+}

@@ -1,0 +1,71 @@
+//! The resources an operator handles, as the auditor learned them: where each came from
+//! and what its CRD says about status storage.
+
+/// Where a handled resource was learned from; findings say which.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum HandledSource {
+    /// `spec.handledResources`.
+    Spec,
+    /// A custom resource the operator's ServiceAccount is granted watch on.
+    RbacWatch,
+    /// A custom resource the operator's rules name with other verbs (get, patch...).
+    RbacRule,
+    /// A custom resource the operator's own log names (a denial, an unresolved resource).
+    Log,
+}
+
+impl HandledSource {
+    /// How a message says where the resource was learned from.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            HandledSource::Spec => "it is listed in spec.handledResources",
+            HandledSource::RbacWatch => {
+                "it is inferred as handled: a custom resource its RBAC grants watch on"
+            }
+            HandledSource::RbacRule => {
+                "it is inferred as handled: a custom resource its RBAC rules name"
+            }
+            HandledSource::Log => {
+                "it is inferred as handled: the operator's own log names it (kopf tried to serve it)"
+            }
+        }
+    }
+}
+
+/// One resource the operator handles, with what its CRD says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HandledResource {
+    /// API group (empty for core).
+    pub(crate) group: String,
+    /// API version.
+    pub(crate) version: String,
+    /// Plural name.
+    pub(crate) plural: String,
+    /// Kind, when known (from the CRD or discovery).
+    pub(crate) kind: Option<String>,
+    /// Whether the resource is namespaced.
+    pub(crate) namespaced: bool,
+    /// From its CRD, when it is a custom resource.
+    pub(crate) crd: Option<CrdInfo>,
+    /// Where this entry came from.
+    pub(crate) source: HandledSource,
+}
+
+impl HandledResource {
+    /// Whether an object of this group and kind is of this resource.
+    pub(crate) fn is_kind(&self, group: &str, kind: &str) -> bool {
+        self.group == group && self.kind.as_deref() == Some(kind)
+    }
+}
+
+/// What a handled resource's CRD says about status storage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CrdInfo {
+    /// The CRD's name (`plural.group`).
+    pub(crate) name: String,
+    /// The served version has a status subresource.
+    pub(crate) status_subresource: bool,
+    /// The served version's `status` schema preserves unknown fields (or the whole
+    /// object does).
+    pub(crate) status_preserves_unknown_fields: bool,
+}

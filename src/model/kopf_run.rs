@@ -1,0 +1,472 @@
+//! How a container runs kopf, read from its command, args and environment: kopf states
+//! neither its namespaces nor its peering mode in its logs at INFO, so the pod spec is
+//! the only place to learn them (`kopf run --help`, kopf 1.45 `cli.py`; every option
+//! also reads `KOPF_RUN_<OPTION>`).
+
+use k8s_openapi::api::core::v1::Container;
+pub(crate) use kopf_log::LogFormat as KopfLogFormat;
+
+/// Which namespaces the operator serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// `-n`/`--namespace` (or `KOPF_RUN_NAMESPACE(S)`): these names or patterns.
+    Namespaced(Vec<String>),
+    /// `-A`/`--all-namespaces` (or `KOPF_RUN_CLUSTERWIDE`).
+    ClusterWide,
+    /// Neither flag: kopf warns and falls back to cluster-wide.
+    Implicit,
+}
+
+impl Scope {
+    /// Whether kopf serves every namespace.
+    pub(crate) fn is_cluster_wide(&self) -> bool {
+        !matches!(self, Scope::Namespaced(_))
+    }
+
+    /// Whether any `-n` value is a pattern kopf must list namespaces to resolve.
+    pub(crate) fn has_patterns(&self) -> bool {
+        match self {
+            Scope::Namespaced(values) => values.iter().any(|v| !is_specific_name(v)),
+            _ => false,
+        }
+    }
+
+    /// The `-n` values that name one namespace each: what kopf falls back to when it
+    /// may not list namespaces (`select_specific_namespaces`, kopf 1.45
+    /// `_cogs/structs/references.py`).
+    pub(crate) fn specific_names(&self) -> Vec<String> {
+        match self {
+            Scope::Namespaced(values) => values
+                .iter()
+                .filter(|v| is_specific_name(v))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether kopf serves `namespace`, as kopf 1.45 decides (`match_namespace`).
+    pub(crate) fn serves(&self, namespace: &str) -> bool {
+        match self {
+            Scope::Namespaced(values) => values.iter().any(|p| match_namespace(namespace, p)),
+            _ => true,
+        }
+    }
+
+    /// The word shown in status.
+    pub(crate) fn mode_name(&self) -> &'static str {
+        if self.is_cluster_wide() {
+            "cluster-wide"
+        } else {
+            "namespaced"
+        }
+    }
+}
+
+/// kopf's test for a `-n` value that names exactly one namespace.
+fn is_specific_name(value: &str) -> bool {
+    !value.contains(['!', '*', '?', ','])
+}
+
+/// kopf's namespace pattern: comma-separated globs, `!` excludes; a leading exclusion
+/// implies a catch-all first; later inclusions only re-match what the first matched.
+pub(crate) fn match_namespace(name: &str, pattern: &str) -> bool {
+    let mut globs: Vec<&str> = pattern.split(',').map(str::trim).collect();
+    if globs.first().is_none_or(|g| g.starts_with('!')) {
+        globs.insert(0, "*");
+    }
+    let first_match = fnmatch(name, globs[0]);
+    let mut matches = first_match;
+    for glob in &globs[1..] {
+        if let Some(excluded) = glob.strip_prefix('!') {
+            matches = matches && !fnmatch(name, excluded.trim_start_matches('!'));
+        } else {
+            matches = matches || (first_match && fnmatch(name, glob));
+        }
+    }
+    matches
+}
+
+/// Python's `fnmatch.fnmatch` on POSIX: `*`, `?`, `[seq]` and `[!seq]`, case-sensitive.
+pub(crate) fn fnmatch(name: &str, glob: &str) -> bool {
+    let name: Vec<char> = name.chars().collect();
+    let glob: Vec<char> = glob.chars().collect();
+    fnmatch_at(&name, &glob)
+}
+
+fn fnmatch_at(name: &[char], glob: &[char]) -> bool {
+    match glob.first() {
+        None => name.is_empty(),
+        Some('*') => (0..=name.len()).any(|skip| fnmatch_at(&name[skip..], &glob[1..])),
+        Some('?') => !name.is_empty() && fnmatch_at(&name[1..], &glob[1..]),
+        Some('[') => match char_class(glob) {
+            Some((matches, len)) => {
+                name.first().is_some_and(|c| matches(*c)) && fnmatch_at(&name[1..], &glob[len..])
+            }
+            // An unclosed `[` is a literal, as in Python.
+            None => name.first() == Some(&'[') && fnmatch_at(&name[1..], &glob[1..]),
+        },
+        Some(c) => name.first() == Some(c) && fnmatch_at(&name[1..], &glob[1..]),
+    }
+}
+
+/// A `[...]` class at the start of `glob`: its test and its length in chars.
+fn char_class(glob: &[char]) -> Option<(impl Fn(char) -> bool, usize)> {
+    let mut i = 1;
+    let negated = glob.get(i) == Some(&'!');
+    if negated {
+        i += 1;
+    }
+    let start = i;
+    // A `]` right after the opening (or after `!`) is a member, not the end.
+    if glob.get(i) == Some(&']') {
+        i += 1;
+    }
+    while glob.get(i).is_some_and(|c| *c != ']') {
+        i += 1;
+    }
+    if i >= glob.len() {
+        return None;
+    }
+    let members: Vec<char> = glob[start..i].to_vec();
+    let test = move |c: char| {
+        let mut j = 0;
+        let mut hit = false;
+        while j < members.len() {
+            if j + 2 < members.len() && members[j + 1] == '-' {
+                hit |= members[j] <= c && c <= members[j + 2];
+                j += 3;
+            } else {
+                hit |= members[j] == c;
+                j += 1;
+            }
+        }
+        hit != negated
+    };
+    Some((test, i + 1))
+}
+
+/// Whether kopf peers with other instances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Peering {
+    /// `--standalone`: no peering; one replica only.
+    Standalone,
+    /// `--peering NAME`: peering is mandatory.
+    Named(String),
+    /// Neither: peering is used if kopf's peering CRD exists.
+    Auto,
+}
+
+impl Peering {
+    /// The word shown in status.
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Peering::Standalone => "standalone".into(),
+            Peering::Named(name) => name.clone(),
+            Peering::Auto => "auto".into(),
+        }
+    }
+}
+
+/// How much kopf logs: `-q`, the default, `-v`, `-d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Verbosity {
+    /// `-q`/`--quiet`: WARNING and above.
+    Quiet,
+    /// The default: INFO and above.
+    Normal,
+    /// `-v`/`--verbose` (DEBUG).
+    Verbose,
+    /// `-d`/`--debug` (DEBUG, and asyncio's debug mode).
+    Debug,
+}
+
+/// Everything the auditor learns about a kopf container from its spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KopfRun {
+    /// The container's name.
+    pub(crate) container: String,
+    /// Namespaces served.
+    pub(crate) scope: Scope,
+    /// Peering mode.
+    pub(crate) peering: Peering,
+    /// `--priority` (peering), when given.
+    pub(crate) priority: Option<i64>,
+    /// `--dev`: priority 666 and peering optional (for development, not production).
+    pub(crate) dev: bool,
+    /// Log format.
+    pub(crate) log_format: KopfLogFormat,
+    /// How much kopf logs, and which flag said so.
+    pub(crate) verbosity: (Verbosity, Option<String>),
+    /// The `--liveness` URL, if any.
+    pub(crate) liveness: Option<String>,
+}
+
+/// Finds the container that runs kopf: the named one if given, else the first that does.
+/// `namespace` is the pod's, for `$(VAR)` references to `metadata.namespace`.
+pub(crate) fn find_kopf<'a>(
+    containers: &'a [Container],
+    wanted: Option<&str>,
+    namespace: Option<&str>,
+) -> Option<(&'a Container, KopfRun)> {
+    containers
+        .iter()
+        .filter(|c| wanted.is_none_or(|w| c.name == w))
+        .find_map(|c| parse_in_namespace(c, namespace).map(|run| (c, run)))
+}
+
+/// Parses one container of a pod in `namespace`, expanding `$(VAR)` references as the
+/// kubelet does; `None` when it does not run kopf.
+pub(crate) fn parse_in_namespace(
+    container: &Container,
+    namespace: Option<&str>,
+) -> Option<KopfRun> {
+    let words: Vec<String> = command_words(container)
+        .iter()
+        .map(|w| expand_vars(w, container, namespace))
+        .collect();
+    let run_at = kopf_run_position(&words)?;
+    let mut run = KopfRun {
+        container: container.name.clone(),
+        scope: Scope::Implicit,
+        peering: Peering::Auto,
+        priority: None,
+        dev: false,
+        log_format: KopfLogFormat::Full,
+        verbosity: (Verbosity::Normal, None),
+        liveness: None,
+    };
+    apply_env(&mut run, container);
+    apply_flags(&mut run, &words[run_at..]);
+    Some(run)
+}
+
+/// The value of an env var as the kubelet would set it: a literal, or the pod's namespace
+/// for a `metadata.namespace` field reference.
+fn env_value(container: &Container, name: &str, namespace: Option<&str>) -> Option<String> {
+    let var = container.env.iter().flatten().find(|e| e.name == name)?;
+    if let Some(v) = &var.value {
+        return Some(v.clone());
+    }
+    let field = var.value_from.as_ref()?.field_ref.as_ref()?;
+    (field.field_path == "metadata.namespace")
+        .then(|| namespace.map(str::to_string))
+        .flatten()
+}
+
+/// Expands `$(VAR)` in a command word; unknown references stay as written.
+fn expand_vars(word: &str, container: &Container, namespace: Option<&str>) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut rest = word;
+    while let Some(start) = rest.find("$(") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find(')') {
+            Some(end) => {
+                let name = &after[..end];
+                match env_value(container, name, namespace) {
+                    Some(v) => out.push_str(&v),
+                    None => out.push_str(&rest[start..start + 2 + end + 1]),
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The command line as words; `sh -c "..."` scripts are split on whitespace.
+fn command_words(container: &Container) -> Vec<String> {
+    let mut words: Vec<String> = container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .cloned()
+        .collect();
+    let is_shell = words.first().is_some_and(|w| {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        matches!(base, "sh" | "bash" | "dash" | "ash")
+    });
+    if is_shell && let Some(pos) = words.iter().position(|w| w == "-c") {
+        let script: Vec<String> = words[pos + 1..]
+            .iter()
+            .flat_map(|s| s.split_whitespace().map(|w| w.trim_matches(['"', '\''])))
+            .map(str::to_string)
+            .collect();
+        words = script;
+    }
+    words
+}
+
+/// The index just after `run` in `kopf run ...` / `python -m kopf run ...`.
+fn kopf_run_position(words: &[String]) -> Option<usize> {
+    let is_kopf = |w: &str| w.rsplit('/').next() == Some("kopf");
+    for (i, w) in words.iter().enumerate() {
+        let next_is_run = words.get(i + 1).is_some_and(|n| n == "run");
+        if is_kopf(w) && next_is_run {
+            let prev_is_m = i > 0 && words[i - 1] == "-m";
+            let is_program = i == 0 || prev_is_m || !words[i - 1].starts_with('-');
+            if is_program {
+                return Some(i + 2);
+            }
+        }
+    }
+    None
+}
+
+fn apply_env(run: &mut KopfRun, container: &Container) {
+    for var in container.env.iter().flatten() {
+        let Some(value) = var.value.as_deref() else {
+            continue;
+        };
+        match var.name.as_str() {
+            "KOPF_RUN_NAMESPACES" | "KOPF_RUN_NAMESPACE" => {
+                let names: Vec<String> = value.split_whitespace().map(str::to_string).collect();
+                if !names.is_empty() {
+                    run.scope = Scope::Namespaced(names);
+                }
+            }
+            "KOPF_RUN_CLUSTERWIDE" if is_truthy(value) => run.scope = Scope::ClusterWide,
+            "KOPF_RUN_STANDALONE" if is_truthy(value) => run.peering = Peering::Standalone,
+            "KOPF_RUN_PEERING_NAME" if !value.is_empty() => {
+                run.peering = Peering::Named(value.into())
+            }
+            "KOPF_RUN_PRIORITY" => run.priority = value.trim().parse().ok().or(run.priority),
+            "KOPF_RUN_DEV" if is_truthy(value) => run.dev = true,
+            "KOPF_RUN_VERBOSE" if is_truthy(value) => {
+                run.verbosity = (Verbosity::Verbose, Some(format!("{}={value}", var.name)))
+            }
+            "KOPF_RUN_DEBUG" if is_truthy(value) => {
+                run.verbosity = (Verbosity::Debug, Some(format!("{}={value}", var.name)))
+            }
+            "KOPF_RUN_QUIET" if is_truthy(value) => run.verbosity = (Verbosity::Quiet, None),
+            "KOPF_RUN_LOG_FORMAT" => {
+                if let Some(f) = KopfLogFormat::parse(value) {
+                    run.log_format = f;
+                }
+            }
+            "KOPF_RUN_LIVENESS_ENDPOINT" if !value.is_empty() => run.liveness = Some(value.into()),
+            _ => {}
+        }
+    }
+}
+
+fn is_truthy(value: &str) -> bool {
+    matches!(
+        value.to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on" | "t" | "y"
+    )
+}
+
+/// Splits `--flag=value` and yields (flag, inline value).
+fn split_flag(word: &str) -> (&str, Option<&str>) {
+    match word.split_once('=') {
+        Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+        _ => (word, None),
+    }
+}
+
+fn apply_flags(run: &mut KopfRun, words: &[String]) {
+    let mut namespaces = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let (flag, inline) = split_flag(&words[i]);
+        let takes_value = matches!(
+            flag,
+            "-n" | "--namespace"
+                | "-P"
+                | "--peering"
+                | "-L"
+                | "--liveness"
+                | "--log-format"
+                | "-p"
+                | "--priority"
+                | "-m"
+                | "--module"
+                | "--log-refkey"
+        );
+        let value = if takes_value && inline.is_none() {
+            i += 1;
+            words.get(i).map(String::as_str)
+        } else {
+            inline
+        };
+        match (flag, value) {
+            ("-A" | "--all-namespaces", _) => run.scope = Scope::ClusterWide,
+            ("-n" | "--namespace", Some(v)) => namespaces.push(v.to_string()),
+            ("--standalone", _) => run.peering = Peering::Standalone,
+            ("-P" | "--peering", Some(v)) => run.peering = Peering::Named(v.to_string()),
+            ("-p" | "--priority", Some(v)) => run.priority = v.trim().parse().ok(),
+            ("--dev", _) => run.dev = true,
+            ("-v" | "--verbose", _) => {
+                run.verbosity = run
+                    .verbosity
+                    .clone()
+                    .max((Verbosity::Verbose, Some(flag.into())))
+            }
+            ("-d" | "--debug", _) => run.verbosity = (Verbosity::Debug, Some(flag.into())),
+            ("-q" | "--quiet", _) => run.verbosity = (Verbosity::Quiet, None),
+            ("-L" | "--liveness", Some(v)) => run.liveness = Some(v.to_string()),
+            ("--log-format", Some(v)) => {
+                if let Some(f) = KopfLogFormat::parse(v) {
+                    run.log_format = f;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !namespaces.is_empty() {
+        run.scope = Scope::Namespaced(namespaces);
+    }
+}
+
+/// A `--liveness` URL, as kopf 1.45 serves it (`_core/engines/probing.py`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LivenessEndpoint {
+    /// The host kopf binds; `None` when the URL has none, and kopf then binds localhost.
+    pub(crate) host: Option<String>,
+    /// The port.
+    pub(crate) port: u16,
+    /// The path.
+    pub(crate) path: String,
+}
+
+impl LivenessEndpoint {
+    /// Reads a liveness URL (`http://0.0.0.0:8080/healthz`); `None` when unreadable.
+    pub(crate) fn parse(url: &str) -> Option<LivenessEndpoint> {
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        let (host_port, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].to_string()),
+            None => (rest, "/".to_string()),
+        };
+        let (host, port) = match host_port.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse().ok()?),
+            None if url.starts_with("https") => (host_port, 443),
+            None => (host_port, 80),
+        };
+        Some(LivenessEndpoint {
+            host: (!host.is_empty()).then(|| host.to_string()),
+            port,
+            path,
+        })
+    }
+
+    /// Whether the kubelet can reach it: kopf binds `localhost` when the URL has no host,
+    /// and a loopback address is reachable only from inside the pod.
+    pub(crate) fn reachable_by_kubelet(&self) -> bool {
+        !matches!(
+            self.host.as_deref(),
+            None | Some("localhost" | "127.0.0.1" | "::1" | "[::1]")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

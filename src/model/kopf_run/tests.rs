@@ -1,0 +1,189 @@
+//! Tests of reading how a container runs kopf.
+
+use super::*;
+use k8s_openapi::api::core::v1::EnvVar;
+
+fn parse(c: &Container) -> Option<KopfRun> {
+    parse_in_namespace(c, None)
+}
+
+fn container(command: &[&str], args: &[&str]) -> Container {
+    Container {
+        name: "operator".into(),
+        command: Some(command.iter().map(|s| s.to_string()).collect()),
+        args: Some(args.iter().map(|s| s.to_string()).collect()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn reads_a_namespaced_standalone_operator() {
+    let c = container(
+        &["kopf", "run"],
+        &[
+            "--standalone",
+            "-n",
+            "team-a",
+            "--namespace=team-b",
+            "--liveness=http://0.0.0.0:8080/healthz",
+            "/app/op.py",
+        ],
+    );
+    let run = parse(&c).expect("kopf");
+    assert_eq!(
+        run.scope,
+        Scope::Namespaced(vec!["team-a".into(), "team-b".into()])
+    );
+    assert_eq!(run.peering, Peering::Standalone);
+    assert_eq!(run.liveness.as_deref(), Some("http://0.0.0.0:8080/healthz"));
+    assert!(!run.scope.has_patterns());
+}
+
+#[test]
+fn reads_python_dash_m_and_patterns() {
+    let c = container(
+        &["python", "-m", "kopf", "run", "-n", "team-*", "-P", "ring"],
+        &[],
+    );
+    let run = parse(&c).expect("kopf");
+    assert!(run.scope.has_patterns());
+    assert_eq!(run.peering, Peering::Named("ring".into()));
+    assert_eq!(run.log_format, KopfLogFormat::Full);
+}
+
+#[test]
+fn reads_sh_c_scripts_and_cluster_wide() {
+    let c = container(
+        &["/bin/sh", "-c"],
+        &["exec kopf run -A --log-format=json /app/op.py"],
+    );
+    let run = parse(&c).expect("kopf");
+    assert_eq!(run.scope, Scope::ClusterWide);
+    assert_eq!(run.log_format, KopfLogFormat::Json);
+    assert_eq!(run.peering, Peering::Auto);
+}
+
+#[test]
+fn env_sets_the_scope_and_flags_win() {
+    let mut c = container(&["kopf", "run", "/app/op.py"], &[]);
+    c.env = Some(vec![
+        EnvVar {
+            name: "KOPF_RUN_NAMESPACES".into(),
+            value: Some("a b".into()),
+            ..Default::default()
+        },
+        EnvVar {
+            name: "KOPF_RUN_LOG_FORMAT".into(),
+            value: Some("plain".into()),
+            ..Default::default()
+        },
+    ]);
+    let run = parse(&c).expect("kopf");
+    assert_eq!(run.scope, Scope::Namespaced(vec!["a".into(), "b".into()]));
+    assert_eq!(run.log_format, KopfLogFormat::Plain);
+}
+
+#[test]
+fn implicit_scope_without_flags() {
+    let run = parse(&container(&["kopf"], &["run", "op.py"])).expect("kopf");
+    assert_eq!(run.scope, Scope::Implicit);
+    assert!(run.scope.is_cluster_wide());
+}
+
+#[test]
+fn not_kopf() {
+    assert!(parse(&container(&["nginx"], &["-g", "daemon off;"])).is_none());
+    assert!(parse(&container(&["python", "app.py", "kopf"], &[])).is_none());
+    assert!(parse(&Container::default()).is_none());
+}
+
+#[test]
+fn picks_the_named_or_first_kopf_container() {
+    let mut sidecar = container(&["envoy"], &[]);
+    sidecar.name = "proxy".into();
+    let op = container(&["kopf", "run", "-A"], &[]);
+    let list = [sidecar, op];
+    assert_eq!(
+        find_kopf(&list, None, None).expect("found").0.name,
+        "operator"
+    );
+    assert!(find_kopf(&list, Some("proxy"), None).is_none());
+}
+
+#[test]
+fn expands_namespace_references() {
+    use k8s_openapi::api::core::v1::{EnvVarSource, ObjectFieldSelector};
+    let mut c = container(
+        &["kopf", "run", "--namespace=$(POD_NAMESPACE)", "$(UNSET)"],
+        &[],
+    );
+    c.env = Some(vec![EnvVar {
+        name: "POD_NAMESPACE".into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "metadata.namespace".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }]);
+    let run = parse_in_namespace(&c, Some("team-a")).expect("kopf");
+    assert_eq!(run.scope, Scope::Namespaced(vec!["team-a".into()]));
+}
+
+#[test]
+fn liveness_urls() {
+    let e = LivenessEndpoint::parse("http://0.0.0.0:8080/healthz").expect("url");
+    assert_eq!((e.port, e.path.as_str()), (8080, "/healthz"));
+    assert!(e.reachable_by_kubelet());
+    let hostless = LivenessEndpoint::parse("http://:9000").expect("url");
+    assert_eq!((hostless.host.as_deref(), hostless.port), (None, 9000));
+    assert!(!hostless.reachable_by_kubelet());
+    assert!(
+        !LivenessEndpoint::parse("http://localhost:8080/healthz")
+            .expect("url")
+            .reachable_by_kubelet()
+    );
+    assert_eq!(LivenessEndpoint::parse("http://x:bad/"), None);
+}
+
+#[test]
+fn namespace_patterns_match_as_kopf_matches_them() {
+    // The examples of kopf 1.45's `match_namespace` docstring.
+    let p = "myapp-*, !*-pr-*, *pr-123";
+    assert!(match_namespace("myapp-test", p));
+    assert!(match_namespace("myapp-pr-123", p));
+    assert!(!match_namespace("myapp-pr-456", p));
+    assert!(!match_namespace("otherapp-pr-123", p));
+    let q = "!*-pr-*, *pr-123";
+    assert!(match_namespace("anyapp-anything", q));
+    assert!(match_namespace("otherapp-pr-123", q));
+    assert!(!match_namespace("myapp-pr-456", q));
+    assert!(fnmatch("team-a", "team-?"));
+    assert!(fnmatch("team-b", "team-[ab]"));
+    assert!(!fnmatch("team-c", "team-[ab]"));
+    assert!(fnmatch("team-c", "team-[!ab]"));
+    assert!(fnmatch("team-3", "team-[0-9]"));
+    assert!(!fnmatch("team-a-x", "team-?"));
+    let scope = Scope::Namespaced(vec!["team-*".into(), "ops".into()]);
+    assert!(scope.serves("team-x") && scope.serves("ops") && !scope.serves("other"));
+    assert_eq!(scope.specific_names(), vec!["ops".to_string()]);
+    assert!(scope.has_patterns());
+    assert!(Scope::ClusterWide.serves("anything"));
+}
+
+#[test]
+fn verbosity_priority_and_dev() {
+    let run = parse(&container(
+        &["kopf", "run", "-v", "--dev", "-p", "100"],
+        &[],
+    ))
+    .expect("kopf");
+    assert_eq!(run.verbosity.0, Verbosity::Verbose);
+    assert_eq!(run.verbosity.1.as_deref(), Some("-v"));
+    assert!(run.dev);
+    assert_eq!(run.priority, Some(100));
+    let quiet = parse(&container(&["kopf", "run", "--debug"], &[])).expect("kopf");
+    assert_eq!(quiet.verbosity.0, Verbosity::Debug);
+}

@@ -1,0 +1,16 @@
+//! The model layer: plain data that gather fills and the pure layers read. How a
+//! container runs kopf ([`kopf_run`]), the evidence of an audit ([`evidence`]), RBAC
+//! facts ([`rbac`]) and what kopf needs of RBAC ([`needs`]), the settings a KopfAudit
+//! resolves to ([`settings`]), Kubernetes quantities and Go durations.
+//! Nothing here performs I/O.
+
+pub(crate) mod duration;
+pub(crate) mod evidence;
+pub(crate) mod handled;
+pub(crate) mod kopf_run;
+pub(crate) mod needs;
+pub(crate) mod quantity;
+pub(crate) mod rbac;
+pub(crate) mod settings;
+#[cfg(test)]
+pub(crate) mod testing;

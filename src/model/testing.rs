@@ -1,0 +1,41 @@
+//! Builders the unit tests of every layer share: kopf runs, handled resources, rules.
+
+use super::evidence::{CrdInfo, HandledResource, HandledSource};
+use super::kopf_run::{KopfLogFormat, KopfRun, Peering, Scope, Verbosity};
+pub(crate) use super::rbac::test_rule as rule;
+
+/// A kopf run of container `operator` with this scope and peering, defaults otherwise.
+pub(crate) fn run(scope: Scope, peering: Peering) -> KopfRun {
+    KopfRun {
+        container: "operator".into(),
+        scope,
+        peering,
+        priority: None,
+        dev: false,
+        log_format: KopfLogFormat::Full,
+        verbosity: (Verbosity::Normal, None),
+        liveness: None,
+    }
+}
+
+/// `-n` with these values.
+pub(crate) fn ns(names: &[&str]) -> Scope {
+    Scope::Namespaced(names.iter().map(|s| s.to_string()).collect())
+}
+
+/// The custom resource `widgets.example.com` (kind Widget), inferred from RBAC.
+pub(crate) fn widget(namespaced: bool, status: bool) -> HandledResource {
+    HandledResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        plural: "widgets".into(),
+        kind: Some("Widget".into()),
+        namespaced,
+        crd: Some(CrdInfo {
+            name: "widgets.example.com".into(),
+            status_subresource: status,
+            status_preserves_unknown_fields: true,
+        }),
+        source: HandledSource::RbacWatch,
+    }
+}

@@ -1,0 +1,98 @@
+//! Per-object back-off bookkeeping, outside the reconcile: consecutive failures per
+//! KopfAudit, reset on success, pruned when the audit is deleted.
+
+use crate::api::KopfAudit;
+use kube::ResourceExt;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The first retry after an error; doubles per consecutive failure.
+const BASE: Duration = Duration::from_secs(5);
+/// The longest wait between retries.
+const CAP: Duration = Duration::from_secs(300);
+
+/// Consecutive failures per KopfAudit (namespace, name).
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    failures: Mutex<BTreeMap<(String, String), u32>>,
+}
+
+fn key(audit: &KopfAudit) -> (String, String) {
+    (audit.namespace().unwrap_or_default(), audit.name_any())
+}
+
+impl Backoff {
+    fn failures(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), u32>> {
+        self.failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records a success: the next failure starts from the base delay again.
+    pub(crate) fn succeeded(&self, audit: &KopfAudit) {
+        self.failures().remove(&key(audit));
+    }
+
+    /// Records a failure; returns the consecutive count and the delay before the retry.
+    pub(crate) fn failed(&self, audit: &KopfAudit) -> (u32, Duration) {
+        let mut failures = self.failures();
+        let n = failures.entry(key(audit)).or_insert(0);
+        *n = n.saturating_add(1);
+        let attempts = *n;
+        (attempts, delay(attempts, rand::random::<f64>()))
+    }
+
+    /// Forgets the audits not in `live`.
+    pub(crate) fn retain(&self, live: &BTreeSet<(String, String)>) {
+        self.failures().retain(|k, _| live.contains(k));
+    }
+
+    /// How many audits have a failure count (for tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.failures().len()
+    }
+}
+
+/// The delay before retry `attempts` (1-based); `jitter` in [0, 1) spreads it ±20%.
+pub(crate) fn delay(attempts: u32, jitter: f64) -> Duration {
+    let exp = BASE.saturating_mul(1u32 << attempts.saturating_sub(1).min(16));
+    exp.min(CAP).mul_f64(0.8 + 0.4 * jitter.clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn audit(name: &str) -> KopfAudit {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"target": {"deployment": "op"}}
+        }))
+        .expect("audit")
+    }
+
+    #[test]
+    fn delay_grows_and_is_capped() {
+        assert_eq!(delay(1, 0.5), Duration::from_secs(5));
+        assert_eq!(delay(2, 0.5), Duration::from_secs(10));
+        assert_eq!(delay(30, 0.5), Duration::from_secs(300));
+        assert!(delay(3, 0.0) < delay(3, 0.99));
+    }
+
+    #[test]
+    fn counts_reset_on_success_and_are_pruned_on_delete() {
+        let b = Backoff::default();
+        let (a, c) = (audit("a"), audit("c"));
+        assert_eq!(b.failed(&a).0, 1);
+        assert_eq!(b.failed(&a).0, 2);
+        b.succeeded(&a);
+        assert_eq!(b.failed(&a).0, 1);
+        b.failed(&c);
+        b.retain(&BTreeSet::from([("ns".to_string(), "c".to_string())]));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b.failed(&c).0, 2);
+    }
+}

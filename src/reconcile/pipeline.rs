@@ -1,0 +1,156 @@
+//! One reconcile of one KopfAudit, as a pipeline:
+//! first sight (pending status) → gather (caches, no lists) → evaluate (no client
+//! required) → next status (no client required) → publish (status, PolicyReport,
+//! Events) → metrics. Errors that only a spec change can fix are a Stalled status, not
+//! an error: the audit waits for the change, or the interval.
+
+use super::Context;
+use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
+use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
+use crate::gather::{self, Reach};
+use crate::model::settings;
+use crate::publish::{self, PublishError};
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::{Client, ResourceExt};
+use std::sync::Arc;
+
+/// Why a reconcile failed; the error policy backs off and retries.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReconcileError {
+    /// The audit could not complete (its status says so); retried with back-off.
+    #[error("the audit failed: {0}")]
+    Audit(String),
+    /// Writing the status failed.
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    /// A KopfAudit without a namespace (cannot happen for a namespaced kind).
+    #[error("KopfAudit {0} has no namespace")]
+    NoNamespace(String),
+}
+
+/// Gathers and evaluates one audit: the function the operator and `kopf-audit check`
+/// share.
+pub(crate) async fn run_audit(
+    client: &Client,
+    spec: &KopfAuditSpec,
+    reach: &Reach,
+    deployments: &[Deployment],
+    pods: &[Pod],
+    policy: &Policy,
+) -> Outcome {
+    let observation = gather::gather(client, spec, reach, deployments, pods).await;
+    evaluate::evaluate(spec, Ok(observation), policy)
+}
+
+/// Reconciles one KopfAudit.
+#[tracing::instrument(skip_all, fields(audit = %format!("{}/{}", audit.namespace().unwrap_or_default(), audit.name_any())))]
+pub(crate) async fn reconcile(
+    audit: Arc<KopfAudit>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let started = std::time::Instant::now();
+    let namespace = audit
+        .namespace()
+        .ok_or_else(|| ReconcileError::NoNamespace(audit.name_any()))?;
+    ctx.caches.wait_synced().await;
+    let stored = first_sight(&audit, &namespace, &ctx).await?;
+    let reach = Reach {
+        own: namespace.clone(),
+        cross_namespace: ctx.settings.allow_cross_namespace,
+    };
+    let (deployments, pods) = ctx.caches.in_namespace(target_namespace(&audit, &reach));
+    let policy = &ctx.settings.policy;
+    let outcome = run_audit(
+        &ctx.client,
+        &audit.spec,
+        &reach,
+        &deployments,
+        &pods,
+        policy,
+    )
+    .await;
+    let update = evaluate::next_status(
+        Some(&stored),
+        &outcome,
+        audit.metadata.generation,
+        &Time(Timestamp::now()),
+        settings::resolve_after(&audit.spec),
+    );
+    publish_update(&audit, &namespace, &update, &ctx).await?;
+    let failed = matches!(outcome, Outcome::Failed(_));
+    ctx.metrics.audited(
+        &namespace,
+        &audit.name_any(),
+        &update.status,
+        started.elapsed(),
+        failed,
+    );
+    tracing::info!(
+        changed = update.changed,
+        events = update.events.len(),
+        "audited"
+    );
+    match outcome {
+        Outcome::Failed(why) => Err(ReconcileError::Audit(why)),
+        _ => Ok(Action::requeue(settings::interval(&audit.spec))),
+    }
+}
+
+/// The namespace whose caches the audit reads: its target's if the reach allows it,
+/// else its own (the gatherer then stalls with `CrossNamespaceRefused`).
+fn target_namespace<'a>(audit: &'a KopfAudit, reach: &'a Reach) -> &'a str {
+    gather::resolve_target_namespace(&audit.spec.target, reach).unwrap_or(&reach.own)
+}
+
+/// The stored status, or the pending status written on first sight.
+async fn first_sight(
+    audit: &KopfAudit,
+    namespace: &str,
+    ctx: &Context,
+) -> Result<KopfAuditStatus, ReconcileError> {
+    if let Some(stored) = audit.status.as_ref().filter(|s| !s.conditions.is_empty()) {
+        return Ok(stored.clone());
+    }
+    let pending = evaluate::pending_status(audit.metadata.generation, &Time(Timestamp::now()));
+    write_status(audit, namespace, &pending, ctx).await?;
+    Ok(pending)
+}
+
+async fn write_status(
+    audit: &KopfAudit,
+    namespace: &str,
+    status: &KopfAuditStatus,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    let api: Api<KopfAudit> = Api::namespaced(ctx.client.clone(), namespace);
+    publish::write_status(&api, &audit.name_any(), status).await?;
+    ctx.metrics.status_write(namespace, &audit.name_any());
+    Ok(())
+}
+
+/// Writes what changed: the status, then the PolicyReport, then the transition Events.
+async fn publish_update(
+    audit: &KopfAudit,
+    namespace: &str,
+    update: &StatusUpdate,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    if update.changed {
+        write_status(audit, namespace, &update.status, ctx).await?;
+        match publish::policy_report::write(&ctx.client, audit, &update.status).await {
+            Ok(written) => tracing::debug!(written, "policy report"),
+            Err(e) => tracing::warn!(error = %e, "policy report not written"),
+        }
+    }
+    for planned in &update.events {
+        if let Err(e) = ctx.events.emit(audit, planned).await {
+            tracing::warn!(error = %e, reason = %planned.reason, "event not created");
+        }
+    }
+    Ok(())
+}
