@@ -209,8 +209,15 @@ fn correlate(need: &Need, denied: &[Verb], logs: Option<&LogEvidence>) -> Option
                 .and_then(Cause::from_log)
                 .is_some_and(|c| wanted.contains(&c))
         })
-        .map(|r| kopf_log::excerpt(&r.message, QUOTE_CHARS))
+        // The outcome (`Failed to post an event`, a watcher's failure) says more than
+        // one of the retries before it.
+        .map(|r| {
+            let retry =
+                matches!(r.kind, kopf_log::EventKind::Forbidden { .. }) && r.request.is_some();
+            (retry, kopf_log::excerpt(&r.message, QUOTE_CHARS))
+        })
         .min()
+        .map(|(_, quote)| quote)
 }
 
 /// Which over-privileges a set of rules carries.

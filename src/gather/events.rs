@@ -37,11 +37,13 @@ fn event_namespaces(run: &KopfRun, handled: &[HandledResource], own: &str) -> Na
     }
 }
 
-/// Lists the Events about the handled objects, newer than `now - window`.
+/// Lists the Events about the handled objects, newer than `now - window`;
+/// `operator_namespace` is where kopf files the Events of cluster-scoped objects.
 pub(crate) async fn gather(
     client: &Client,
     run: &KopfRun,
     handled: &[HandledResource],
+    operator_namespace: &str,
     reach: &Reach,
     now: Timestamp,
     window: Duration,
@@ -50,7 +52,7 @@ pub(crate) async fn gather(
     if kinds.is_empty() {
         return Ok(EventEvidence::default());
     }
-    let namespaces = event_namespaces(run, handled, &reach.own);
+    let namespaces = event_namespaces(run, handled, operator_namespace);
     if !namespaces.within(reach) {
         return Err(reach.outside("the Events of the namespaces the operator serves"));
     }
@@ -88,7 +90,7 @@ pub(crate) async fn gather(
                 .iter()
                 .map(record)
                 .filter(|r| r.time.is_none_or(|t| t >= since))
-                .filter(|r| r.concerns(handled, &run.scope)),
+                .filter_map(|r| r.about_handled(handled, &run.scope, operator_namespace)),
         );
     }
     Ok(out)

@@ -279,7 +279,16 @@ async fn gather_kopf(
     let rbac = rbac::gather(client, target, &run, handled.as_ref().ok(), reach, cache).await;
     let (events, objects) = match &handled {
         Ok(list) => (
-            events::gather(client, &run, list, reach, Timestamp::now(), bounds.window).await,
+            events::gather(
+                client,
+                &run,
+                list,
+                target.namespace(),
+                reach,
+                Timestamp::now(),
+                bounds.window,
+            )
+            .await,
             objects::gather(client, &run, list, reach).await,
         ),
         Err(why) => (Err(why.clone()), Err(why.clone())),

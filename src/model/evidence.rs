@@ -253,21 +253,32 @@ impl EventRecord {
         qualified(Some(&self.object_namespace), &self.name)
     }
 
-    /// Whether the Event is about an object the operator handles, in a namespace it
-    /// serves (or a cluster-scoped handled object), and was not posted by kopf-audit:
-    /// only such Events are evidence about the operator.
-    pub(crate) fn concerns(&self, handled: &[HandledResource], scope: &Scope) -> bool {
+    /// The Event as evidence about the operator, if it is: about an object of a handled
+    /// resource in a namespace kopf serves (or a cluster-scoped handled object), and not
+    /// posted by kopf-audit. kopf files the Events of a cluster-scoped object in its own
+    /// namespace and writes that namespace into `involvedObject` (kopf 1.45
+    /// `_cogs/clients/events.py`); such a record is normalized to no namespace.
+    pub(crate) fn about_handled(
+        mut self,
+        handled: &[HandledResource],
+        scope: &Scope,
+        own_namespace: &str,
+    ) -> Option<EventRecord> {
         if self.reporter == Reporter::Auditor {
-            return false;
+            return None;
         }
-        let Some(resource) = handled.iter().find(|h| h.is_kind(&self.group, &self.kind)) else {
-            return false;
-        };
+        let resource = handled
+            .iter()
+            .find(|h| h.is_kind(&self.group, &self.kind))?;
         if resource.namespaced {
-            !self.object_namespace.is_empty() && scope.serves(&self.object_namespace)
-        } else {
-            self.object_namespace.is_empty()
+            let served = !self.object_namespace.is_empty() && scope.serves(&self.object_namespace);
+            return served.then_some(self);
         }
+        if self.object_namespace.is_empty() || self.object_namespace == own_namespace {
+            self.object_namespace.clear();
+            return Some(self);
+        }
+        None
     }
 }
 

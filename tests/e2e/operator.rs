@@ -696,15 +696,33 @@ async fn granting_a_missing_permission_re_audits_at_once() {
         let (ok, _, err) = support::kubectl_run(&["apply", "-f", "-"], Some(&doc));
         assert!(ok, "kubectl apply: {err}");
     }
-    wait_status(
+    // A complete audit no longer finds it at once; it stays, marked absent, for the
+    // hold-down (at least 10 minutes by default) before it resolves.
+    let audit = wait_status(
         &client,
         &ns.name,
         "regrant",
-        "rbac.events resolved without waiting for the interval",
+        "rbac.events no longer found, without waiting for the interval",
         Duration::from_secs(60),
-        |s| !found_checks(s).contains("rbac.events"),
+        |s| {
+            s.findings
+                .iter()
+                .any(|f| f.check.as_str() == "rbac.events" && f.absent_since.is_some())
+        },
     )
     .await;
+    let status = audit.status.expect("status");
+    assert_eq!(
+        condition(&status, "RBACCompliant").map(|c| c.0),
+        Some("False"),
+        "the area stays False during the hold-down"
+    );
+    let resolved = audit_events(&client, &ns.name, "regrant")
+        .await
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FindingResolved"))
+        .count();
+    assert_eq!(resolved, 0, "nothing resolves before the hold-down");
 }
 
 #[tokio::test]

@@ -233,11 +233,12 @@ async fn rbac_missing_events_create_is_correlated_with_the_live_log() {
     let (audited, _) = expect_exactly("no-events-create", &["rbac.events"]).await;
     let status = audited
         .wait(
-            "no-events-create: the events finding quotes the live log",
+            "no-events-create: the events finding quotes kopf's outcome line once it is logged",
             |s| {
-                rbac_findings(s)
-                    .iter()
-                    .any(|f| f.message.contains("failing now"))
+                rbac_findings(s).iter().any(|f| {
+                    f.message.contains("failing now")
+                        && f.message.contains("Failed to post an event")
+                })
             },
         )
         .await;
@@ -271,7 +272,11 @@ async fn rbac_missing_namespaces_with_a_pattern_is_an_error() {
     let (_a, status) = expect_exactly("rbac-no-namespaces", &["rbac.namespaces"]).await;
     let f = rbac_findings(&status)[0];
     assert_eq!(f.severity.as_str(), "error");
-    assert!(f.message.contains("never lists namespaces"), "{}", f.message);
+    assert!(
+        f.message.contains("never lists namespaces"),
+        "{}",
+        f.message
+    );
     assert_eq!(
         condition(&status, "RBACCompliant").map(|c| c.0),
         Some("False")
