@@ -11,6 +11,9 @@ pub(crate) mod pipeline;
 pub(crate) mod readiness;
 mod watches;
 
+#[cfg(test)]
+mod tests;
+
 use crate::api::KopfAudit;
 use crate::evaluate::Policy;
 use crate::publish::EventPublisher;
@@ -84,6 +87,26 @@ pub(crate) struct Context {
     events: EventPublisher,
     metrics: Arc<Metrics>,
     backoff: Backoff,
+}
+
+impl Context {
+    /// A context over caches filled by the test, for reconciles against a fake API.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        client: Client,
+        deployments: Store<Deployment>,
+        pods: Store<Pod>,
+        settings: Settings,
+    ) -> Context {
+        Context {
+            events: EventPublisher::new(client.clone(), settings.instance.clone()),
+            client,
+            caches: Caches { deployments, pods },
+            settings,
+            metrics: Arc::new(Metrics::new()),
+            backoff: Backoff::default(),
+        }
+    }
 }
 
 fn api_for<K>(client: &Client, namespace: Option<&str>) -> Api<K>

@@ -1,0 +1,309 @@
+//! Reconciles against a fake API server (tower-test's mock service): every request the
+//! reconcile makes is answered by a route table and recorded, so a test asserts the
+//! exact requests. A new KopfAudit gets two status writes (pending, result) and one
+//! headline Event; an unchanged audit writes nothing and emits nothing.
+
+use super::pipeline::reconcile;
+use super::{Context, Settings};
+use crate::api::{KopfAudit, KopfAuditStatus};
+use http::{Method, Request, Response, StatusCode};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::client::Body;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
+use std::sync::{Arc, Mutex};
+
+/// One request the reconcile made.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: Method,
+    path: String,
+    body: serde_json::Value,
+}
+
+impl Seen {
+    fn is(&self, method: &Method, path_part: &str) -> bool {
+        self.method == method && self.path.contains(path_part)
+    }
+}
+
+/// A fake API server: answers by route, records every request.
+struct FakeApi {
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+const NS: &str = "ns";
+
+/// kopf's output of a healthy operator, with the kubelet's timestamps.
+const GOOD_LOG: &str = "2026-12-01T10:00:00.000000000Z [2026-12-01 10:00:00,000] kopf._core.engines.a [INFO    ] Initial authentication has been initiated.\n\
+2026-12-01T10:00:01.000000000Z [2026-12-01 10:00:01,000] kopf.objects         [INFO    ] [ns/w1] Handler 'reconcile' succeeded.\n";
+
+fn json(status: StatusCode, value: serde_json::Value) -> Response<Body> {
+    let bytes = serde_json::to_vec(&value).unwrap_or_default();
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::from(bytes))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+fn list(kind: &str, api_version: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {}, "items": []})
+}
+
+fn not_found() -> Response<Body> {
+    json(
+        StatusCode::NOT_FOUND,
+        serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"}),
+    )
+}
+
+/// The answer of a healthy cluster to what an audit asks.
+fn answer(method: &Method, path: &str, body: &serde_json::Value) -> Response<Body> {
+    let is = |m: &Method, part: &str| method == m && path.contains(part);
+    if is(&Method::GET, "/pods/op-1/log") {
+        return Response::new(Body::from(GOOD_LOG.as_bytes().to_vec()));
+    }
+    if is(&Method::POST, "/subjectaccessreviews") {
+        let mut review = body.clone();
+        review["status"] = serde_json::json!({"allowed": true});
+        return json(StatusCode::CREATED, review);
+    }
+    if is(&Method::GET, "/clusterrolebindings") {
+        return json(
+            StatusCode::OK,
+            list("ClusterRoleBindingList", "rbac.authorization.k8s.io/v1"),
+        );
+    }
+    if is(&Method::GET, "/rolebindings") {
+        return json(
+            StatusCode::OK,
+            list("RoleBindingList", "rbac.authorization.k8s.io/v1"),
+        );
+    }
+    if is(&Method::PATCH, "/kopfaudits/audit/status") {
+        let mut audit = body.clone();
+        audit["metadata"] =
+            serde_json::json!({"name": "audit", "namespace": NS, "resourceVersion": "2"});
+        audit["spec"] = serde_json::json!({"target": {"deployment": "op"}});
+        return json(StatusCode::OK, audit);
+    }
+    if is(&Method::POST, "/apis/events.k8s.io/v1/namespaces/ns/events") {
+        return json(StatusCode::CREATED, body.clone());
+    }
+    // The PolicyReport CRD is not installed.
+    not_found()
+}
+
+impl FakeApi {
+    /// A client whose every request the fake answers.
+    fn start() -> (Client, FakeApi) {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        tokio::spawn(async move {
+            while let Some((request, send)) = handle.next_request().await {
+                let (parts, body) = request.into_parts();
+                let bytes = http_body_util::BodyExt::collect(body)
+                    .await
+                    .map(|c| c.to_bytes())
+                    .unwrap_or_default();
+                let body: serde_json::Value =
+                    serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+                let path = parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default();
+                let response = answer(&parts.method, &path, &body);
+                if let Ok(mut s) = record.lock() {
+                    s.push(Seen {
+                        method: parts.method.clone(),
+                        path,
+                        body,
+                    });
+                }
+                send.send_response(response);
+            }
+        });
+        (Client::new(service, NS), FakeApi { seen })
+    }
+
+    fn take(&self) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default()
+    }
+}
+
+/// A store filled with `objects` and marked synced, as a watcher would.
+fn synced_store<K>(objects: Vec<K>) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    for o in objects {
+        writer.apply_watcher_event(&watcher::Event::InitApply(o));
+    }
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    store
+}
+
+/// A compliant kopf Deployment `op` in `ns` and its running pod `op-1`.
+fn compliant_target() -> (Deployment, Pod) {
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "op", "namespace": NS},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "op"}},
+            "template": {
+                "metadata": {"labels": {"app": "op"}},
+                "spec": {
+                    "serviceAccountName": "op",
+                    "containers": [{
+                        "name": "operator",
+                        "command": ["kopf", "run"],
+                        "args": ["--standalone", "-n", NS, "--liveness=http://0.0.0.0:8080/healthz", "/app/op.py"],
+                        "resources": {"requests": {"memory": "256Mi", "cpu": "100m"}, "limits": {"memory": "512Mi"}},
+                        "livenessProbe": {"httpGet": {"port": 8080, "path": "/healthz"}}
+                    }]
+                }
+            }
+        }
+    }))
+    .expect("deployment");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "op-1", "namespace": NS, "labels": {"app": "op"}},
+        "spec": {"containers": [{"name": "operator"}]},
+        "status": {"phase": "Running", "containerStatuses": [{
+            "name": "operator", "restartCount": 0, "ready": true, "image": "op", "imageID": "op"
+        }]}
+    }))
+    .expect("pod");
+    (deployment, pod)
+}
+
+fn audit_with(status: Option<KopfAuditStatus>) -> Arc<KopfAudit> {
+    let mut audit: KopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": "audit", "namespace": NS, "uid": "u-1", "generation": 1, "resourceVersion": "1"},
+        "spec": {"target": {"deployment": "op"}, "interval": "5m"}
+    }))
+    .expect("audit");
+    audit.status = status;
+    Arc::new(audit)
+}
+
+fn context(client: Client) -> Arc<Context> {
+    let (deployment, pod) = compliant_target();
+    Arc::new(Context::for_test(
+        client,
+        synced_store(vec![deployment]),
+        synced_store(vec![pod]),
+        Settings {
+            instance: "test".into(),
+            ..Default::default()
+        },
+    ))
+}
+
+fn status_writes(seen: &[Seen]) -> Vec<&Seen> {
+    seen.iter()
+        .filter(|s| s.is(&Method::PATCH, "/kopfaudits/audit/status"))
+        .collect()
+}
+
+fn events(seen: &[Seen]) -> Vec<&Seen> {
+    seen.iter()
+        .filter(|s| s.is(&Method::POST, "/apis/events.k8s.io/v1/"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothing() {
+    let (client, api) = FakeApi::start();
+    let ctx = context(client);
+
+    let first = reconcile(audit_with(None), ctx.clone()).await;
+    assert!(first.is_ok(), "{first:?}");
+    let seen = api.take();
+    let writes = status_writes(&seen);
+    assert_eq!(writes.len(), 2, "pending, then the result: {seen:#?}");
+    let emitted = events(&seen);
+    assert_eq!(emitted.len(), 1, "one headline Event: {emitted:#?}");
+    assert_eq!(emitted[0].body["reason"], "AuditPassed");
+    let result: KopfAuditStatus =
+        serde_json::from_value(writes[1].body["status"].clone()).expect("status written");
+    assert!(result.findings.is_empty(), "{:#?}", result.findings);
+    let reads: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.method == Method::GET || s.is(&Method::POST, "/subjectaccessreviews"))
+        .collect();
+    // The log, the bindings, and one review per distinct permission: CRDs
+    // get/list/watch, events create/patch, namespaces list/watch.
+    assert_eq!(
+        seen.iter()
+            .filter(|s| s.is(&Method::POST, "/subjectaccessreviews"))
+            .count(),
+        7,
+        "{reads:#?}"
+    );
+    assert_eq!(seen.iter().filter(|s| s.path.contains("/log")).count(), 1);
+
+    let second = reconcile(audit_with(Some(result)), ctx.clone()).await;
+    assert!(second.is_ok(), "{second:?}");
+    let seen = api.take();
+    assert!(
+        status_writes(&seen).is_empty(),
+        "no write in a steady state: {seen:#?}"
+    );
+    assert!(
+        events(&seen).is_empty(),
+        "no Event in a steady state: {seen:#?}"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.method == Method::PATCH || s.method == Method::PUT),
+        "nothing written at all: {seen:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_target_that_is_gone_stalls_without_backing_off() {
+    let (client, api) = FakeApi::start();
+    let ctx = Arc::new(Context::for_test(
+        client,
+        synced_store(Vec::<Deployment>::new()),
+        synced_store(Vec::<Pod>::new()),
+        Settings::default(),
+    ));
+    let action = reconcile(audit_with(None), ctx).await;
+    assert!(action.is_ok(), "a stall is not an error: {action:?}");
+    let seen = api.take();
+    let writes = status_writes(&seen);
+    let status: KopfAuditStatus =
+        serde_json::from_value(writes[writes.len() - 1].body["status"].clone()).expect("status");
+    let stalled = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Stalled")
+        .expect("Stalled");
+    assert_eq!(
+        (stalled.status.as_str(), stalled.reason.as_str()),
+        ("True", "TargetNotFound")
+    );
+    assert_eq!(events(&seen).len(), 1, "one TargetMissing Event");
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.path.contains("/log") || s.path.contains("subjectaccessreviews")),
+        "nothing of the target is read: {seen:#?}"
+    );
+}
