@@ -288,3 +288,187 @@ fn suspend_keeps_results_and_says_so() {
     assert_eq!(suspended.events.len(), 1);
     assert_eq!(suspended.events[0].reason, EventReason::Suspended);
 }
+
+// ---- stale findings, hold-down, transient failures ----
+
+const FAILING: &str = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/a] Handler 'reconcile' failed temporarily: backend down";
+const HEALTHY: &str = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
+
+/// Evidence whose every kopf area was read, the log holding `line`.
+fn read(line: &str) -> Evidence {
+    let mut ev = evidence(&["-A"], &[]);
+    if let Some(kopf) = ev.targets[0].kopf.as_mut() {
+        let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
+        let mut records: Vec<kopf_log::Record> =
+            parser.push_line(line.as_bytes()).into_iter().collect();
+        while let Some(r) = parser.finish() {
+            records.push(r);
+        }
+        kopf.logs = Ok(LogEvidence {
+            records,
+            ..Default::default()
+        });
+        kopf.handled = Ok(Vec::new());
+        kopf.rbac = Ok(Default::default());
+        kopf.events = Ok(Default::default());
+        kopf.objects = Ok(Vec::new());
+    }
+    ev
+}
+
+/// The same, but the log could not be read.
+fn unreadable(why: crate::model::evidence::Obstacle) -> Evidence {
+    let mut ev = read(HEALTHY);
+    if let Some(kopf) = ev.targets[0].kopf.as_mut() {
+        kopf.logs = Err(crate::model::evidence::Unavailable::new(
+            why,
+            "may not get pods/log",
+        ));
+    }
+    ev
+}
+
+fn runtime_finding(status: &KopfAuditStatus) -> Option<&Finding> {
+    status
+        .findings
+        .iter()
+        .find(|f| f.check == CheckId::RuntimeHandlerFailures)
+}
+
+fn reasons_of(update: &StatusUpdate) -> Vec<EventReason> {
+    update.events.iter().map(|e| e.reason).collect()
+}
+
+/// The reasons of the Events about one check.
+fn reasons_of_check(update: &StatusUpdate, check: &str) -> Vec<EventReason> {
+    update
+        .events
+        .iter()
+        .filter(|e| e.note.starts_with(check))
+        .map(|e| e.reason)
+        .collect()
+}
+
+fn area(status: &KopfAuditStatus, t: ConditionType) -> (String, String) {
+    condition(status, t)
+        .map(|c| (c.status.clone(), c.reason.clone()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_forbidden_area_keeps_its_findings_stale_and_nothing_is_resolved_or_raised_again() {
+    let first = audit(None, read(FAILING), 0);
+    assert!(runtime_finding(&first.status).is_some());
+    let blind = audit(
+        Some(&first.status),
+        unreadable(crate::model::evidence::Obstacle::Forbidden),
+        30,
+    );
+    let kept = runtime_finding(&blind.status).expect("kept");
+    assert!(kept.stale, "{kept:?}");
+    assert!(
+        !reasons_of(&blind).contains(&EventReason::FindingResolved),
+        "{:?}",
+        blind.events
+    );
+    assert_eq!(
+        area(&blind.status, ConditionType::RuntimeHealthy),
+        ("Unknown".into(), "Forbidden".into())
+    );
+    let back = audit(Some(&blind.status), read(FAILING), 60);
+    assert!(!runtime_finding(&back.status).expect("found").stale);
+    assert!(
+        !reasons_of(&back).contains(&EventReason::FindingRaised),
+        "it was there before: {:?}",
+        back.events
+    );
+}
+
+#[test]
+fn a_transient_read_failure_keeps_the_verdict_and_emits_nothing() {
+    let first = audit(None, read(FAILING), 0);
+    let before = area(&first.status, ConditionType::RuntimeHealthy);
+    let blip = audit(
+        Some(&first.status),
+        unreadable(crate::model::evidence::Obstacle::Failed),
+        30,
+    );
+    assert_eq!(area(&blip.status, ConditionType::RuntimeHealthy), before);
+    assert!(blip.events.is_empty(), "{:?}", blip.events);
+    let back = audit(Some(&blip.status), read(FAILING), 60);
+    assert!(back.events.is_empty(), "{:?}", back.events);
+}
+
+#[test]
+fn a_failed_audit_keeps_everything_stale_and_emits_nothing() {
+    let first = audit(None, read(FAILING), 0);
+    let failed = next_status(
+        Some(&first.status),
+        &Outcome::Failed("the API server did not answer".into()),
+        Some(1),
+        &at(30),
+        HOLD,
+    );
+    assert!(failed.events.is_empty(), "{:?}", failed.events);
+    assert!(failed.status.findings.iter().all(|f| f.stale));
+    assert_eq!(
+        failed.status.findings.len(),
+        first.status.findings.len(),
+        "nothing resolved by not looking"
+    );
+    assert_eq!(
+        area(&failed.status, ConditionType::Ready),
+        ("False".into(), "AuditFailed".into())
+    );
+    assert_eq!(
+        area(&failed.status, ConditionType::Compliant),
+        area(&first.status, ConditionType::Compliant),
+        "compliance is not re-decided"
+    );
+    let back = audit(Some(&failed.status), read(FAILING), 60);
+    assert!(back.events.is_empty(), "{:?}", back.events);
+    assert!(back.status.findings.iter().all(|f| !f.stale));
+}
+
+#[test]
+fn a_flapping_failure_is_raised_once_and_resolved_once_after_the_hold_down() {
+    // Raised at the second complete audit (the first has only its headline).
+    let mut status = audit(None, read(HEALTHY), 0).status;
+    let mut reasons = Vec::new();
+    for i in 1..=20 {
+        let line = if i % 3 == 0 { HEALTHY } else { FAILING };
+        let update = audit(Some(&status), read(line), i * 30);
+        reasons.extend(reasons_of_check(&update, "runtime.handler-failures"));
+        status = update.status;
+    }
+    let raised = reasons
+        .iter()
+        .filter(|r| **r == EventReason::FindingRaised)
+        .count();
+    assert_eq!(raised, 1, "{reasons:?}");
+    assert!(
+        !reasons.contains(&EventReason::FindingResolved),
+        "{reasons:?}"
+    );
+    // Quiet: absent at once, resolved only when the hold-down has passed.
+    let quiet = audit(Some(&status), read(HEALTHY), 630);
+    let absent = runtime_finding(&quiet.status).expect("kept during the hold-down");
+    assert!(absent.absent_since.is_some());
+    assert_eq!(
+        area(&quiet.status, ConditionType::RuntimeHealthy).0,
+        "False",
+        "the area stays False during the hold-down"
+    );
+    let mut status = quiet.status;
+    let mut resolved = 0;
+    for t in (660..=1300).step_by(30) {
+        let update = audit(Some(&status), read(HEALTHY), t);
+        resolved += reasons_of_check(&update, "runtime.handler-failures")
+            .iter()
+            .filter(|r| **r == EventReason::FindingResolved)
+            .count();
+        status = update.status;
+    }
+    assert_eq!(resolved, 1);
+    assert!(runtime_finding(&status).is_none());
+}

@@ -48,13 +48,13 @@ pub(crate) async fn gather(
     now: Timestamp,
     window: Duration,
 ) -> Gathered<EventEvidence> {
-    let kinds: BTreeSet<&str> = handled.iter().filter_map(|h| h.kind.as_deref()).collect();
-    if kinds.is_empty() {
-        return Ok(EventEvidence::default());
-    }
     let namespaces = event_namespaces(run, handled, operator_namespace);
     if !namespaces.within(reach) {
         return Err(reach.outside("the Events of the namespaces the operator serves"));
+    }
+    let kinds: BTreeSet<&str> = handled.iter().filter_map(|h| h.kind.as_deref()).collect();
+    if kinds.is_empty() {
+        return Ok(EventEvidence::default());
     }
     let since = now
         .checked_sub(jiff::SignedDuration::try_from(window).unwrap_or_default())

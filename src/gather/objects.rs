@@ -25,7 +25,7 @@ pub(crate) async fn gather(
     if handled.iter().any(|h| !h.namespaced) && !reach.cross_namespace {
         return Err(reach.outside("cluster-scoped objects the operator handles"));
     }
-    if handled.iter().any(|h| h.namespaced) && !served.within(reach) {
+    if !served.within(reach) {
         return Err(reach.outside("objects in the namespaces the operator serves"));
     }
     let mut out = Vec::new();

@@ -1,6 +1,7 @@
 //! End-to-end tests against the local cluster started by `hack/cluster.sh up` (the
 //! README's test command starts it). They FAIL with the reason when it is not running.
 
+mod accuracy;
 mod chart;
 mod harness;
 mod leader;
@@ -8,3 +9,4 @@ mod logs;
 mod operator;
 mod rbac;
 mod support;
+mod tenancy;

@@ -309,6 +309,35 @@ async fn rbac_missing_status_patch_on_a_handled_resource() {
 }
 
 #[tokio::test]
+async fn rbac_a_crash_looping_operator_without_list_gets_the_rule_to_add() {
+    // Its Role grants get and patch on beacons, not list and watch: kopf crash-loops on
+    // the refused list. The resource is inferred from the rule (and the log), and the
+    // denial is one finding, with the rule to add.
+    let (_a, status) = expect_exactly("crashloop", &["rbac.handled-resources"]).await;
+    let f = rbac_findings(&status)[0];
+    assert!(
+        f.message
+            .contains("may not list, watch beacons.crashloop.fixtures.kopf-audit.dev"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message
+            .contains("resources: [beacons]\n  verbs: [get, list, watch, patch]"),
+        "{}",
+        f.message
+    );
+    assert!(
+        !status
+            .findings
+            .iter()
+            .any(|f| f.check.as_str() == "runtime.startup-forbidden"),
+        "the refused list is the RBAC finding's cause, not a second finding: {:#?}",
+        status.findings
+    );
+}
+
+#[tokio::test]
 async fn rbac_handled_resources_from_the_spec_are_checked_too() {
     // The good fixture's RBAC, but the spec names a resource it may not touch.
     let audited = Audited::start(

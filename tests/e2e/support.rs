@@ -89,7 +89,12 @@ impl TestNamespace {
             std::process::id() % 10000,
             COUNTER.fetch_add(1, Ordering::SeqCst)
         );
-        let name = format!("e2e-{prefix}-{unique}");
+        TestNamespace::named(client, &format!("e2e-{prefix}-{unique}")).await
+    }
+
+    /// Creates a namespace with exactly this name (e.g. one a kopf pattern must match).
+    pub async fn named(client: &Client, name: &str) -> TestNamespace {
+        let name = name.to_string();
         let ns: Namespace = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}
         }))
@@ -223,6 +228,14 @@ pub fn free_port() -> u16 {
         .unwrap_or_else(|e| panic!("no free port: {e}"))
 }
 
+/// The auditor binary: this build's, or `KOPF_AUDIT_AUDITOR_BIN` (to show that a test
+/// fails on an older build).
+pub fn auditor_binary() -> PathBuf {
+    std::env::var_os("KOPF_AUDIT_AUDITOR_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kopf-audit")))
+}
+
 /// The auditor (`kopf-audit run`) as a local process; stopped when dropped.
 pub struct Auditor {
     child: Child,
@@ -243,7 +256,7 @@ impl Auditor {
             "starting kopf-audit for {namespace} (log {})",
             log.display()
         ));
-        let child = Command::new(env!("CARGO_BIN_EXE_kopf-audit"))
+        let child = Command::new(auditor_binary())
             .args([
                 "run",
                 "--log-format",

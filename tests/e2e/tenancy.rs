@@ -1,0 +1,277 @@
+//! Tenancy: a tenant who is not trusted cannot read another namespace through its own
+//! KopfAudits. Its Deployments claim to serve every namespace (`-A`) or the victim's
+//! (`-n victim`), with no pod needed (replicas 0), and its KopfAudits name Secrets and
+//! ConfigMaps as handled. Without --allow-cross-namespace not one byte of the victim's
+//! marker or object names reaches the tenant's status, PolicyReport, Events or metrics;
+//! with it, the same audit sees the victim's objects.
+
+use crate::operator::ensure_crd;
+use crate::support::{self, Auditor, TestNamespace, say, wait_for};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kopf_audit::api::{KopfAudit, KopfAuditStatus};
+use kube::Client;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use std::time::Duration;
+
+/// What the victim's objects carry: it must never reach the tenant.
+const MARKER: &str = "victim-marker-7f3a";
+
+/// kopf's annotations, so that the persistence checks would quote the objects.
+fn kopf_annotations() -> serde_json::Value {
+    serde_json::json!({
+        "kopf.zalando.org/last-handled-configuration": format!("{{\"spec\": \"{MARKER}\"}}"),
+        "kopf.zalando.org/reconcile": format!("{{\"started\": \"{MARKER}\"}}"),
+    })
+}
+
+async fn seed_victim(client: &Client, victim: &str) {
+    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": format!("cm-{MARKER}"), "namespace": victim, "annotations": kopf_annotations()},
+        "data": {"note": MARKER}
+    }))
+    .expect("configmap");
+    Api::<ConfigMap>::namespaced(client.clone(), victim)
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("victim configmap");
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": format!("secret-{MARKER}"), "namespace": victim, "annotations": kopf_annotations()},
+        "stringData": {"password": MARKER}
+    }))
+    .expect("secret");
+    Api::<Secret>::namespaced(client.clone(), victim)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("victim secret");
+    for i in 0..5 {
+        let event: Event = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": "victim-", "namespace": victim},
+            "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": victim, "name": format!("cm-{MARKER}")},
+            "type": if i % 2 == 0 { "Normal" } else { "Warning" },
+            "reason": "Logging",
+            "message": format!("{MARKER} the victim's own message"),
+            "source": {"component": "kopf"}, "reportingComponent": "kopf",
+            "firstTimestamp": jiff::Timestamp::now().to_string(),
+            "lastTimestamp": jiff::Timestamp::now().to_string(),
+        }))
+        .expect("event");
+        Api::<Event>::namespaced(client.clone(), victim)
+            .create(&PostParams::default(), &event)
+            .await
+            .expect("victim event");
+    }
+}
+
+/// A Deployment of no pods whose kopf claims `args`.
+async fn tenant_deployment(client: &Client, ns: &str, name: &str, args: &[&str]) {
+    let d: Deployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{
+                    "name": "operator", "image": "tenant/op:1",
+                    "command": ["kopf", "run"], "args": args
+                }]}
+            }
+        }
+    }))
+    .expect("deployment");
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("tenant deployment");
+}
+
+async fn tenant_audit(client: &Client, ns: &str, name: &str, target: &str, handled: bool) {
+    let mut spec = serde_json::json!({"target": {"deployment": target}, "interval": "30s"});
+    if handled {
+        spec["handledResources"] = serde_json::json!([
+            {"group": "", "version": "v1", "plural": "secrets"},
+            {"group": "", "version": "v1", "plural": "configmaps"}
+        ]);
+    }
+    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .expect("KopfAudit");
+    Api::<KopfAudit>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &audit)
+        .await
+        .expect("tenant KopfAudit");
+}
+
+async fn install_policy_report_crd(client: &Client) {
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "policyreports.wgpolicyk8s.io"},
+        "spec": {"group": "wgpolicyk8s.io", "scope": "Namespaced",
+            "names": {"kind": "PolicyReport", "plural": "policyreports", "singular": "policyreport"},
+            "versions": [{"name": "v1alpha2", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .expect("CRD");
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .patch(
+            "policyreports.wgpolicyk8s.io",
+            &PatchParams::apply("kopf-audit-e2e").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("PolicyReport CRD");
+}
+
+/// Everything the tenant can read of the auditor's output, as one text.
+async fn tenant_view(client: &Client, tenant: &str, auditor: &Auditor) -> String {
+    let audits = Api::<KopfAudit>::namespaced(client.clone(), tenant)
+        .list(&ListParams::default())
+        .await
+        .expect("audits");
+    let statuses: Vec<&KopfAuditStatus> = audits
+        .items
+        .iter()
+        .filter_map(|a| a.status.as_ref())
+        .collect();
+    let reports = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        tenant,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("wgpolicyk8s.io", "v1alpha2", "PolicyReport"),
+            "policyreports",
+        ),
+    )
+    .list(&ListParams::default())
+    .await
+    .map(|l| serde_json::to_string(&l.items).unwrap_or_default())
+    .unwrap_or_default();
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), tenant)
+        .list(&ListParams::default())
+        .await
+        .map(|l| serde_json::to_string(&l.items).unwrap_or_default())
+        .unwrap_or_default();
+    format!(
+        "{}\n{reports}\n{events}\n{}",
+        serde_json::to_string(&statuses).unwrap_or_default(),
+        auditor.http_get("/metrics")
+    )
+}
+
+fn condition<'a>(status: &'a KopfAuditStatus, type_: &str) -> Option<(&'a str, &'a str)> {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.as_str(), c.reason.as_str()))
+}
+
+const AUDITS: [(&str, &str, bool); 4] = [
+    ("wide", "wide", false),
+    ("wide-handled", "wide", true),
+    ("narrow", "narrow", false),
+    ("narrow-handled", "narrow", true),
+];
+
+#[tokio::test]
+async fn a_tenant_reads_nothing_of_another_namespace_through_its_kopfaudits() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    install_policy_report_crd(&client).await;
+    let tenant = TestNamespace::create(&client, "tenant").await;
+    let victim = TestNamespace::create(&client, "victim").await;
+    seed_victim(&client, &victim.name).await;
+    tenant_deployment(&client, &tenant.name, "wide", &["-A", "/app/op.py"]).await;
+    tenant_deployment(
+        &client,
+        &tenant.name,
+        "narrow",
+        &["-n", &victim.name, "/app/op.py"],
+    )
+    .await;
+    for (name, target, handled) in AUDITS {
+        tenant_audit(&client, &tenant.name, name, target, handled).await;
+    }
+
+    // The admin's kubeconfig: tenancy is the auditor's rule, not an accident of RBAC.
+    let auditor = Auditor::start(&support::kubeconfig_path(), &tenant.name, &[]);
+    let api: Api<KopfAudit> = Api::namespaced(client.clone(), &tenant.name);
+    for (name, _, _) in AUDITS {
+        let status = wait_for(
+            &format!("{name}: audited, the areas beyond the namespace OutsideNamespace"),
+            Duration::from_secs(120),
+            || {
+                let api = api.clone();
+                async move {
+                    let status = api.get(name).await.ok()?.status?;
+                    let outside = condition(&status, "PersistenceCompliant")
+                        == Some(("Unknown", "OutsideNamespace"));
+                    (condition(&status, "Ready") == Some(("True", "AuditSucceeded")) && outside)
+                        .then_some(status)
+                }
+            },
+        )
+        .await;
+        let persistence = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "PersistenceCompliant")
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        assert!(
+            persistence.contains("--allow-cross-namespace"),
+            "{name}: the message names the allowance: {persistence}"
+        );
+        assert_eq!(
+            condition(&status, "EventsCompliant"),
+            Some(("Unknown", "OutsideNamespace")),
+            "{name}: {:#?}",
+            status.conditions
+        );
+    }
+    // Two more intervals: every audit has run again and published what it would.
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let view = tenant_view(&client, &tenant.name, &auditor).await;
+    assert!(
+        !view.contains(MARKER),
+        "the victim's marker reached the tenant:\n{view}"
+    );
+    say("nothing of the victim reached the tenant");
+    drop(auditor);
+
+    say("the same audits with --allow-cross-namespace see the victim's objects");
+    let _platform = Auditor::start(
+        &support::kubeconfig_path(),
+        &tenant.name,
+        &["--allow-cross-namespace"],
+    );
+    let status = wait_for(
+        "narrow-handled: the victim's annotated objects in the findings",
+        Duration::from_secs(120),
+        || {
+            let api = api.clone();
+            async move {
+                let status = api.get("narrow-handled").await.ok()?.status?;
+                let text = serde_json::to_string(&status.findings).ok()?;
+                text.contains(MARKER).then_some(status)
+            }
+        },
+    )
+    .await;
+    assert!(
+        status
+            .findings
+            .iter()
+            .any(|f| f.check.as_str().starts_with("persistence.")),
+        "{:#?}",
+        status.findings
+    );
+}
