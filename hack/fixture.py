@@ -115,6 +115,20 @@ def find_kubectl(workdir: Path) -> str:
     raise FixtureError('kubectl not found: run hack/cluster.sh up (or set KOPF_AUDIT_KUBECTL)')
 
 
+# How long kubectl calls are retried while the API server does not answer.
+TRANSIENT_RETRY_FOR = 180.0
+
+# What kubectl prints when the API server is paused, restarting or overloaded.
+TRANSIENT_ERRORS = ('TLS handshake timeout', 'connection refused', 'Unable to connect to the server',
+                    'i/o timeout', 'context deadline exceeded', 'the server is currently unable',
+                    'ServiceUnavailable', 'Too many requests', 'connection reset by peer',
+                    'http2: client connection lost', 'EOF')
+
+
+def is_transient(stderr: str) -> bool:
+    return any(e in stderr for e in TRANSIENT_ERRORS)
+
+
 class Kube:
     """kubectl as the cluster admin."""
 
@@ -126,13 +140,27 @@ class Kube:
 
     def run(self, *args: str, input: str | None = None, check: bool = True,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Runs kubectl; retries for up to TRANSIENT_RETRY_FOR seconds while the API server
+        does not answer (paused, restarting, overloaded), so fault tests can run."""
         cmd = [self.kubectl, '--kubeconfig', self.kubeconfig, *args]
-        try:
-            res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise FixtureError(f"kubectl {' '.join(args)}: timed out after {timeout}s")
+        deadline = time.monotonic() + TRANSIENT_RETRY_FOR
+        delay = 1.0
+        while True:
+            try:
+                res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+                transient = res.returncode != 0 and is_transient(res.stderr)
+                failure = res.stderr.strip() or res.stdout.strip()
+            except subprocess.TimeoutExpired:
+                res, transient, failure = None, True, f'timed out after {timeout}s'
+            if not transient or time.monotonic() + delay > deadline:
+                break
+            log(f"kubectl {args[0] if args else ''}: the API server did not answer ({failure[:120]}); retrying in {delay:.0f}s")
+            time.sleep(delay)
+            delay = min(delay * 2, 15.0)
+        if res is None:
+            raise FixtureError(f"kubectl {' '.join(args)}: {failure}")
         if check and res.returncode != 0:
-            raise FixtureError(f"kubectl {' '.join(args)}: {res.stderr.strip() or res.stdout.strip()}")
+            raise FixtureError(f"kubectl {' '.join(args)}: {failure}")
         return res
 
     def json(self, *args: str, timeout: float = 60) -> Any:

@@ -21,5 +21,7 @@ pub(crate) mod gather;
 pub(crate) mod model;
 pub(crate) mod publish;
 pub(crate) mod reconcile;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use cli::main;

@@ -4,7 +4,7 @@
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::catalog::Severity;
 use crate::evaluate::{self, Policy};
-use crate::gather::{self, GatherError, Reach};
+use crate::gather::{self, GatherError, Reach, Shared};
 use crate::model::settings;
 use crate::reconcile::pipeline::run_audit;
 use jiff::Timestamp;
@@ -69,7 +69,8 @@ pub(crate) async fn check(
         .unwrap_or(namespace)
         .to_string();
     let (deployments, pods) = gather::list_candidates(client, &target_ns).await?;
-    let outcome = run_audit(client, &spec, &reach, &deployments, &pods, policy).await;
+    let shared = Shared::default();
+    let outcome = run_audit(client, &spec, &reach, &shared, &deployments, &pods, policy).await;
     let now = Time(Timestamp::now());
     let resolve_after = settings::resolve_after(&spec);
     Ok(evaluate::next_status(None, &outcome, None, &now, resolve_after).status)

@@ -91,6 +91,10 @@ struct RunArgs {
     /// The Lease's namespace (the pod's own).
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     lease_namespace: String,
+    /// At most this many audits run at once; each has at most 4 requests in flight, so
+    /// the auditor never has more than 4 x this many (watches aside).
+    #[arg(long, env = "KOPF_AUDIT_MAX_CONCURRENT_AUDITS", default_value_t = reconcile::DEFAULT_MAX_CONCURRENT_AUDITS, value_parser = clap::value_parser!(u16).range(1..=256))]
+    max_concurrent_audits: u16,
 }
 
 #[derive(clap::Args)]
@@ -220,6 +224,7 @@ async fn run(args: RunArgs) -> ExitCode {
         },
         watch_namespace: args.watch_namespace,
         instance: args.instance,
+        max_concurrent_audits: args.max_concurrent_audits,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
     let code = if args.leader_election {
@@ -248,6 +253,7 @@ async fn counted_client(metrics: &Arc<Metrics>) -> Result<kube::Client, kube::Er
         .map_err(kube::Error::InferConfig)?;
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&metrics.request_counter())
+        .with_layer(&metrics.in_flight_tracker())
         .build())
 }
 

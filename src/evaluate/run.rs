@@ -232,13 +232,15 @@ fn exemptions(target: &TargetEvidence, policy: &Policy) -> Vec<SkippedCheck> {
         .collect()
 }
 
-/// Drops disabled checks, applies severity overrides and sorts most severe first.
+/// Drops disabled checks, applies severity overrides, redacts, and sorts most severe
+/// first.
 fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
     findings.retain(|f| !spec.checks.disable.contains(&f.check));
     for f in findings.iter_mut() {
         if let Some(sev) = spec.checks.severity.get(f.check.as_str()) {
             f.severity = *sev;
         }
+        redact(f);
     }
     findings.sort_by(|a, b| {
         b.severity
@@ -248,4 +250,12 @@ fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
             .then(a.message.cmp(&b.message))
     });
     findings.dedup_by(|a, b| a.check == b.check && a.target == b.target && a.message == b.message);
+}
+
+/// Masks secrets in everything a finding shows, whatever check wrote it: whoever can
+/// read the KopfAudit reads its status, PolicyReport and Events. Quotes from logs are
+/// redacted where they are cut; this pass also covers object names and messages.
+pub(crate) fn redact(finding: &mut Finding) {
+    finding.message = kopf_log::redact(&finding.message);
+    finding.evidence = finding.evidence.as_deref().map(kopf_log::redact);
 }

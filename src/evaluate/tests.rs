@@ -472,3 +472,17 @@ fn a_flapping_failure_is_raised_once_and_resolved_once_after_the_hold_down() {
     assert_eq!(resolved, 1);
     assert!(runtime_finding(&status).is_none());
 }
+
+#[test]
+fn every_string_of_a_finding_is_redacted() {
+    let mut f = crate::checks::finding(
+        CheckId::RuntimeHandlerFailures,
+        "op",
+        "Handler failed for ns/a: password=hunter2-very-secret".into(),
+        Some("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijklmnop".into()),
+    );
+    run::redact(&mut f);
+    assert!(!f.message.contains("hunter2-very-secret"), "{}", f.message);
+    let evidence = f.evidence.unwrap_or_default();
+    assert!(!evidence.contains("eyJzdWIiOiIxIn0"), "{evidence}");
+}

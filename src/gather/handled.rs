@@ -6,7 +6,7 @@
 //! storage, and where it came from, so findings can say so.
 
 use super::Reach;
-use super::rbac::{Cache, binding_namespaces};
+use super::rbac::{CrdDigest, CrdVersion, RbacReader, binding_namespaces};
 use crate::api::KopfAuditSpec;
 use crate::model::evidence::{
     CrdInfo, Gathered, HandledResource, HandledSource, LogEvidence, TargetEvidence, Unavailable,
@@ -14,9 +14,6 @@ use crate::model::evidence::{
 use crate::model::kopf_run::KopfRun;
 use crate::model::needs::CRD_GROUP;
 use crate::model::rbac::{Binding, PEERING_CLUSTER, PEERING_GROUPS, PEERING_NAMESPACED, Verb};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceDefinitionVersion,
-};
 use kube::Client;
 use std::collections::BTreeMap;
 
@@ -28,7 +25,7 @@ pub(crate) async fn gather(
     run: &KopfRun,
     logs: Option<&LogEvidence>,
     reach: &Reach,
-    cache: &Cache,
+    cache: &RbacReader,
 ) -> Gathered<Vec<HandledResource>> {
     if !spec.handled_resources.is_empty() {
         return from_spec(client, spec, cache).await;
@@ -102,7 +99,7 @@ fn logged(logs: Option<&LogEvidence>) -> BTreeMap<ResourceKey, HandledSource> {
 async fn inferred(
     client: &Client,
     found: BTreeMap<ResourceKey, HandledSource>,
-    cache: &Cache,
+    cache: &RbacReader,
 ) -> Result<Vec<HandledResource>, Unavailable> {
     let mut out = Vec::new();
     for ((group, plural), source) in found {
@@ -116,7 +113,7 @@ async fn inferred(
 async fn from_spec(
     client: &Client,
     spec: &KopfAuditSpec,
-    cache: &Cache,
+    cache: &RbacReader,
 ) -> Result<Vec<HandledResource>, Unavailable> {
     let mut out = Vec::new();
     for h in &spec.handled_resources {
@@ -182,11 +179,8 @@ async fn discover(
 
 /// The version of a CRD kopf would use: `wanted` when served, else the storage version,
 /// else the first served one.
-fn pick_version<'a>(
-    crd: &'a CustomResourceDefinition,
-    wanted: Option<&str>,
-) -> Option<&'a CustomResourceDefinitionVersion> {
-    let versions = &crd.spec.versions;
+fn pick_version<'a>(crd: &'a CrdDigest, wanted: Option<&str>) -> Option<&'a CrdVersion> {
+    let versions = &crd.versions;
     wanted
         .and_then(|w| versions.iter().find(|v| v.name == w && v.served))
         .or_else(|| versions.iter().find(|v| v.storage && v.served))
@@ -196,36 +190,22 @@ fn pick_version<'a>(
 
 /// A handled resource from its CRD, with what the CRD says about status storage.
 pub(crate) fn from_crd(
-    crd: &CustomResourceDefinition,
+    crd: &CrdDigest,
     wanted_version: Option<&str>,
     source: HandledSource,
 ) -> HandledResource {
     let version = pick_version(crd, wanted_version);
-    let status_subresource = version
-        .and_then(|v| v.subresources.as_ref())
-        .is_some_and(|s| s.status.is_some());
-    let schema = version
-        .and_then(|v| v.schema.as_ref())
-        .and_then(|s| s.open_api_v3_schema.as_ref());
-    let preserves = |p: Option<bool>| p == Some(true);
-    let status_preserves_unknown_fields = schema.is_some_and(|root| {
-        preserves(root.x_kubernetes_preserve_unknown_fields)
-            || root
-                .properties
-                .as_ref()
-                .and_then(|p| p.get("status"))
-                .is_some_and(|s| preserves(s.x_kubernetes_preserve_unknown_fields))
-    });
     HandledResource {
-        group: crd.spec.group.clone(),
+        group: crd.group.clone(),
         version: version.map(|v| v.name.clone()).unwrap_or_default(),
-        plural: crd.spec.names.plural.clone(),
-        kind: Some(crd.spec.names.kind.clone()),
-        namespaced: crd.spec.scope == "Namespaced",
+        plural: crd.plural.clone(),
+        kind: Some(crd.kind.clone()),
+        namespaced: crd.namespaced,
         crd: Some(CrdInfo {
-            name: crd.metadata.name.clone().unwrap_or_default(),
-            status_subresource,
-            status_preserves_unknown_fields,
+            name: crd.name.clone(),
+            status_subresource: version.is_some_and(|v| v.status_subresource),
+            status_preserves_unknown_fields: version
+                .is_some_and(|v| v.status_preserves_unknown_fields),
         }),
         source,
     }

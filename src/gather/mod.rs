@@ -41,6 +41,16 @@ pub(crate) enum GatherError {
     },
 }
 
+/// What audits share across runs: RBAC caches and answers, CRDs, what was read of the
+/// logs. One per operator process; the CLI makes one per run.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// RBAC objects, SubjectAccessReview answers, CRDs.
+    pub(crate) rbac: rbac::RbacReader,
+    /// The logs read so far, per container.
+    pub(crate) logs: logs::LogMemory,
+}
+
 /// Which namespaces an audit may read: its own, or any with the cross-namespace
 /// allowance. Cluster-scoped objects count as outside every namespace.
 #[derive(Clone, Debug)]
@@ -220,6 +230,7 @@ pub(crate) async fn gather(
     client: &Client,
     spec: &KopfAuditSpec,
     reach: &Reach,
+    shared: &Shared,
     deployments: &[Deployment],
     pods: &[Pod],
 ) -> Observation {
@@ -238,13 +249,12 @@ pub(crate) async fn gather(
         Err(stall) => return Observation::Stalled(stall),
     };
     let mut targets = Vec::with_capacity(selected.len());
-    let cache = rbac::Cache::default();
     for deployment in selected {
         let target_pods = pods_of(&deployment, pods);
         let mut target =
             TargetEvidence::new(deployment, target_pods, spec.target.container.as_deref());
         if let Some(kopf) = target.kopf.take() {
-            target.kopf = Some(gather_kopf(client, spec, reach, &target, kopf.run, &cache).await);
+            target.kopf = Some(gather_kopf(client, spec, reach, &target, kopf.run, shared).await);
         }
         targets.push(target);
     }
@@ -263,11 +273,13 @@ async fn gather_kopf(
     reach: &Reach,
     target: &TargetEvidence,
     run: crate::model::kopf_run::KopfRun,
-    cache: &rbac::Cache,
+    shared: &Shared,
 ) -> KopfEvidence {
+    let cache = &shared.rbac;
     let bounds = LogBounds::from_spec(&spec.logs);
     let logs = logs::gather(
         client,
+        &shared.logs,
         target.namespace(),
         &target.pods,
         &run.container,

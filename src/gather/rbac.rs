@@ -1,12 +1,14 @@
 //! Gathers what the operator's ServiceAccount may do (API I/O only): the permissions the
 //! pure needs (`model/needs.rs`) derive are asked with SubjectAccessReviews as the
 //! ServiceAccount with its groups (so aggregated ClusterRoles, group bindings and any
-//! authorizer count), concurrently, deduplicated and cached per ServiceAccount for one
-//! audit cycle; the Roles, ClusterRoles and bindings that reach it are read to explain
-//! the answers and to find over-privilege.
+//! authorizer count), a few at a time, deduplicated, and remembered across audits per
+//! ServiceAccount until an RBAC change could alter them (or a TTL passes); the Roles,
+//! ClusterRoles and bindings that reach it are read from the operator's watch caches
+//! (lists in the CLI) to explain the answers and to find over-privilege.
 //!
-//! The auditor needs `create` on `subjectaccessreviews` and `get`/`list` on the four RBAC
-//! kinds; without them the RBAC area is `Unknown`, reason `Forbidden`, naming what it lacks.
+//! The auditor needs `create` on `subjectaccessreviews` and `get`/`list`/`watch` on the
+//! four RBAC kinds; without them the RBAC area is `Unknown`, reason `Forbidden`, naming
+//! what it lacks.
 
 use super::{Reach, obstacle};
 use crate::model::evidence::{
@@ -27,22 +29,161 @@ use k8s_openapi::api::rbac::v1::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::reflector::{ObjectRef, Store};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-/// How many SubjectAccessReviews are in flight at once.
-const CONCURRENT_REVIEWS: usize = 8;
+/// How many SubjectAccessReviews one audit has in flight at once: its share of the
+/// auditor's request budget.
+pub(crate) const CONCURRENT_REVIEWS: usize = 4;
 
-type BindingsKey = (ServiceAccountRef, BTreeSet<String>);
+/// How long a SubjectAccessReview answer is reused when no RBAC change was seen (other
+/// authorizers, webhooks, can change their minds without an RBAC object changing).
+pub(crate) const ANSWER_TTL: Duration = Duration::from_secs(600);
 
-/// What one audit cycle has already read or asked, shared by its targets (a selector may
-/// match several Deployments running as one ServiceAccount) and by the handled-resources
-/// gatherer, so each SubjectAccessReview and read happens once per cycle.
-#[derive(Debug, Default)]
-pub(crate) struct Cache {
-    bindings: Mutex<HashMap<BindingsKey, Result<Vec<Binding>, Unavailable>>>,
-    crds: Mutex<HashMap<String, Option<CustomResourceDefinition>>>,
-    answers: Mutex<HashMap<ServiceAccountRef, BTreeMap<Permission, bool>>>,
+/// How long a CRD read is reused (CRDs are not watched).
+const CRD_TTL: Duration = Duration::from_secs(300);
+
+/// The RBAC objects the operator keeps in watch caches; `None` where it does not (a
+/// namespaced install cannot watch cluster-scoped RBAC) and lists instead.
+#[derive(Clone, Default)]
+pub(crate) struct RbacStores {
+    /// ClusterRoleBindings.
+    pub(crate) cluster_role_bindings: Option<Store<ClusterRoleBinding>>,
+    /// ClusterRoles.
+    pub(crate) cluster_roles: Option<Store<ClusterRole>>,
+    /// RoleBindings, and the namespace they are watched in (`None`: all).
+    pub(crate) role_bindings: Option<(Store<RoleBinding>, Option<String>)>,
+    /// Roles, and the namespace they are watched in (`None`: all).
+    pub(crate) roles: Option<(Store<Role>, Option<String>)>,
+}
+
+/// Whether a store holds its first complete list.
+pub(crate) fn is_synced<K>(store: &Store<K>) -> bool
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    use futures::FutureExt;
+    store
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|r| r.is_ok())
+}
+
+/// A store's objects when it has synced.
+fn synced<K>(store: Option<&Store<K>>) -> Option<Vec<std::sync::Arc<K>>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    let store = store?;
+    is_synced(store).then(|| store.state())
+}
+
+/// Whether a namespaced store covers `namespace`.
+fn covers<'a, K: kube::Resource<DynamicType = ()> + Clone + 'static>(
+    store: &'a Option<(Store<K>, Option<String>)>,
+    namespace: &str,
+) -> Option<&'a Store<K>> {
+    match store {
+        Some((s, None)) => Some(s),
+        Some((s, Some(ns))) if ns == namespace => Some(s),
+        _ => None,
+    }
+}
+
+/// Answers of one ServiceAccount, and when they were asked.
+#[derive(Debug)]
+struct Answers {
+    asked: Instant,
+    allowed: BTreeMap<Permission, bool>,
+}
+
+/// What a CRD says, reduced to what the checks read (CRDs carry large schemas).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CrdDigest {
+    /// `plural.group`.
+    pub(crate) name: String,
+    /// API group.
+    pub(crate) group: String,
+    /// Plural.
+    pub(crate) plural: String,
+    /// Kind.
+    pub(crate) kind: String,
+    /// `Namespaced` scope.
+    pub(crate) namespaced: bool,
+    /// Per version: name, served, storage, status subresource, status preserves unknown
+    /// fields.
+    pub(crate) versions: Vec<CrdVersion>,
+}
+
+/// One served version of a CRD.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CrdVersion {
+    /// Version name.
+    pub(crate) name: String,
+    /// Served.
+    pub(crate) served: bool,
+    /// The storage version.
+    pub(crate) storage: bool,
+    /// Has a status subresource.
+    pub(crate) status_subresource: bool,
+    /// Its status schema (or the whole object) preserves unknown fields.
+    pub(crate) status_preserves_unknown_fields: bool,
+}
+
+impl CrdDigest {
+    /// The digest of a CRD.
+    pub(crate) fn of(crd: &CustomResourceDefinition) -> CrdDigest {
+        let preserves = |p: Option<bool>| p == Some(true);
+        CrdDigest {
+            name: crd.metadata.name.clone().unwrap_or_default(),
+            group: crd.spec.group.clone(),
+            plural: crd.spec.names.plural.clone(),
+            kind: crd.spec.names.kind.clone(),
+            namespaced: crd.spec.scope == "Namespaced",
+            versions: crd
+                .spec
+                .versions
+                .iter()
+                .map(|v| {
+                    let schema = v
+                        .schema
+                        .as_ref()
+                        .and_then(|s| s.open_api_v3_schema.as_ref());
+                    CrdVersion {
+                        name: v.name.clone(),
+                        served: v.served,
+                        storage: v.storage,
+                        status_subresource: v
+                            .subresources
+                            .as_ref()
+                            .is_some_and(|s| s.status.is_some()),
+                        status_preserves_unknown_fields: schema.is_some_and(|root| {
+                            preserves(root.x_kubernetes_preserve_unknown_fields)
+                                || root
+                                    .properties
+                                    .as_ref()
+                                    .and_then(|p| p.get("status"))
+                                    .is_some_and(|s| {
+                                        preserves(s.x_kubernetes_preserve_unknown_fields)
+                                    })
+                        }),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What the audits share of RBAC and CRDs: the watch caches (or lists), the
+/// SubjectAccessReview answers per ServiceAccount, the CRDs read. One per operator; the
+/// CLI makes one per run.
+#[derive(Default)]
+pub(crate) struct RbacReader {
+    stores: RbacStores,
+    answers: Mutex<HashMap<ServiceAccountRef, Answers>>,
+    crds: Mutex<HashMap<String, (Instant, Option<CrdDigest>)>>,
 }
 
 /// Locks a cache map; a panic elsewhere cannot leave it half-written, so poison is ignored.
@@ -55,18 +196,36 @@ fn unavailable(e: &kube::Error, what: &str, grant: &str) -> Unavailable {
     obstacle(e, what, grant)
 }
 
-const RBAC_GRANT: &str = "get and list on roles, clusterroles, rolebindings and clusterrolebindings (apiGroups: [rbac.authorization.k8s.io])";
+const RBAC_GRANT: &str = "get, list and watch on roles, clusterroles, rolebindings and clusterrolebindings (apiGroups: [rbac.authorization.k8s.io])";
 const CRD_GRANT: &str = "get on customresourcedefinitions (apiGroups: [apiextensions.k8s.io])";
 const SAR_GRANT: &str = "create on subjectaccessreviews (apiGroups: [authorization.k8s.io])";
 
-impl Cache {
-    /// A CRD by name (`plural.group`), `None` when it does not exist; read once per cycle.
+impl RbacReader {
+    /// A reader over the operator's watch caches.
+    pub(crate) fn new(stores: RbacStores) -> RbacReader {
+        RbacReader {
+            stores,
+            ..Default::default()
+        }
+    }
+
+    /// Forgets the answers of these ServiceAccounts: an RBAC change may alter them.
+    pub(crate) fn forget(&self, accounts: &[ServiceAccountRef]) {
+        let mut answers = lock(&self.answers);
+        for sa in accounts {
+            answers.remove(sa);
+        }
+    }
+
+    /// A CRD by name (`plural.group`), `None` when it does not exist; reused for a while.
     pub(crate) async fn crd(
         &self,
         client: &Client,
         name: &str,
-    ) -> Result<Option<CustomResourceDefinition>, Unavailable> {
-        if let Some(found) = lock(&self.crds).get(name) {
+    ) -> Result<Option<CrdDigest>, Unavailable> {
+        if let Some((read, found)) = lock(&self.crds).get(name)
+            && read.elapsed() < CRD_TTL
+        {
             return Ok(found.clone());
         }
         let api: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -77,29 +236,145 @@ impl Cache {
                 CRD_GRANT,
             )
         })?;
-        lock(&self.crds).insert(name.to_string(), found.clone());
-        Ok(found)
+        let digest = found.as_ref().map(CrdDigest::of);
+        lock(&self.crds).insert(name.to_string(), (Instant::now(), digest.clone()));
+        Ok(digest)
     }
 
     /// The bindings that reach the ServiceAccount: every ClusterRoleBinding, and the
-    /// RoleBindings of `namespaces`, with their roles' rules; read once per cycle.
+    /// RoleBindings of `namespaces`, with their roles' rules.
     pub(crate) async fn bindings(
         &self,
         client: &Client,
         sa: &ServiceAccountRef,
         namespaces: &BTreeSet<String>,
     ) -> Result<Vec<Binding>, Unavailable> {
-        let key = (sa.clone(), namespaces.clone());
-        if let Some(found) = lock(&self.bindings).get(&key) {
-            return found.clone();
+        let crbs: Vec<ClusterRoleBinding> = match synced(self.stores.cluster_role_bindings.as_ref())
+        {
+            Some(cached) => cached.iter().map(|b| (**b).clone()).collect(),
+            None => list_pages(Api::<ClusterRoleBinding>::all(client.clone()))
+                .await
+                .map_err(|e| {
+                    unavailable(
+                        &e,
+                        "list clusterrolebindings.rbac.authorization.k8s.io",
+                        RBAC_GRANT,
+                    )
+                })?,
+        };
+        let mut found: Vec<(BindingKind, String, RoleRef, Subject)> = crbs
+            .into_iter()
+            .filter_map(|b| {
+                let via = reaching(b.subjects.as_ref(), sa, None)?;
+                Some((
+                    BindingKind::ClusterRoleBinding,
+                    b.metadata.name.unwrap_or_default(),
+                    b.role_ref,
+                    via,
+                ))
+            })
+            .collect();
+        for ns in namespaces {
+            let rbs: Vec<RoleBinding> = match synced(covers(&self.stores.role_bindings, ns)) {
+                Some(cached) => cached
+                    .iter()
+                    .filter(|b| b.metadata.namespace.as_deref() == Some(ns.as_str()))
+                    .map(|b| (**b).clone())
+                    .collect(),
+                None => list_pages(Api::<RoleBinding>::namespaced(client.clone(), ns))
+                    .await
+                    .map_err(|e| {
+                        unavailable(
+                            &e,
+                            &format!("list rolebindings.rbac.authorization.k8s.io in {ns}"),
+                            RBAC_GRANT,
+                        )
+                    })?,
+            };
+            found.extend(rbs.into_iter().filter_map(|b| {
+                let via = reaching(b.subjects.as_ref(), sa, Some(ns))?;
+                Some((
+                    BindingKind::RoleBinding(ns.clone()),
+                    b.metadata.name.unwrap_or_default(),
+                    b.role_ref,
+                    via,
+                ))
+            }));
         }
-        let read = read_bindings(client, sa, namespaces).await;
-        lock(&self.bindings).insert(key, read.clone());
-        read
+        let mut out = Vec::with_capacity(found.len());
+        for (kind, name, role_ref, via) in found {
+            let role_kind = RoleKind::parse(&role_ref.kind);
+            let role = self
+                .role_of(client, role_kind, &kind, &role_ref.name)
+                .await?;
+            let (rules, missing, aggregated) = match role {
+                Some((rules, aggregated)) => (rules, false, aggregated),
+                None => (Vec::new(), true, false),
+            };
+            out.push(Binding {
+                kind,
+                name,
+                role_kind,
+                role_name: role_ref.name,
+                via,
+                rules,
+                role_missing: missing,
+                aggregated,
+            });
+        }
+        out.sort_by(|a, b| a.kind.cmp(&b.kind).then(a.name.cmp(&b.name)));
+        Ok(out)
     }
 
-    /// Asks every permission not yet answered for this ServiceAccount in this cycle, with
-    /// SubjectAccessReviews in parallel; returns the answers for `wanted`.
+    /// The rules of a bound role and whether it is aggregated; `None` when it is missing.
+    async fn role_of(
+        &self,
+        client: &Client,
+        kind: Option<RoleKind>,
+        binding: &BindingKind,
+        name: &str,
+    ) -> Result<Option<(Vec<Rule>, bool)>, Unavailable> {
+        match (kind, binding) {
+            (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
+                let role = match synced(covers(&self.stores.roles, ns)) {
+                    Some(_) => covers(&self.stores.roles, ns)
+                        .and_then(|s| s.get(&ObjectRef::new(name).within(ns)))
+                        .map(|r| (*r).clone()),
+                    None => Api::<Role>::namespaced(client.clone(), ns)
+                        .get_opt(name)
+                        .await
+                        .map_err(|e| {
+                            unavailable(
+                                &e,
+                                &format!("get roles.rbac.authorization.k8s.io in {ns}"),
+                                RBAC_GRANT,
+                            )
+                        })?,
+                };
+                Ok(role.map(|r| (rules_of(r.rules.as_ref()), false)))
+            }
+            (Some(RoleKind::ClusterRole), _) => {
+                let role = match self.stores.cluster_roles.as_ref().filter(|s| is_synced(s)) {
+                    Some(store) => store.get(&ObjectRef::new(name)).map(|r| (*r).clone()),
+                    None => Api::<ClusterRole>::all(client.clone())
+                        .get_opt(name)
+                        .await
+                        .map_err(|e| {
+                            unavailable(
+                                &e,
+                                "get clusterroles.rbac.authorization.k8s.io",
+                                RBAC_GRANT,
+                            )
+                        })?,
+                };
+                Ok(role.map(|r| (rules_of(r.rules.as_ref()), r.aggregation_rule.is_some())))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The answers for `wanted`: remembered ones reused, the others asked with
+    /// SubjectAccessReviews, a few at a time.
     pub(crate) async fn review(
         &self,
         client: &Client,
@@ -107,11 +382,11 @@ impl Cache {
         wanted: &BTreeSet<Permission>,
     ) -> Result<BTreeMap<Permission, bool>, Unavailable> {
         let todo: Vec<Permission> = {
-            let known = lock(&self.answers);
-            let known = known.get(sa);
+            let answers = lock(&self.answers);
+            let known = answers.get(sa).filter(|a| a.asked.elapsed() < ANSWER_TTL);
             wanted
                 .iter()
-                .filter(|p| known.is_none_or(|k| !k.contains_key(*p)))
+                .filter(|p| known.is_none_or(|k| !k.allowed.contains_key(*p)))
                 .cloned()
                 .collect()
         };
@@ -137,9 +412,18 @@ impl Cache {
                     SAR_GRANT,
                 )
             })?;
-        let mut all = lock(&self.answers);
-        let known = all.entry(sa.clone()).or_default();
-        known.extend(results);
+        let mut answers = lock(&self.answers);
+        let entry = answers.entry(sa.clone()).or_insert_with(|| Answers {
+            asked: Instant::now(),
+            allowed: BTreeMap::new(),
+        });
+        if entry.asked.elapsed() >= ANSWER_TTL {
+            *entry = Answers {
+                asked: Instant::now(),
+                allowed: BTreeMap::new(),
+            };
+        }
+        entry.allowed.extend(results);
         tracing::debug!(
             service_account = %sa,
             needed = wanted.len(),
@@ -149,8 +433,29 @@ impl Cache {
         );
         Ok(wanted
             .iter()
-            .filter_map(|p| known.get(p).map(|a| (p.clone(), *a)))
+            .filter_map(|p| entry.allowed.get(p).map(|a| (p.clone(), *a)))
             .collect())
+    }
+}
+
+/// Lists every object of an API, page by page.
+async fn list_pages<K>(api: Api<K>) -> Result<Vec<K>, kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(500);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = api.list(&lp).await?;
+        out.extend(page.items);
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            return Ok(out);
+        }
     }
 }
 
@@ -191,7 +496,7 @@ pub(crate) fn binding_namespaces(
 }
 
 /// How a binding subject reaches the ServiceAccount, if it does.
-fn reaches(
+pub(crate) fn reaches(
     subject: &k8s_openapi::api::rbac::v1::Subject,
     sa: &ServiceAccountRef,
     binding_namespace: Option<&str>,
@@ -239,123 +544,8 @@ fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
         .collect()
 }
 
-async fn read_bindings(
-    client: &Client,
-    sa: &ServiceAccountRef,
-    namespaces: &BTreeSet<String>,
-) -> Result<Vec<Binding>, Unavailable> {
-    let lp = ListParams::default();
-    let crbs = Api::<ClusterRoleBinding>::all(client.clone())
-        .list(&lp)
-        .await
-        .map_err(|e| {
-            unavailable(
-                &e,
-                "list clusterrolebindings.rbac.authorization.k8s.io",
-                RBAC_GRANT,
-            )
-        })?;
-    let mut found: Vec<(BindingKind, String, RoleRef, Subject)> = crbs
-        .items
-        .into_iter()
-        .filter_map(|b| {
-            let via = reaching(b.subjects.as_ref(), sa, None)?;
-            Some((
-                BindingKind::ClusterRoleBinding,
-                b.metadata.name.unwrap_or_default(),
-                b.role_ref,
-                via,
-            ))
-        })
-        .collect();
-    for ns in namespaces {
-        let rbs = Api::<RoleBinding>::namespaced(client.clone(), ns)
-            .list(&lp)
-            .await
-            .map_err(|e| {
-                unavailable(
-                    &e,
-                    &format!("list rolebindings.rbac.authorization.k8s.io in {ns}"),
-                    RBAC_GRANT,
-                )
-            })?;
-        found.extend(rbs.items.into_iter().filter_map(|b| {
-            let via = reaching(b.subjects.as_ref(), sa, Some(ns))?;
-            Some((
-                BindingKind::RoleBinding(ns.clone()),
-                b.metadata.name.unwrap_or_default(),
-                b.role_ref,
-                via,
-            ))
-        }));
-    }
-    let mut out = Vec::with_capacity(found.len());
-    let mut cluster_roles: HashMap<String, Option<ClusterRole>> = HashMap::new();
-    for (kind, name, role_ref, via) in found {
-        let role_kind = RoleKind::parse(&role_ref.kind);
-        let (rules, missing, aggregated) = match (role_kind, &kind) {
-            (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
-                let role = Api::<Role>::namespaced(client.clone(), ns)
-                    .get_opt(&role_ref.name)
-                    .await
-                    .map_err(|e| {
-                        unavailable(
-                            &e,
-                            &format!("get roles.rbac.authorization.k8s.io in {ns}"),
-                            RBAC_GRANT,
-                        )
-                    })?;
-                match role {
-                    Some(r) => (rules_of(r.rules.as_ref()), false, false),
-                    None => (Vec::new(), true, false),
-                }
-            }
-            (Some(RoleKind::ClusterRole), _) => {
-                let role = match cluster_roles.get(&role_ref.name) {
-                    Some(r) => r.clone(),
-                    None => {
-                        let r = Api::<ClusterRole>::all(client.clone())
-                            .get_opt(&role_ref.name)
-                            .await
-                            .map_err(|e| {
-                                unavailable(
-                                    &e,
-                                    "get clusterroles.rbac.authorization.k8s.io",
-                                    RBAC_GRANT,
-                                )
-                            })?;
-                        cluster_roles.insert(role_ref.name.clone(), r.clone());
-                        r
-                    }
-                };
-                match role {
-                    Some(r) => (
-                        rules_of(r.rules.as_ref()),
-                        false,
-                        r.aggregation_rule.is_some(),
-                    ),
-                    None => (Vec::new(), true, false),
-                }
-            }
-            _ => (Vec::new(), true, false),
-        };
-        out.push(Binding {
-            kind,
-            name,
-            role_kind,
-            role_name: role_ref.name,
-            via,
-            rules,
-            role_missing: missing,
-            aggregated,
-        });
-    }
-    out.sort_by(|a, b| a.kind.cmp(&b.kind).then(a.name.cmp(&b.name)));
-    Ok(out)
-}
-
 /// Which of kopf's peering CRDs exist.
-async fn peering_crds(client: &Client, cache: &Cache) -> Result<PeeringCrds, Unavailable> {
+async fn peering_crds(client: &Client, cache: &RbacReader) -> Result<PeeringCrds, Unavailable> {
     let mut present = BTreeSet::new();
     for name in PeeringCrds::candidates() {
         if cache.crd(client, &name).await?.is_some() {
@@ -374,7 +564,7 @@ pub(crate) async fn gather(
     run: &KopfRun,
     handled: Option<&Vec<HandledResource>>,
     reach: &Reach,
-    cache: &Cache,
+    cache: &RbacReader,
 ) -> Gathered<RbacEvidence> {
     let sa = target.service_account();
     let (namespaces, unread_namespaces) = binding_namespaces(run, &sa.namespace, reach);

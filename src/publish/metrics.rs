@@ -72,6 +72,9 @@ pub(crate) struct Metrics {
     findings: Family<FindingLabels, Gauge>,
     conditions: Family<ConditionLabels, Gauge>,
     api_requests: Family<RequestLabels, Counter>,
+    in_flight: Gauge,
+    in_flight_max: Gauge,
+    log_bytes_read: Counter,
     /// Label sets last exported per audit, so that resolved ones are removed.
     exported: Mutex<BTreeMap<AuditLabels, ExportedSets>>,
 }
@@ -94,6 +97,9 @@ impl Metrics {
         let findings = Family::<FindingLabels, Gauge>::default();
         let conditions = Family::<ConditionLabels, Gauge>::default();
         let api_requests = Family::<RequestLabels, Counter>::default();
+        let in_flight = Gauge::default();
+        let in_flight_max = Gauge::default();
+        let log_bytes_read = Counter::default();
         registry.register("audits", "Audits run", audits.clone());
         registry.register(
             "audit_failures",
@@ -130,8 +136,26 @@ impl Metrics {
             "Requests the auditor sent to the API server",
             api_requests.clone(),
         );
+        registry.register(
+            "api_requests_in_flight",
+            "Requests the auditor has in flight to the API server, watches aside",
+            in_flight.clone(),
+        );
+        registry.register(
+            "api_requests_in_flight_max",
+            "The most requests the auditor had in flight at once, watches aside",
+            in_flight_max.clone(),
+        );
+        registry.register(
+            "log_bytes_read",
+            "Bytes of the audited operators' logs read",
+            log_bytes_read.clone(),
+        );
         Metrics {
             registry,
+            in_flight,
+            in_flight_max,
+            log_bytes_read,
             api_requests,
             audits,
             failures,
@@ -161,13 +185,21 @@ impl Metrics {
     {
         let metrics = self.clone();
         tower::util::MapRequestLayer::new(move |request: http::Request<B>| {
-            let watch = request
-                .uri()
-                .query()
-                .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
-            metrics.api_request(request.method().as_str(), watch);
+            metrics.api_request(request.method().as_str(), is_watch(&request));
             request
         })
+    }
+
+    /// The counter of log bytes read, for the log reader to increment.
+    pub(crate) fn log_bytes_read(&self) -> Counter {
+        self.log_bytes_read.clone()
+    }
+
+    /// A client layer that tracks the requests in flight (watches aside).
+    pub(crate) fn in_flight_tracker(self: &std::sync::Arc<Self>) -> InFlightLayer {
+        InFlightLayer {
+            metrics: self.clone(),
+        }
     }
 
     /// Counts one status write.
@@ -273,6 +305,83 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+}
+
+/// Whether a request is a watch (long-lived: not counted in flight).
+fn is_watch<B>(request: &http::Request<B>) -> bool {
+    request
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"))
+}
+
+/// A layer counting the requests in flight and their high-water mark.
+#[derive(Clone)]
+pub(crate) struct InFlightLayer {
+    metrics: std::sync::Arc<Metrics>,
+}
+
+impl<S> tower::Layer<S> for InFlightLayer {
+    type Service = InFlight<S>;
+
+    fn layer(&self, inner: S) -> InFlight<S> {
+        InFlight {
+            inner,
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+/// The service of [`InFlightLayer`].
+pub(crate) struct InFlight<S> {
+    inner: S,
+    metrics: std::sync::Arc<Metrics>,
+}
+
+/// Counts one request while it is in flight (dropped with its future).
+struct InFlightGuard(std::sync::Arc<Metrics>);
+
+impl InFlightGuard {
+    fn enter(metrics: &std::sync::Arc<Metrics>) -> InFlightGuard {
+        let now = metrics.in_flight.inc() + 1;
+        if now > metrics.in_flight_max.get() {
+            metrics.in_flight_max.set(now);
+        }
+        InFlightGuard(metrics.clone())
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.in_flight.dec();
+    }
+}
+
+impl<S, B> tower::Service<http::Request<B>> for InFlight<S>
+where
+    S: tower::Service<http::Request<B>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let guard = (!is_watch(&request)).then(|| InFlightGuard::enter(&self.metrics));
+        let future = self.inner.call(request);
+        Box::pin(async move {
+            let _guard = guard;
+            future.await
+        })
     }
 }
 

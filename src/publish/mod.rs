@@ -37,12 +37,13 @@ pub(crate) enum PublishError {
     },
 }
 
-/// Applies the whole status with server-side apply.
+/// Applies the whole status with server-side apply; returns the resourceVersion it
+/// produced.
 pub(crate) async fn write_status(
     api: &Api<KopfAudit>,
     name: &str,
     status: &KopfAuditStatus,
-) -> Result<(), PublishError> {
+) -> Result<Option<String>, PublishError> {
     let patch = serde_json::json!({
         "apiVersion": KopfAudit::api_version(&()),
         "kind": KopfAudit::kind(&()),
@@ -54,7 +55,7 @@ pub(crate) async fn write_status(
         &Patch::Apply(&patch),
     )
     .await
-    .map(|_| ())
+    .map(|written| written.metadata.resource_version)
     .map_err(|source| PublishError::Status {
         name: name.to_string(),
         source,

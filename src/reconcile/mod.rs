@@ -16,6 +16,9 @@ mod tests;
 
 use crate::api::KopfAudit;
 use crate::evaluate::Policy;
+use crate::gather::Shared;
+use crate::gather::logs::LogMemory;
+use crate::gather::rbac::{RbacReader, RbacStores};
 use crate::publish::EventPublisher;
 use crate::publish::metrics::Metrics;
 use backoff::Backoff;
@@ -33,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How the operator was started; a KopfAudit cannot change these.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Settings {
     /// Allow KopfAudits to read other namespaces (targets, Events, objects).
     pub(crate) allow_cross_namespace: bool,
@@ -43,7 +46,25 @@ pub(crate) struct Settings {
     pub(crate) watch_namespace: Option<String>,
     /// This instance's name in Events (the pod name).
     pub(crate) instance: String,
+    /// At most this many audits run at once (`--max-concurrent-audits`).
+    pub(crate) max_concurrent_audits: u16,
 }
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            allow_cross_namespace: false,
+            policy: Policy::default(),
+            watch_namespace: None,
+            instance: "kopf-audit".into(),
+            max_concurrent_audits: DEFAULT_MAX_CONCURRENT_AUDITS,
+        }
+    }
+}
+
+/// Audits that run at once unless `--max-concurrent-audits` says otherwise: with the
+/// per-audit bound of the client's request budget, at most 32 requests in flight.
+pub(crate) const DEFAULT_MAX_CONCURRENT_AUDITS: u16 = 8;
 
 /// The shared watch caches of Deployments and pods.
 pub(crate) struct Caches {
@@ -87,6 +108,75 @@ pub(crate) struct Context {
     events: EventPublisher,
     metrics: Arc<Metrics>,
     backoff: Backoff,
+    shared: Arc<Shared>,
+    written: Written,
+}
+
+/// The statuses this instance wrote, until its cache shows them: an audit that starts
+/// before the watch has delivered the last write compares against what was written,
+/// not against the stale copy (which would write again and repeat its Events).
+#[derive(Default)]
+pub(crate) struct Written {
+    by_audit: std::sync::Mutex<std::collections::HashMap<(String, String), WrittenStatus>>,
+}
+
+/// One audit's last written status and the resourceVersions older than it.
+struct WrittenStatus {
+    older: Vec<String>,
+    last: Option<String>,
+    status: crate::api::KopfAuditStatus,
+}
+
+impl Written {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<(String, String), WrittenStatus>> {
+        self.by_audit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The status to compare with: the one written last when the cached copy is older.
+    pub(crate) fn stored(&self, audit: &KopfAudit) -> Option<crate::api::KopfAuditStatus> {
+        let key = (audit.namespace().unwrap_or_default(), audit.name_any());
+        let mut by_audit = self.lock();
+        let rv = audit.metadata.resource_version.clone();
+        match by_audit.get(&key) {
+            Some(w) if rv.as_ref().is_some_and(|rv| w.older.contains(rv)) => Some(w.status.clone()),
+            Some(_) => {
+                by_audit.remove(&key);
+                audit.status.clone()
+            }
+            None => audit.status.clone(),
+        }
+    }
+
+    /// Records a write made on top of `audit` (as cached) that produced `rv`.
+    pub(crate) fn record(
+        &self,
+        audit: &KopfAudit,
+        rv: Option<String>,
+        status: &crate::api::KopfAuditStatus,
+    ) {
+        let key = (audit.namespace().unwrap_or_default(), audit.name_any());
+        let mut by_audit = self.lock();
+        let entry = by_audit.entry(key).or_insert_with(|| WrittenStatus {
+            older: Vec::new(),
+            last: None,
+            status: status.clone(),
+        });
+        entry.older.extend(audit.metadata.resource_version.clone());
+        entry.older.extend(entry.last.take());
+        entry.older.sort();
+        entry.older.dedup();
+        entry.last = rv;
+        entry.status = status.clone();
+    }
+
+    /// Forgets the audits not in `live`.
+    fn retain(&self, live: &std::collections::BTreeSet<(String, String)>) {
+        self.lock().retain(|k, _| live.contains(k));
+    }
 }
 
 impl Context {
@@ -105,6 +195,8 @@ impl Context {
             settings,
             metrics: Arc::new(Metrics::new()),
             backoff: Backoff::default(),
+            shared: Arc::new(Shared::default()),
+            written: Written::default(),
         }
     }
 }
@@ -122,6 +214,10 @@ where
     }
 }
 
+/// How long a shutdown waits for the audits in progress before it stops anyway: well
+/// within the chart's `terminationGracePeriodSeconds` (30 s).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
 /// Runs the controller until `shutdown` resolves; `readiness` turns ready once every
 /// cache has synced.
 pub(crate) async fn run(
@@ -132,24 +228,32 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let ns = settings.watch_namespace.clone();
-    let audits: Api<KopfAudit> = api_for(&client, ns.as_deref());
-    let wc = watcher::Config::default().any_semantic();
+    // Paged lists (500 per page, as client-go) from etcd: an "any" list from the watch
+    // cache ignores the page size and arrives as one response of the whole cluster.
+    let wc = watcher::Config::default();
 
     let (deployments, dep_writer) = reflector::store();
     let dep_stream = watcher(api_for::<Deployment>(&client, ns.as_deref()), wc.clone())
         .default_backoff()
-        .modify(|d: &mut Deployment| {
-            d.managed_fields_mut().clear();
-            d.status = None;
-        })
+        .modify(watches::strip_deployment)
         .reflect(dep_writer)
         .touched_objects();
     let (pods, pod_writer) = reflector::store();
     let pod_stream = watcher(api_for::<Pod>(&client, ns.as_deref()), wc.clone())
         .default_backoff()
-        .modify(|p: &mut Pod| p.managed_fields_mut().clear())
+        .modify(watches::strip_pod)
         .reflect(pod_writer)
         .touched_objects();
+    let (rbac_stores, rbac_streams) = watches::rbac_watches(&client, ns.as_deref());
+
+    let (audit_store, audit_writer) = reflector::store();
+    let audit_stream = watcher(api_for::<KopfAudit>(&client, ns.as_deref()), wc.clone())
+        .default_backoff()
+        .modify(|a: &mut KopfAudit| a.managed_fields_mut().clear())
+        .reflect(audit_writer)
+        .applied_objects()
+        // A status write (ours) changes no generation: it must not trigger an audit.
+        .predicate_filter(kube::runtime::predicates::generation, Default::default());
 
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -158,49 +262,91 @@ pub(crate) async fn run(
             pods: pods.clone(),
         },
         events: EventPublisher::new(client.clone(), settings.instance.clone()),
-        settings,
-        metrics,
         backoff: Backoff::default(),
+        shared: Arc::new(Shared {
+            rbac: RbacReader::new(rbac_stores.clone()),
+            logs: LogMemory::new(metrics.log_bytes_read()),
+        }),
+        metrics,
+        written: Written::default(),
+        settings,
     });
 
-    let controller = Controller::new(audits, wc)
-        .with_config(ControllerConfig::default().debounce(Duration::from_millis(500)));
-    let audit_store = controller.store();
-    tokio::spawn(readiness.when_synced(vec![
-        Box::pin({
-            let d = deployments.clone();
-            async move { d.wait_until_ready().await.is_ok() }
-        }),
-        Box::pin({
-            let p = pods.clone();
-            async move { p.wait_until_ready().await.is_ok() }
-        }),
-        Box::pin({
-            let a = audit_store.clone();
-            async move { a.wait_until_ready().await.is_ok() }
-        }),
-    ]));
+    let config = ControllerConfig::default()
+        .debounce(Duration::from_secs(1))
+        .concurrency(ctx.settings.max_concurrent_audits);
+    let controller = Controller::for_stream(audit_stream, audit_store.clone()).with_config(config);
+    tokio::spawn(readiness.when_synced(sync_futures(
+        &deployments,
+        &pods,
+        &audit_store,
+        &rbac_stores,
+    )));
     tokio::spawn(forget_deleted_audits(audit_store.clone(), ctx.clone()));
 
-    let controller = watches::attach(
+    let controller = watches::attach_targets(
         controller,
-        &client,
-        ns.as_deref(),
         &audit_store,
         &deployments,
         dep_stream,
         pod_stream,
     );
-    controller
-        .graceful_shutdown_on(shutdown)
+    let controller = watches::attach_rbac(
+        controller,
+        &audit_store,
+        &deployments,
+        &ctx.shared,
+        rbac_stores,
+        rbac_streams,
+    );
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let requested = async move {
+        shutdown.await;
+        let _ = stop_tx.send(());
+    };
+    let running = controller
+        .graceful_shutdown_on(requested)
         .run(reconcile_counted, error_policy, ctx)
         .for_each(|result| async move {
             match result {
                 Ok((obj, _)) => tracing::debug!(audit = %obj, "reconciled"),
                 Err(e) => tracing::debug!(error = %e, "reconcile did not complete"),
             }
-        })
-        .await;
+        });
+    let deadline = async move {
+        if stop_rx.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "audits still running at shutdown: stopping anyway");
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        _ = running => {}
+        _ = deadline => {}
+    }
+}
+
+/// What readiness waits for: every watch cache's first list.
+fn sync_futures(
+    deployments: &Store<Deployment>,
+    pods: &Store<Pod>,
+    audits: &Store<KopfAudit>,
+    rbac: &RbacStores,
+) -> Vec<readiness::SyncFuture> {
+    fn synced<K>(store: &Store<K>) -> readiness::SyncFuture
+    where
+        K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    {
+        let store = store.clone();
+        Box::pin(async move { store.wait_until_ready().await.is_ok() })
+    }
+    let mut out = vec![synced(deployments), synced(pods), synced(audits)];
+    out.extend(rbac.cluster_role_bindings.iter().map(synced));
+    out.extend(rbac.cluster_roles.iter().map(synced));
+    out.extend(rbac.role_bindings.iter().map(|(s, _)| synced(s)));
+    out.extend(rbac.roles.iter().map(|(s, _)| synced(s)));
+    out
 }
 
 /// The reconcile with its consecutive-error count kept outside it: reset on success.
@@ -243,5 +389,7 @@ async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
             .collect();
         ctx.metrics.retain_audits(&live);
         ctx.backoff.retain(&live);
+        ctx.written.retain(&live);
+        ctx.shared.logs.forget_unused(jiff::Timestamp::now());
     }
 }

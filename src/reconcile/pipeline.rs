@@ -7,7 +7,7 @@
 use super::Context;
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
-use crate::gather::{self, Reach};
+use crate::gather::{self, Reach, Shared};
 use crate::model::settings;
 use crate::publish::{self, PublishError};
 use jiff::Timestamp;
@@ -39,11 +39,12 @@ pub(crate) async fn run_audit(
     client: &Client,
     spec: &KopfAuditSpec,
     reach: &Reach,
+    shared: &Shared,
     deployments: &[Deployment],
     pods: &[Pod],
     policy: &Policy,
 ) -> Outcome {
-    let observation = gather::gather(client, spec, reach, deployments, pods).await;
+    let observation = gather::gather(client, spec, reach, shared, deployments, pods).await;
     evaluate::evaluate(spec, Ok(observation), policy)
 }
 
@@ -69,6 +70,7 @@ pub(crate) async fn reconcile(
         &ctx.client,
         &audit.spec,
         &reach,
+        &ctx.shared,
         &deployments,
         &pods,
         policy,
@@ -113,8 +115,12 @@ async fn first_sight(
     namespace: &str,
     ctx: &Context,
 ) -> Result<KopfAuditStatus, ReconcileError> {
-    if let Some(stored) = audit.status.as_ref().filter(|s| !s.conditions.is_empty()) {
-        return Ok(stored.clone());
+    if let Some(stored) = ctx
+        .written
+        .stored(audit)
+        .filter(|s| !s.conditions.is_empty())
+    {
+        return Ok(stored);
     }
     let pending = evaluate::pending_status(audit.metadata.generation, &Time(Timestamp::now()));
     write_status(audit, namespace, &pending, ctx).await?;
@@ -128,7 +134,8 @@ async fn write_status(
     ctx: &Context,
 ) -> Result<(), ReconcileError> {
     let api: Api<KopfAudit> = Api::namespaced(ctx.client.clone(), namespace);
-    publish::write_status(&api, &audit.name_any(), status).await?;
+    let rv = publish::write_status(&api, &audit.name_any(), status).await?;
+    ctx.written.record(audit, rv, status);
     ctx.metrics.status_write(namespace, &audit.name_any());
     Ok(())
 }

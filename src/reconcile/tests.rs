@@ -6,33 +6,13 @@
 use super::pipeline::reconcile;
 use super::{Context, Settings};
 use crate::api::{KopfAudit, KopfAuditStatus};
-use http::{Method, Request, Response, StatusCode};
+use crate::testing::{FakeApi, Seen, synced_store};
+use http::{Method, Response, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::client::Body;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher;
-use std::sync::{Arc, Mutex};
-
-/// One request the reconcile made.
-#[derive(Clone, Debug)]
-struct Seen {
-    method: Method,
-    path: String,
-    body: serde_json::Value,
-}
-
-impl Seen {
-    fn is(&self, method: &Method, path_part: &str) -> bool {
-        self.method == method && self.path.contains(path_part)
-    }
-}
-
-/// A fake API server: answers by route, records every request.
-struct FakeApi {
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
+use std::sync::Arc;
 
 const NS: &str = "ns";
 
@@ -40,14 +20,7 @@ const NS: &str = "ns";
 const GOOD_LOG: &str = "2026-12-01T10:00:00.000000000Z [2026-12-01 10:00:00,000] kopf._core.engines.a [INFO    ] Initial authentication has been initiated.\n\
 2026-12-01T10:00:01.000000000Z [2026-12-01 10:00:01,000] kopf.objects         [INFO    ] [ns/w1] Handler 'reconcile' succeeded.\n";
 
-fn json(status: StatusCode, value: serde_json::Value) -> Response<Body> {
-    let bytes = serde_json::to_vec(&value).unwrap_or_default();
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Body::from(bytes))
-        .unwrap_or_else(|_| Response::new(Body::empty()))
-}
+use crate::testing::json;
 
 fn list(kind: &str, api_version: &str) -> serde_json::Value {
     serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {}, "items": []})
@@ -95,62 +68,6 @@ fn answer(method: &Method, path: &str, body: &serde_json::Value) -> Response<Bod
     }
     // The PolicyReport CRD is not installed.
     not_found()
-}
-
-impl FakeApi {
-    /// A client whose every request the fake answers.
-    fn start() -> (Client, FakeApi) {
-        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let record = seen.clone();
-        tokio::spawn(async move {
-            while let Some((request, send)) = handle.next_request().await {
-                let (parts, body) = request.into_parts();
-                let bytes = http_body_util::BodyExt::collect(body)
-                    .await
-                    .map(|c| c.to_bytes())
-                    .unwrap_or_default();
-                let body: serde_json::Value =
-                    serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-                let path = parts
-                    .uri
-                    .path_and_query()
-                    .map(|p| p.to_string())
-                    .unwrap_or_default();
-                let response = answer(&parts.method, &path, &body);
-                if let Ok(mut s) = record.lock() {
-                    s.push(Seen {
-                        method: parts.method.clone(),
-                        path,
-                        body,
-                    });
-                }
-                send.send_response(response);
-            }
-        });
-        (Client::new(service, NS), FakeApi { seen })
-    }
-
-    fn take(&self) -> Vec<Seen> {
-        self.seen
-            .lock()
-            .map(|mut s| std::mem::take(&mut *s))
-            .unwrap_or_default()
-    }
-}
-
-/// A store filled with `objects` and marked synced, as a watcher would.
-fn synced_store<K>(objects: Vec<K>) -> Store<K>
-where
-    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
-{
-    let (store, mut writer) = reflector::store();
-    writer.apply_watcher_event(&watcher::Event::Init);
-    for o in objects {
-        writer.apply_watcher_event(&watcher::Event::InitApply(o));
-    }
-    writer.apply_watcher_event(&watcher::Event::InitDone);
-    store
 }
 
 /// A compliant kopf Deployment `op` in `ns` and its running pod `op-1`.
@@ -227,7 +144,7 @@ fn events(seen: &[Seen]) -> Vec<&Seen> {
 
 #[tokio::test]
 async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothing() {
-    let (client, api) = FakeApi::start();
+    let (client, api) = FakeApi::start(NS, answer);
     let ctx = context(client);
 
     let first = reconcile(audit_with(None), ctx.clone()).await;
@@ -273,11 +190,27 @@ async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothi
             .any(|s| s.method == Method::PATCH || s.method == Method::PUT),
         "nothing written at all: {seen:#?}"
     );
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.is(&Method::POST, "/subjectaccessreviews")),
+        "the answers are remembered: {seen:#?}"
+    );
+    assert!(seen.len() <= 8, "a steady audit asks little: {seen:#?}");
+    let log = seen
+        .iter()
+        .find(|s| s.path.contains("/log"))
+        .expect("the log read");
+    assert!(
+        log.path.contains("sinceTime="),
+        "from where it stopped: {}",
+        log.path
+    );
 }
 
 #[tokio::test]
 async fn a_target_that_is_gone_stalls_without_backing_off() {
-    let (client, api) = FakeApi::start();
+    let (client, api) = FakeApi::start(NS, answer);
     let ctx = Arc::new(Context::for_test(
         client,
         synced_store(Vec::<Deployment>::new()),

@@ -1,105 +1,536 @@
-//! What re-audits a KopfAudit at once besides its own changes: its target Deployment,
-//! the target's pods, and the RBAC objects that can change what its ServiceAccount may
-//! do.
+//! What re-audits a KopfAudit at once besides its own spec: its target Deployment, the
+//! target's pods, and the RBAC objects that can change what its ServiceAccount may do.
+//! Each watch is narrowed to what can matter, so that the changes of a busy cluster do
+//! not become a herd of audits:
+//! - objects are stripped to what the checks read before they are cached;
+//! - an object re-triggers only when what the checks read of it changed;
+//! - an RBAC change re-audits only the audits whose ServiceAccount the changed binding
+//!   (or a binding to the changed role, directly or through aggregation) reaches, and
+//!   forgets their remembered SubjectAccessReview answers.
 
 use crate::api::KopfAudit;
+use crate::gather::Shared;
+use crate::gather::rbac::{RbacStores, reaches};
+use crate::model::kopf_run::find_kopf;
+use crate::model::rbac::ServiceAccountRef;
 use futures::Stream;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef};
 use kube::api::Api;
-use kube::core::PartialObjectMeta;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
 
-/// Adds every watch that maps to KopfAudits to the controller.
-pub(super) fn attach(
+/// The annotation prefix the checks read (exemptions); other annotations are dropped.
+const KEPT_ANNOTATION_PREFIX: &str = crate::catalog::SKIP_ANNOTATION_PREFIX;
+
+/// A hash of what the checks read of an object, for the watches' predicates.
+fn hash_of(value: &impl serde::Serialize) -> Option<u64> {
+    let text = serde_json::to_string(value).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    Some(h.finish())
+}
+
+/// Drops what no check reads from a Deployment: status, managed fields, annotations other
+/// than exemptions, and all but the command line of containers that do not run kopf.
+pub(super) fn strip_deployment(d: &mut Deployment) {
+    d.managed_fields_mut().clear();
+    d.status = None;
+    if let Some(annotations) = d.metadata.annotations.as_mut() {
+        annotations.retain(|k, _| k.starts_with(KEPT_ANNOTATION_PREFIX));
+    }
+    d.spec.template.metadata = None;
+    let namespace = d.metadata.namespace.clone();
+    if let Some(spec) = d.spec.template.spec.as_mut() {
+        strip_pod_spec(spec, namespace.as_deref());
+    }
+}
+
+fn strip_pod_spec(spec: &mut PodSpec, namespace: Option<&str>) {
+    let kopf: Option<String> =
+        find_kopf(&spec.containers, None, namespace).map(|(c, _)| c.name.clone());
+    for c in spec.containers.iter_mut() {
+        if kopf.as_deref() != Some(c.name.as_str()) {
+            *c = Container {
+                name: std::mem::take(&mut c.name),
+                command: c.command.take(),
+                args: c.args.take(),
+                env: c.env.take(),
+                ..Default::default()
+            };
+        } else {
+            c.volume_mounts = None;
+            c.security_context = None;
+            c.startup_probe = None;
+            c.lifecycle = None;
+        }
+    }
+    spec.init_containers = None;
+    spec.volumes = None;
+    spec.affinity = None;
+    spec.tolerations = None;
+    spec.security_context = None;
+    spec.topology_spread_constraints = None;
+    spec.node_selector = None;
+    spec.image_pull_secrets = None;
+}
+
+/// Drops what no check reads from a pod: its spec, managed fields, annotations, owner
+/// references, conditions and addresses; the container statuses stay.
+pub(super) fn strip_pod(p: &mut Pod) {
+    p.managed_fields_mut().clear();
+    p.metadata.annotations = None;
+    p.metadata.owner_references = None;
+    p.spec = None;
+    if let Some(status) = p.status.as_mut() {
+        status.conditions = None;
+        status.host_ip = None;
+        status.host_ips = None;
+        status.pod_ip = None;
+        status.pod_ips = None;
+        status.init_container_statuses = None;
+        status.ephemeral_container_statuses = None;
+        status.message = None;
+        status.nominated_node_name = None;
+        status.qos_class = None;
+        status.start_time = None;
+        status.resize = None;
+        status.resource_claim_statuses = None;
+        for cs in status.container_statuses.iter_mut().flatten() {
+            cs.image = String::new();
+            cs.image_id = String::new();
+            cs.container_id = None;
+            cs.allocated_resources = None;
+            cs.resources = None;
+            cs.volume_mounts = None;
+            cs.user = None;
+            cs.allocated_resources_status = None;
+            if let Some(state) = cs.state.as_mut() {
+                if let Some(t) = state.terminated.as_mut() {
+                    t.message = None;
+                }
+                if let Some(w) = state.waiting.as_mut() {
+                    w.message = None;
+                }
+            }
+            if let Some(t) = cs.last_state.as_mut().and_then(|s| s.terminated.as_mut()) {
+                t.message = None;
+            }
+        }
+    }
+}
+
+/// What of a pod can change an audit: its labels, phase and container states (restart
+/// counts, waiting and terminated reasons), not probes' timestamps or readiness churn.
+fn pod_predicate(p: &Pod) -> Option<u64> {
+    let states: Vec<_> = p
+        .status
+        .iter()
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .map(|cs| {
+            (
+                &cs.name,
+                cs.restart_count,
+                cs.state
+                    .as_ref()
+                    .and_then(|s| s.waiting.as_ref())
+                    .and_then(|w| w.reason.as_ref()),
+                cs.state
+                    .as_ref()
+                    .and_then(|s| s.terminated.as_ref())
+                    .and_then(|t| t.reason.as_ref()),
+                cs.last_state
+                    .as_ref()
+                    .and_then(|s| s.terminated.as_ref())
+                    .and_then(|t| t.reason.as_ref()),
+            )
+        })
+        .collect();
+    hash_of(&(
+        p.metadata.labels.as_ref(),
+        p.metadata.deletion_timestamp.is_some(),
+        p.status.as_ref().and_then(|s| s.phase.as_ref()),
+        states,
+    ))
+}
+
+/// What of a Deployment can change an audit: its spec (generation), labels, exemptions.
+fn deployment_predicate(d: &Deployment) -> Option<u64> {
+    hash_of(&(
+        d.metadata.generation,
+        d.metadata.labels.as_ref(),
+        d.metadata.annotations.as_ref(),
+    ))
+}
+
+/// Strips what the RBAC explanation does not read.
+fn strip_meta<K: Resource>(o: &mut K) {
+    o.managed_fields_mut().clear();
+    if let Some(a) = o.meta_mut().annotations.as_mut() {
+        a.clear();
+    }
+}
+
+/// A reflector stream of `api`, stripped, re-emitting only changed objects.
+fn reflected<K>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(strip_meta::<K>)
+        .reflect(writer)
+        .touched_objects()
+        .predicate_filter(
+            kube::runtime::predicates::resource_version,
+            Default::default(),
+        )
+}
+
+/// Everything the RBAC mapper reads: the audits, their targets, the RBAC caches, the
+/// shared answers to forget, and the subjects each binding had when last seen.
+#[derive(Clone)]
+struct RbacMapper {
+    audits: Store<KopfAudit>,
+    deployments: Store<Deployment>,
+    stores: RbacStores,
+    shared: Arc<Shared>,
+    last_subjects: Arc<Mutex<HashMap<String, Vec<k8s_openapi::api::rbac::v1::Subject>>>>,
+}
+
+/// One RBAC object that changed.
+enum RbacChange<'a> {
+    /// A RoleBinding (its namespace) or ClusterRoleBinding (`None`).
+    Binding {
+        key: String,
+        namespace: Option<&'a str>,
+        subjects: Vec<k8s_openapi::api::rbac::v1::Subject>,
+    },
+    /// A Role in a namespace.
+    Role { namespace: &'a str, name: &'a str },
+    /// A ClusterRole, with its labels (aggregation selects by them).
+    ClusterRole {
+        name: &'a str,
+        labels: &'a std::collections::BTreeMap<String, String>,
+    },
+}
+
+impl RbacMapper {
+    /// The subjects of the bindings that reference a role.
+    fn bound_to(
+        &self,
+        role: &RoleRef,
+        namespace: Option<&str>,
+    ) -> Vec<(Option<String>, k8s_openapi::api::rbac::v1::Subject)> {
+        let mut out = Vec::new();
+        let same = |r: &RoleRef| r.kind == role.kind && r.name == role.name;
+        if role.kind == "ClusterRole"
+            && let Some(crbs) = &self.stores.cluster_role_bindings
+        {
+            for b in crbs.state().iter().filter(|b| same(&b.role_ref)) {
+                out.extend(b.subjects.iter().flatten().map(|s| (None, s.clone())));
+            }
+        }
+        if let Some((rbs, _)) = &self.stores.role_bindings {
+            for b in rbs.state().iter().filter(|b| {
+                same(&b.role_ref)
+                    && (role.kind == "ClusterRole" || b.metadata.namespace.as_deref() == namespace)
+            }) {
+                out.extend(
+                    b.subjects
+                        .iter()
+                        .flatten()
+                        .map(|s| (b.metadata.namespace.clone(), s.clone())),
+                );
+            }
+        }
+        out
+    }
+
+    /// The ClusterRoles that aggregate one with these labels.
+    fn aggregating(&self, labels: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+        let Some(roles) = &self.stores.cluster_roles else {
+            return Vec::new();
+        };
+        roles
+            .state()
+            .iter()
+            .filter(|r| {
+                r.aggregation_rule
+                    .as_ref()
+                    .and_then(|a| a.cluster_role_selectors.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| Selector::try_from(s.clone()).ok())
+                    .any(|s| s.matches(labels))
+            })
+            .map(|r| r.name_any())
+            .collect()
+    }
+
+    /// The subjects (with their binding's namespace) a change can affect.
+    fn subjects_of(
+        &self,
+        change: RbacChange,
+    ) -> Vec<(Option<String>, k8s_openapi::api::rbac::v1::Subject)> {
+        match change {
+            RbacChange::Binding {
+                key,
+                namespace,
+                subjects,
+            } => {
+                let mut last = self
+                    .last_subjects
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let before = last.insert(key, subjects.clone()).unwrap_or_default();
+                subjects
+                    .into_iter()
+                    .chain(before)
+                    .map(|s| (namespace.map(str::to_string), s))
+                    .collect()
+            }
+            RbacChange::Role { namespace, name } => self.bound_to(
+                &RoleRef {
+                    api_group: Some("rbac.authorization.k8s.io".into()),
+                    kind: "Role".into(),
+                    name: name.into(),
+                },
+                Some(namespace),
+            ),
+            RbacChange::ClusterRole { name, labels } => {
+                let mut names = vec![name.to_string()];
+                names.extend(self.aggregating(labels));
+                names
+                    .into_iter()
+                    .flat_map(|n| {
+                        self.bound_to(
+                            &RoleRef {
+                                api_group: Some("rbac.authorization.k8s.io".into()),
+                                kind: "ClusterRole".into(),
+                                name: n,
+                            },
+                            None,
+                        )
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The audits whose ServiceAccount a change can affect; their remembered answers are
+    /// forgotten.
+    fn audits_for(&self, change: RbacChange) -> Vec<ObjectRef<KopfAudit>> {
+        let subjects = self.subjects_of(change);
+        if subjects.is_empty() {
+            return Vec::new();
+        }
+        let mut affected = BTreeSet::new();
+        let mut refs = Vec::new();
+        for audit in self.audits.state() {
+            let accounts = accounts_of(&audit, &self.deployments);
+            let reached: Vec<&ServiceAccountRef> = accounts
+                .iter()
+                .filter(|sa| {
+                    subjects
+                        .iter()
+                        .any(|(ns, s)| reaches(s, sa, ns.as_deref()).is_some())
+                })
+                .collect();
+            if !reached.is_empty() {
+                affected.extend(reached.into_iter().cloned());
+                refs.push(ObjectRef::from_obj(audit.as_ref()));
+            }
+        }
+        let affected: Vec<ServiceAccountRef> = affected.into_iter().collect();
+        self.shared.rbac.forget(&affected);
+        if !refs.is_empty() {
+            tracing::debug!(audits = refs.len(), "RBAC change re-audits");
+        }
+        refs
+    }
+}
+
+/// The ServiceAccounts a KopfAudit's target Deployments run as.
+fn accounts_of(audit: &KopfAudit, deployments: &Store<Deployment>) -> Vec<ServiceAccountRef> {
+    deployments
+        .state()
+        .iter()
+        .filter(|d| targets(audit, d))
+        .map(|d| {
+            let name = d
+                .spec
+                .template
+                .spec
+                .as_ref()
+                .and_then(|s| s.service_account_name.clone())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| ServiceAccountRef::DEFAULT.to_string());
+            ServiceAccountRef {
+                namespace: d.namespace().unwrap_or_default(),
+                name,
+            }
+        })
+        .collect()
+}
+
+/// Starts the RBAC watch caches (all four kinds cluster-wide; in a namespaced install
+/// only Roles and RoleBindings of its namespace, cluster-scoped RBAC being listed per
+/// audit) and adds them to the controller.
+pub(super) fn attach_rbac(
     controller: Controller<KopfAudit>,
-    client: &Client,
-    namespace: Option<&str>,
+    audits: &Store<KopfAudit>,
+    deployments: &Store<Deployment>,
+    shared: &Arc<Shared>,
+    stores: RbacStores,
+    streams: RbacStreams,
+) -> Controller<KopfAudit> {
+    let mapper = RbacMapper {
+        audits: audits.clone(),
+        deployments: deployments.clone(),
+        stores,
+        shared: shared.clone(),
+        last_subjects: Arc::default(),
+    };
+    let controller = controller
+        .watches_stream(streams.role_bindings, {
+            let m = mapper.clone();
+            move |b: RoleBinding| {
+                m.audits_for(RbacChange::Binding {
+                    key: format!("rb/{}/{}", b.namespace().unwrap_or_default(), b.name_any()),
+                    namespace: b.metadata.namespace.as_deref(),
+                    subjects: b.subjects.clone().unwrap_or_default(),
+                })
+            }
+        })
+        .watches_stream(streams.roles, {
+            let m = mapper.clone();
+            move |r: Role| {
+                let ns = r.namespace().unwrap_or_default();
+                m.audits_for(RbacChange::Role {
+                    namespace: &ns,
+                    name: &r.name_any(),
+                })
+            }
+        });
+    let controller = match streams.cluster_role_bindings {
+        Some(s) => controller.watches_stream(s, {
+            let m = mapper.clone();
+            move |b: ClusterRoleBinding| {
+                m.audits_for(RbacChange::Binding {
+                    key: format!("crb/{}", b.name_any()),
+                    namespace: None,
+                    subjects: b.subjects.clone().unwrap_or_default(),
+                })
+            }
+        }),
+        None => controller,
+    };
+    match streams.cluster_roles {
+        Some(s) => controller.watches_stream(s, {
+            let m = mapper;
+            move |r: ClusterRole| {
+                let labels = r.metadata.labels.clone().unwrap_or_default();
+                m.audits_for(RbacChange::ClusterRole {
+                    name: &r.name_any(),
+                    labels: &labels,
+                })
+            }
+        }),
+        None => controller,
+    }
+}
+
+/// A boxed watch stream of one kind.
+type WatchStream<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
+
+/// The RBAC watch streams, to be attached to the controller.
+pub(super) struct RbacStreams {
+    role_bindings: WatchStream<RoleBinding>,
+    roles: WatchStream<Role>,
+    cluster_role_bindings: Option<WatchStream<ClusterRoleBinding>>,
+    cluster_roles: Option<WatchStream<ClusterRole>>,
+}
+
+/// Creates the RBAC watch caches and their streams.
+pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacStores, RbacStreams) {
+    let (rb_store, rb_writer) = reflector::store();
+    let (role_store, role_writer) = reflector::store();
+    let rb_api: Api<RoleBinding> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let role_api: Api<Role> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let mut stores = RbacStores {
+        role_bindings: Some((rb_store, namespace.map(str::to_string))),
+        roles: Some((role_store, namespace.map(str::to_string))),
+        ..Default::default()
+    };
+    let mut streams = RbacStreams {
+        role_bindings: Box::pin(reflected(rb_api, rb_writer)),
+        roles: Box::pin(reflected(role_api, role_writer)),
+        cluster_role_bindings: None,
+        cluster_roles: None,
+    };
+    if namespace.is_none() {
+        let (crb_store, crb_writer) = reflector::store();
+        let (cr_store, cr_writer) = reflector::store();
+        stores.cluster_role_bindings = Some(crb_store);
+        stores.cluster_roles = Some(cr_store);
+        streams.cluster_role_bindings = Some(Box::pin(reflected(
+            Api::<ClusterRoleBinding>::all(client.clone()),
+            crb_writer,
+        )));
+        streams.cluster_roles = Some(Box::pin(reflected(
+            Api::<ClusterRole>::all(client.clone()),
+            cr_writer,
+        )));
+    }
+    (stores, streams)
+}
+
+/// Adds the target watches (Deployments, pods) that map to KopfAudits.
+pub(super) fn attach_targets(
+    controller: Controller<KopfAudit>,
     audits: &Store<KopfAudit>,
     deployments: &Store<Deployment>,
     dep_stream: impl Stream<Item = Result<Deployment, watcher::Error>> + Send + 'static,
     pod_stream: impl Stream<Item = Result<Pod, watcher::Error>> + Send + 'static,
 ) -> Controller<KopfAudit> {
-    let controller = controller
-        .watches_stream(dep_stream, {
-            let audits = audits.clone();
-            move |d: Deployment| audits_for_deployment(&audits, &d)
-        })
-        .watches_stream(pod_stream, {
-            let (audits, deployments) = (audits.clone(), deployments.clone());
-            move |p: Pod| audits_for_pod(&audits, &deployments, &p)
-        })
-        .watches_stream(rbac_changes::<Role>(client, namespace), {
-            let audits = audits.clone();
-            move |r| audits_in_namespace(&audits, r.metadata.namespace.as_deref())
-        })
-        .watches_stream(rbac_changes::<RoleBinding>(client, namespace), {
-            let audits = audits.clone();
-            move |r| audits_in_namespace(&audits, r.metadata.namespace.as_deref())
-        });
-    // Cluster-scoped RBAC can only be watched by a cluster-wide install.
-    if namespace.is_some() {
-        return controller;
-    }
     controller
-        .watches_stream(cluster_rbac_changes::<ClusterRole>(client), {
-            let audits = audits.clone();
-            move |_| audits_in_namespace(&audits, None)
-        })
-        .watches_stream(cluster_rbac_changes::<ClusterRoleBinding>(client), {
-            let audits = audits.clone();
-            move |_| audits_in_namespace(&audits, None)
-        })
-}
-
-/// Changes to namespaced RBAC objects (metadata only: what changed is asked again by
-/// the next audit's SubjectAccessReviews).
-fn rbac_changes<K>(
-    client: &Client,
-    namespace: Option<&str>,
-) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let api: Api<PartialObjectMeta<K>> = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
-    watcher(api, watcher::Config::default())
-        .default_backoff()
-        .touched_objects()
-}
-
-/// Changes to cluster-scoped RBAC objects.
-fn cluster_rbac_changes<K>(
-    client: &Client,
-) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
-where
-    K: Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    watcher(
-        Api::<PartialObjectMeta<K>>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .touched_objects()
+        .watches_stream(
+            dep_stream.predicate_filter(deployment_predicate, Default::default()),
+            {
+                let audits = audits.clone();
+                move |d: Deployment| audits_for_deployment(&audits, &d)
+            },
+        )
+        .watches_stream(
+            pod_stream.predicate_filter(pod_predicate, Default::default()),
+            {
+                let (audits, deployments) = (audits.clone(), deployments.clone());
+                move |p: Pod| audits_for_pod(&audits, &deployments, &p)
+            },
+        )
 }
 
 /// The namespace a KopfAudit's target lives in.
@@ -110,20 +541,6 @@ fn target_namespace(audit: &KopfAudit) -> String {
         .namespace
         .clone()
         .unwrap_or_else(|| audit.namespace().unwrap_or_default())
-}
-
-/// The audits whose target lives in `namespace`; every audit for `None` (cluster-scoped
-/// changes).
-fn audits_in_namespace(
-    audits: &Store<KopfAudit>,
-    namespace: Option<&str>,
-) -> Vec<ObjectRef<KopfAudit>> {
-    audits
-        .state()
-        .iter()
-        .filter(|a| namespace.is_none_or(|ns| ns == target_namespace(a)))
-        .map(|a| ObjectRef::from_obj(a.as_ref()))
-        .collect()
 }
 
 /// Whether a KopfAudit targets this Deployment (by name or selector, same namespace).
@@ -169,3 +586,6 @@ fn audits_for_pod(
         .flat_map(|d| audits_for_deployment(audits, d))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,8 +10,7 @@
 use crate::operator::ensure_crd;
 use crate::support::{self, Auditor, Fixture, TestNamespace, expectations, say, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kopf_audit::api::{KopfAudit, KopfAuditStatus};
 use kube::api::{Api, ListParams, PostParams};
@@ -376,49 +375,6 @@ fn apply(objects: &[&Value]) {
     say(format!("applied: {}", out.trim().replace('\n', "; ")));
 }
 
-/// A kubeconfig file acting as `account` in `ns`: the admin kubeconfig's server and CA
-/// with a TokenRequest token.
-async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBuf {
-    let request: TokenRequest = serde_json::from_value(serde_json::json!({
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600}
-    }))
-    .expect("token request");
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), ns)
-        .create_token_request(account, &PostParams::default(), &request)
-        .await
-        .expect("TokenRequest for the chart's ServiceAccount")
-        .status
-        .and_then(|s| s.token)
-        .expect("a token");
-    let admin_path = support::kubeconfig_path();
-    let admin_config: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&admin_path).expect("admin kubeconfig"))
-            .expect("admin kubeconfig YAML");
-    let current = admin_config["current-context"].as_str().unwrap_or_default();
-    let context = admin_config["contexts"]
-        .as_sequence()
-        .and_then(|s| s.iter().find(|c| c["name"].as_str() == Some(current)))
-        .expect("the current context");
-    let cluster_name = context["context"]["cluster"].as_str().unwrap_or_default();
-    let cluster = admin_config["clusters"]
-        .as_sequence()
-        .and_then(|s| s.iter().find(|c| c["name"].as_str() == Some(cluster_name)))
-        .expect("the current cluster")["cluster"]
-        .clone();
-    let kubeconfig = serde_json::json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "cluster", "cluster": cluster}],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": account, "context": {"cluster": "cluster", "user": account, "namespace": ns}}],
-        "current-context": account,
-    });
-    let path = support::workdir().join(format!("kubeconfig-chart-{ns}-{account}"));
-    std::fs::write(&path, serde_yaml::to_string(&kubeconfig).expect("yaml"))
-        .expect("write kubeconfig");
-    path
-}
-
 fn condition<'a>(status: &'a KopfAuditStatus, type_: &str) -> Option<(&'a str, &'a str)> {
     status
         .conditions
@@ -638,7 +594,7 @@ async fn a_namespaced_install_audits_its_namespace_with_a_role_and_reads_nothing
     let _cleanup = cleanup_of(&all);
     apply(&all);
 
-    let kubeconfig = token_kubeconfig(&admin, &release_ns.name, &fullname).await;
+    let kubeconfig = support::token_kubeconfig(&admin, &release_ns.name, &fullname).await;
     let as_chart = support::client_for(&kubeconfig).await;
     for (what, result) in [
         (
@@ -783,7 +739,7 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
     )
     .await;
 
-    let kubeconfig = token_kubeconfig(&admin, &release_ns.name, &fullname).await;
+    let kubeconfig = support::token_kubeconfig(&admin, &release_ns.name, &fullname).await;
     say(format!(
         "acting as system:serviceaccount:{}:{fullname}",
         release_ns.name

@@ -3,8 +3,7 @@
 
 use crate::support::{self, Fixture, TestNamespace, say, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authentication::v1::TokenRequest;
-use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, DynamicObject, ListParams, LogParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use std::time::Duration;
@@ -56,29 +55,7 @@ async fn a_deployment_pod_runs_and_its_log_is_read_through_the_api() {
 
 /// A client acting as a ServiceAccount, through a TokenRequest token.
 async fn client_as(admin: &kube::Client, ns: &str, account: &str) -> kube::Client {
-    let request: TokenRequest = serde_json::from_value(serde_json::json!({
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600}
-    }))
-    .expect("token request");
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), ns)
-        .create_token_request(account, &PostParams::default(), &request)
-        .await
-        .expect("TokenRequest")
-        .status
-        .expect("token status")
-        .token
-        .expect("a token");
-    let path = support::kubeconfig_path();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&path).expect("kubeconfig");
-    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .expect("config");
-    config.auth_info = kube::config::AuthInfo {
-        token: Some(token.into()),
-        ..Default::default()
-    };
-    kube::Client::try_from(config).expect("client")
+    support::client_for(&support::token_kubeconfig(admin, ns, account).await).await
 }
 
 async fn service_account_of(client: &kube::Client, ns: &str) -> String {

@@ -389,37 +389,6 @@ async fn rbac_group_bindings_are_recognised_as_granted() {
     );
 }
 
-/// A kubeconfig for a ServiceAccount: the admin one with a TokenRequest token as the user.
-async fn kubeconfig_as(admin: &Client, ns: &str, account: &str) -> std::path::PathBuf {
-    use k8s_openapi::api::authentication::v1::TokenRequest;
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    let request: TokenRequest = serde_json::from_value(serde_json::json!({
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600}
-    }))
-    .expect("token request");
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), ns)
-        .create_token_request(account, &PostParams::default(), &request)
-        .await
-        .expect("TokenRequest")
-        .status
-        .expect("token status")
-        .token
-        .expect("a token");
-    let text = std::fs::read_to_string(support::kubeconfig_path()).expect("admin kubeconfig");
-    let mut config: serde_yaml::Value = serde_yaml::from_str(&text).expect("kubeconfig YAML");
-    let users = config
-        .get_mut("users")
-        .and_then(|u| u.as_sequence_mut())
-        .expect("users");
-    for user in users {
-        user["user"] = serde_yaml::to_value(serde_json::json!({ "token": token })).expect("user");
-    }
-    let path = support::workdir().join(format!("kubeconfig-{ns}-{account}"));
-    std::fs::write(&path, serde_yaml::to_string(&config).expect("YAML")).expect("write");
-    path
-}
-
 #[tokio::test]
 async fn rbac_area_is_unknown_forbidden_when_the_auditor_may_not_ask() {
     let client = support::admin_client().await;
@@ -453,7 +422,7 @@ subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {ns}}}]
     );
     let (ok, _, err) = support::kubectl_run(&["apply", "-f", "-"], Some(&manifests));
     assert!(ok, "applying the auditor's RBAC: {err}");
-    let kubeconfig = kubeconfig_as(&client, &ns.name, "kopf-audit").await;
+    let kubeconfig = support::token_kubeconfig(&client, &ns.name, "kopf-audit").await;
     let deployment = Api::<Deployment>::namespaced(client.clone(), &ns.name)
         .list(&ListParams::default())
         .await

@@ -405,3 +405,49 @@ pub fn expectations(fixture: &str) -> Expectations {
         must_not: list("must_not"),
     }
 }
+
+/// A kubeconfig acting as a ServiceAccount (a TokenRequest token, the admin's cluster),
+/// so that the auditor or a test runs with exactly the RBAC it is granted.
+/// A kubeconfig file acting as `account` in `ns`: the admin kubeconfig's server and CA
+/// with a TokenRequest token.
+pub async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBuf {
+    let request: k8s_openapi::api::authentication::v1::TokenRequest =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600}
+        }))
+        .expect("token request");
+    let token = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), ns)
+        .create_token_request(account, &PostParams::default(), &request)
+        .await
+        .expect("TokenRequest for the ServiceAccount")
+        .status
+        .and_then(|s| s.token)
+        .expect("a token");
+    let admin_path = kubeconfig_path();
+    let admin_config: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&admin_path).expect("admin kubeconfig"))
+            .expect("admin kubeconfig YAML");
+    let current = admin_config["current-context"].as_str().unwrap_or_default();
+    let context = admin_config["contexts"]
+        .as_sequence()
+        .and_then(|s| s.iter().find(|c| c["name"].as_str() == Some(current)))
+        .expect("the current context");
+    let cluster_name = context["context"]["cluster"].as_str().unwrap_or_default();
+    let cluster = admin_config["clusters"]
+        .as_sequence()
+        .and_then(|s| s.iter().find(|c| c["name"].as_str() == Some(cluster_name)))
+        .expect("the current cluster")["cluster"]
+        .clone();
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "cluster", "cluster": cluster}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": account, "context": {"cluster": "cluster", "user": account, "namespace": ns}}],
+        "current-context": account,
+    });
+    let path = workdir().join(format!("kubeconfig-{ns}-{account}"));
+    std::fs::write(&path, serde_yaml::to_string(&kubeconfig).expect("yaml"))
+        .expect("write kubeconfig");
+    path
+}

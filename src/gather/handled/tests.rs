@@ -85,7 +85,7 @@ fn a_refused_list_in_the_log_names_a_handled_resource() {
 
 #[test]
 fn crd_status_storage() {
-    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+    let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition = serde_json::from_value(serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.good.example.com"},
         "spec": {
@@ -101,6 +101,7 @@ fn crd_status_storage() {
         }
     }))
     .expect("crd");
+    let crd = CrdDigest::of(&crd);
     let h = from_crd(&crd, None, HandledSource::RbacWatch);
     assert_eq!(h.version, "v1");
     assert!(!h.namespaced);

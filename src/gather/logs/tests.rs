@@ -1,0 +1,161 @@
+//! Reading logs against fake API servers: one that ignores `limitBytes`, one whose log
+//! grows between audits and honours `sinceTime` as the kubelet does (whole seconds).
+
+use super::*;
+use crate::testing::FakeApi;
+use http::{Method, Response};
+use kube::client::Body;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// A kopf failure line written now.
+fn failure_now() -> String {
+    let now = Timestamp::now();
+    format!(
+        "{} [{}] kopf.objects         [ERROR   ] [ns/w1] Handler 'reconcile' failed temporarily: the same failure again and again\n",
+        now.strftime("%Y-%m-%dT%H:%M:%S.%9fZ"),
+        now.strftime("%Y-%m-%d %H:%M:%S,000"),
+    )
+}
+
+/// 10 MiB of kopf lines, whatever the request asks.
+fn flood(method: &Method, path: &str, _body: &serde_json::Value) -> Response<Body> {
+    assert_eq!(method, Method::GET, "{path}");
+    let line = failure_now();
+    let body = line.repeat(10 * 1024 * 1024 / line.len());
+    Response::new(Body::from(body.into_bytes()))
+}
+
+fn pod() -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "op-1", "namespace": "ns", "uid": "u-1"},
+        "status": {"containerStatuses": [{
+            "name": "operator", "restartCount": 0, "ready": true, "image": "op", "imageID": "op"
+        }]}
+    }))
+    .expect("pod")
+}
+
+fn bounds(limit_bytes: i64) -> LogBounds {
+    LogBounds {
+        window: Duration::from_secs(600),
+        limit_bytes,
+    }
+}
+
+#[tokio::test]
+async fn the_byte_cap_holds_whatever_the_server_sends() {
+    let (client, api) = FakeApi::start("ns", flood);
+    let memory = LogMemory::default();
+    let b = bounds(1024 * 1024);
+    let logs = gather(&client, &memory, "ns", &[pod()], "operator", b)
+        .await
+        .expect("read");
+    assert!(logs.truncated, "the cap cut the log");
+    let most_per_read = (b.limit_bytes + LINE_SLACK_BYTES) as u64 / failure_now().len() as u64 + 1;
+    // The window, then the newest lines because the cap cut the first read.
+    assert!(
+        logs.stats.lines <= 2 * most_per_read,
+        "{} lines parsed, at most {} fit in two capped reads",
+        logs.stats.lines,
+        2 * most_per_read
+    );
+    assert_eq!(logs.records.len(), 1, "one failure, remembered once");
+    let seen = api.take();
+    assert_eq!(seen.len(), 2, "{seen:#?}");
+    assert!(
+        seen[0].path.contains("limitBytes=1048576"),
+        "{}",
+        seen[0].path
+    );
+    assert!(seen[1].path.contains("tailLines="), "{}", seen[1].path);
+}
+
+/// Lines the fake operator has written so far.
+static WRITTEN: AtomicUsize = AtomicUsize::new(0);
+
+/// When the fake operator started: five minutes ago, in whole seconds.
+static START: std::sync::OnceLock<Timestamp> = std::sync::OnceLock::new();
+
+fn start() -> Timestamp {
+    *START.get_or_init(|| {
+        Timestamp::from_second(Timestamp::now().as_second() - 300).unwrap_or(Timestamp::UNIX_EPOCH)
+    })
+}
+
+/// Line `i`, written at second `i` after the start.
+fn line(i: usize) -> String {
+    let at = start() + jiff::SignedDuration::from_secs(i as i64);
+    let handler = if i.is_multiple_of(10) {
+        "failing"
+    } else {
+        "steady"
+    };
+    let level = if i.is_multiple_of(10) {
+        "ERROR   "
+    } else {
+        "INFO    "
+    };
+    let message = if i.is_multiple_of(10) {
+        format!("Handler '{handler}' failed temporarily: try {i}")
+    } else {
+        format!("Handler '{handler}' succeeded.")
+    };
+    format!(
+        "{}.{i:09}Z [{},000] kopf.objects         [{level}] [ns/w1] {message}\n",
+        at.strftime("%Y-%m-%dT%H:%M:%S"),
+        at.strftime("%Y-%m-%d %H:%M:%S"),
+    )
+}
+
+/// The log so far, from `sinceTime` (whole seconds) when asked.
+fn growing(_method: &Method, path: &str, _body: &serde_json::Value) -> Response<Body> {
+    let since = path
+        .split(['?', '&'])
+        .find_map(|p| p.strip_prefix("sinceTime="));
+    let since = since
+        .map(|s| s.replace("%3A", ":"))
+        .and_then(|s| s.parse::<Timestamp>().ok());
+    let body: String = (0..WRITTEN.load(Ordering::SeqCst))
+        .filter(|i| since.is_none_or(|s| start() + jiff::SignedDuration::from_secs(*i as i64) >= s))
+        .map(line)
+        .collect();
+    Response::new(Body::from(body.into_bytes()))
+}
+
+#[tokio::test]
+async fn a_steady_audit_reads_only_what_was_written_since_the_last() {
+    let (client, api) = FakeApi::start("ns", growing);
+    let memory = LogMemory::default();
+    let b = bounds(4 * 1024 * 1024);
+    WRITTEN.store(100, Ordering::SeqCst);
+    let first = gather(&client, &memory, "ns", &[pod()], "operator", b)
+        .await
+        .expect("read");
+    let after_first = memory.bytes_read.get();
+    let written_first: usize = (0..100).map(|i| line(i).len()).sum();
+    assert_eq!(after_first as usize, written_first, "the whole window once");
+    assert_eq!(first.stats.lines, 100);
+    assert_eq!(
+        first.records.len(),
+        1,
+        "ten failures of one handler, remembered once"
+    );
+    assert!(api.take()[0].path.contains("sinceSeconds=600"));
+
+    WRITTEN.store(130, Ordering::SeqCst);
+    let second = gather(&client, &memory, "ns", &[pod()], "operator", b)
+        .await
+        .expect("read");
+    let read_second = memory.bytes_read.get() - after_first;
+    let written_second: usize = (100..130).map(|i| line(i).len()).sum();
+    assert_eq!(
+        read_second as usize, written_second,
+        "only the new lines: the second's already read are skipped"
+    );
+    assert!(api.take()[0].path.contains("sinceTime="));
+    assert_eq!(second.stats.lines, 130, "the window's counts add up");
+    assert_eq!(second.records.len(), 1);
+    assert_eq!(memory.containers(), 1);
+}

@@ -1,0 +1,206 @@
+//! Tests of what re-audits what: RBAC changes reach only the audits whose
+//! ServiceAccount they can affect; stripped objects keep what the checks read.
+
+use super::*;
+use crate::testing::synced_store;
+
+fn audit(ns: &str, name: &str, deployment: &str) -> KopfAudit {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"target": {"deployment": deployment}}
+    }))
+    .expect("audit")
+}
+
+fn deployment(ns: &str, name: &str, sa: &str) -> Deployment {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "generation": 1,
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}",
+                            "skip.kopfaudit.dev/workload.cpu-limit": "policy"}},
+        "spec": {"selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                "serviceAccountName": sa,
+                "containers": [
+                    {"name": "operator", "image": "op:1", "command": ["kopf", "run", "-A"],
+                     "resources": {"limits": {"memory": "512Mi"}},
+                     "volumeMounts": [{"name": "x", "mountPath": "/x"}]},
+                    {"name": "sidecar", "image": "envoy", "command": ["envoy"],
+                     "resources": {"limits": {"memory": "64Mi"}}}
+                ]}}}
+    }))
+    .expect("deployment")
+}
+
+fn binding(name: &str, role: &str, sa_ns: &str, sa: &str) -> ClusterRoleBinding {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": sa_ns}]
+    }))
+    .expect("binding")
+}
+
+fn cluster_role(name: &str, labels: serde_json::Value, aggregates: Option<&str>) -> ClusterRole {
+    let mut role = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": labels}
+    });
+    if let Some(label) = aggregates {
+        role["aggregationRule"] =
+            serde_json::json!({"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]});
+    }
+    serde_json::from_value(role).expect("role")
+}
+
+/// Two audited operators (a in ns-a as sa-a, b in ns-b as sa-b); `op-a` bound to the
+/// ClusterRole `op-a-role`, which aggregates the ones labelled `aggregate-to-op-a`.
+fn mapper() -> RbacMapper {
+    let audits = synced_store(vec![audit("ns-a", "a", "op-a"), audit("ns-b", "b", "op-b")]);
+    let deployments = synced_store(vec![
+        deployment("ns-a", "op-a", "sa-a"),
+        deployment("ns-b", "op-b", "sa-b"),
+    ]);
+    let stores = RbacStores {
+        cluster_role_bindings: Some(synced_store(vec![
+            binding("op-a", "op-a-role", "ns-a", "sa-a"),
+            binding("op-b", "op-b-role", "ns-b", "sa-b"),
+        ])),
+        cluster_roles: Some(synced_store(vec![
+            cluster_role(
+                "op-a-role",
+                serde_json::json!({}),
+                Some("aggregate-to-op-a"),
+            ),
+            cluster_role("view", serde_json::json!({}), None),
+        ])),
+        role_bindings: Some((synced_store(Vec::new()), None)),
+        roles: Some((synced_store(Vec::new()), None)),
+    };
+    RbacMapper {
+        audits,
+        deployments,
+        stores,
+        shared: Arc::new(Shared::default()),
+        last_subjects: Arc::default(),
+    }
+}
+
+fn names(refs: &[ObjectRef<KopfAudit>]) -> Vec<String> {
+    let mut out: Vec<String> = refs.iter().map(|r| r.name.clone()).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn an_unrelated_cluster_role_re_audits_nothing() {
+    let m = mapper();
+    let labels = std::collections::BTreeMap::from([("team".to_string(), "x".to_string())]);
+    let refs = m.audits_for(RbacChange::ClusterRole {
+        name: "view",
+        labels: &labels,
+    });
+    assert!(refs.is_empty(), "{:?}", names(&refs));
+}
+
+#[test]
+fn a_bound_cluster_role_re_audits_its_operator_only() {
+    let m = mapper();
+    let none = std::collections::BTreeMap::new();
+    let refs = m.audits_for(RbacChange::ClusterRole {
+        name: "op-a-role",
+        labels: &none,
+    });
+    assert_eq!(names(&refs), vec!["a"]);
+}
+
+#[test]
+fn a_role_aggregated_into_a_bound_one_re_audits_its_operator() {
+    let m = mapper();
+    let labels =
+        std::collections::BTreeMap::from([("aggregate-to-op-a".to_string(), "true".to_string())]);
+    let refs = m.audits_for(RbacChange::ClusterRole {
+        name: "extra-rules",
+        labels: &labels,
+    });
+    assert_eq!(names(&refs), vec!["a"]);
+}
+
+#[test]
+fn a_binding_change_reaches_its_old_and_new_subjects() {
+    let m = mapper();
+    let to_b = binding("moving", "anything", "ns-b", "sa-b");
+    let refs = m.audits_for(RbacChange::Binding {
+        key: "crb/moving".into(),
+        namespace: None,
+        subjects: to_b.subjects.clone().unwrap_or_default(),
+    });
+    assert_eq!(names(&refs), vec!["b"]);
+    let to_a = binding("moving", "anything", "ns-a", "sa-a");
+    let refs = m.audits_for(RbacChange::Binding {
+        key: "crb/moving".into(),
+        namespace: None,
+        subjects: to_a.subjects.clone().unwrap_or_default(),
+    });
+    assert_eq!(names(&refs), vec!["a", "b"], "b lost it, a gained it");
+    let group: Vec<k8s_openapi::api::rbac::v1::Subject> = serde_json::from_value(
+        serde_json::json!([{"kind": "Group", "name": "system:serviceaccounts:ns-b"}]),
+    )
+    .expect("subjects");
+    let refs = m.audits_for(RbacChange::Binding {
+        key: "crb/group".into(),
+        namespace: None,
+        subjects: group,
+    });
+    assert_eq!(
+        names(&refs),
+        vec!["b"],
+        "a group reaches its ServiceAccounts"
+    );
+}
+
+#[test]
+fn a_stripped_deployment_keeps_what_the_checks_read() {
+    let mut d = deployment("ns-a", "op-a", "sa-a");
+    strip_deployment(&mut d);
+    let annotations = d.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations.keys().collect::<Vec<_>>(),
+        vec!["skip.kopfaudit.dev/workload.cpu-limit"]
+    );
+    let spec = d.spec.template.spec.expect("pod spec");
+    let operator = &spec.containers[0];
+    assert!(
+        operator.resources.is_some(),
+        "the kopf container keeps its resources"
+    );
+    assert!(operator.volume_mounts.is_none());
+    let sidecar = &spec.containers[1];
+    assert_eq!(sidecar.command.as_deref(), Some(&["envoy".to_string()][..]));
+    assert!(
+        sidecar.resources.is_none(),
+        "other containers keep their command only"
+    );
+    assert_eq!(spec.service_account_name.as_deref(), Some("sa-a"));
+}
+
+#[test]
+fn pod_churn_that_no_check_reads_does_not_re_trigger() {
+    let pod = |ready: bool, restarts: i32| -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "op"}},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}],
+                "containerStatuses": [{"name": "operator", "restartCount": restarts, "ready": ready, "image": "op", "imageID": "op"}]}
+        }))
+        .expect("pod")
+    };
+    let (mut a, mut b, mut c) = (pod(true, 0), pod(false, 0), pod(true, 1));
+    for p in [&mut a, &mut b, &mut c] {
+        strip_pod(p);
+    }
+    assert_eq!(pod_predicate(&a), pod_predicate(&b), "readiness churn");
+    assert_ne!(pod_predicate(&a), pod_predicate(&c), "a restart");
+}
