@@ -46,7 +46,9 @@ fuzz_target!(|data: &[u8]| {
     let mut q = Parser::new(options.clone());
     let mut by_chunk = Vec::new();
     q.push_chunk(&data[..cut], &mut by_chunk);
+    assert!(q.buffered_bytes() <= q.line_bound());
     q.push_chunk(&data[cut..], &mut by_chunk);
+    assert!(q.buffered_bytes() <= q.line_bound());
     while let Some(r) = q.finish() {
         by_chunk.push(r);
     }

@@ -75,7 +75,8 @@ mod time;
 
 pub use classify::{Classification, classify_message, parse_forbidden};
 pub use parser::{
-    Parser, ParserOptions, Records, Routine, RoutineStats, Stats, detect_format, records,
+    MAX_BUFFERED_LINE_BYTES, Parser, ParserOptions, Records, Routine, RoutineStats, Stats,
+    detect_format, records,
 };
 pub use redact::{excerpt, redact, strip_ansi};
 pub use time::Timestamp;

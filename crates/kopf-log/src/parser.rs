@@ -19,7 +19,7 @@ mod records;
 mod traceback;
 
 pub(crate) use bounded::bounded_lossy;
-pub use options::{ParserOptions, Routine, RoutineStats, Stats};
+pub use options::{MAX_BUFFERED_LINE_BYTES, ParserOptions, Routine, RoutineStats, Stats};
 pub use records::{Records, records};
 
 use crate::classify::{self, Finders, RoutineTag, forbidden_kind, own};
@@ -109,6 +109,9 @@ struct LineHint {
     /// The next line may start a traceback (false only when it is known not
     /// to): a routine record's line is kept for one only then.
     traceback_next: bool,
+    /// The line was cut at [`Parser::line_bound`]: its record is
+    /// [`Record::truncated`].
+    cut: bool,
 }
 
 impl LineHint {
@@ -116,7 +119,16 @@ impl LineHint {
     const UNKNOWN: LineHint = LineHint {
         esc: true,
         traceback_next: true,
+        cut: false,
     };
+
+    /// Nothing known about a line cut (`cut`) or not at the bound.
+    fn unknown(cut: bool) -> LineHint {
+        LineHint {
+            cut,
+            ..LineHint::UNKNOWN
+        }
+    }
 }
 
 /// The next ANSI escape in a buffer at or after the current line
@@ -143,6 +155,7 @@ impl Ahead {
         LineHint {
             esc: self.esc < end,
             traceback_next: true,
+            cut: false,
         }
     }
 }
@@ -240,8 +253,15 @@ impl Parser {
     }
 
     /// Parses a chunk of a byte stream (lines split anywhere), appending the
-    /// completed records to `out`. Lines longer than
-    /// [`ParserOptions::max_line_bytes`] are cut. Call [`Parser::finish`] at the end.
+    /// completed records to `out`. Call [`Parser::finish`] at the end.
+    ///
+    /// Memory stays bounded whatever the stream: of a line that the chunk
+    /// does not end, at most [`Parser::line_bound`] bytes (never more than
+    /// [`MAX_BUFFERED_LINE_BYTES`]) are kept until its newline comes; the
+    /// rest of a longer line is dropped as it arrives, never buffered. A line
+    /// longer than the bound is cut there, whether it came in one chunk or
+    /// many: its record keeps the bounded prefix and is
+    /// [`Record::truncated`], and the line counts in [`Stats::cut_lines`].
     pub fn push_chunk<E: Extend<Record>>(&mut self, chunk: &[u8], out: &mut E) {
         self.stats.bytes += chunk.len() as u64;
         let mut rest = chunk;
@@ -254,7 +274,8 @@ impl Parser {
             self.append_carry(&rest[..i]);
             rest = &rest[i + 1..];
             let line = std::mem::take(&mut self.carry);
-            self.line(&line, LineHint::UNKNOWN, &mut Extending(out));
+            let hint = LineHint::unknown(self.carry_dropped);
+            self.line(&line, hint, &mut Extending(out));
             self.carry = line;
             self.carry.clear();
             self.carry_dropped = false;
@@ -264,7 +285,7 @@ impl Parser {
     }
 
     /// Parses every `\n`-terminated line of `buf` (each cut to
-    /// [`ParserOptions::max_line_bytes`]), appending completed records to
+    /// [`Parser::line_bound`]), appending completed records to
     /// `out`; returns how many bytes that was (the unterminated rest is left
     /// to the caller). Does not count [`Stats::bytes`].
     ///
@@ -285,8 +306,9 @@ impl Parser {
             hint.traceback_next = next_end.is_none_or(|next_end| {
                 ahead.esc < next_end || may_start_traceback(&buf[end + 1..next_end])
             });
-            let cut = (end - start).min(self.opts.max_line_bytes);
-            self.line(&buf[start..start + cut], hint, out);
+            let bound = self.line_bound();
+            hint.cut = end - start > bound;
+            self.line(&buf[start..start + (end - start).min(bound)], hint, out);
             start = end + 1;
             match next_end {
                 Some(next_end) => end = next_end,
@@ -295,8 +317,23 @@ impl Parser {
         }
     }
 
+    /// The most bytes of one line that [`Parser::push_chunk`] and [`records()`]
+    /// keep: [`ParserOptions::max_line_bytes`], at most
+    /// [`MAX_BUFFERED_LINE_BYTES`]; the rest of a longer line is dropped.
+    pub fn line_bound(&self) -> usize {
+        self.opts.max_line_bytes.min(MAX_BUFFERED_LINE_BYTES)
+    }
+
+    /// How many bytes of an unterminated line [`Parser::push_chunk`] holds
+    /// now (at most [`Parser::line_bound`]), waiting for its newline. Exists
+    /// so that callers and tests can check the parser's memory bound.
+    pub fn buffered_bytes(&self) -> usize {
+        self.carry.len()
+    }
+
+    /// Keeps `part` of the unterminated line, up to the bound.
     fn append_carry(&mut self, part: &[u8]) {
-        let room = self.opts.max_line_bytes.saturating_sub(self.carry.len());
+        let room = self.line_bound().saturating_sub(self.carry.len());
         if part.len() > room {
             self.carry_dropped = true;
         }
@@ -311,8 +348,8 @@ impl Parser {
         let mut first = None;
         if !self.carry.is_empty() || self.carry_dropped {
             let line = std::mem::take(&mut self.carry);
-            self.carry_dropped = false;
-            self.line(&line, LineHint::UNKNOWN, &mut first);
+            let hint = LineHint::unknown(std::mem::take(&mut self.carry_dropped));
+            self.line(&line, hint, &mut first);
         }
         let mut last = None;
         if let Some(p) = self.pending.take() {
@@ -338,6 +375,9 @@ impl Parser {
     fn line<S: Sink>(&mut self, raw: &[u8], hint: LineHint, out: &mut S) {
         self.line_no += 1;
         self.stats.lines += 1;
+        if hint.cut {
+            self.stats.cut_lines += 1;
+        }
         let mut l = raw;
         if let Some(x) = l.strip_suffix(b"\n") {
             l = x;
@@ -369,7 +409,9 @@ impl Parser {
             return;
         }
         let line_no = self.line_no;
+        // A cut line is built in full: its record must say it was cut.
         if self.routine == Routine::Count
+            && !hint.cut
             && let Some(q) = self.quick_head(l)
         {
             if q.kopf {
@@ -391,7 +433,8 @@ impl Parser {
             }
             return;
         }
-        let p = self.open(l, kubelet, line_no);
+        let mut p = self.open(l, kubelet, line_no);
+        p.rec.truncated |= hint.cut;
         if p.rec.format.is_some() {
             self.stats.kopf_lines += 1;
         }
@@ -643,3 +686,6 @@ pub fn detect_format(line: &[u8]) -> Option<LogFormat> {
     p.push_line(line);
     p.finish().and_then(|r| r.format)
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,6 +7,16 @@ use crate::EventKind;
 #[cfg(doc)]
 use crate::Record;
 
+/// The most bytes of one line the parser buffers (64 KiB): [`Parser::push_chunk`]
+/// and [`records()`] keep at most this much of a line whose newline has not
+/// come yet, cut the line there and drop the rest of it as it arrives.
+///
+/// Exists so that a stream with a huge line (a dumped object, a binary blob,
+/// no newline at all) cannot grow the parser's memory: a record keeps at most
+/// [`ParserOptions::max_message_bytes`] of it anyway. kopf's own lines are
+/// far shorter; the longest are tracebacks' frames and patch diffs.
+pub const MAX_BUFFERED_LINE_BYTES: usize = 64 * 1024;
+
 /// Tuning of the parser; the defaults suit the auditor.
 ///
 /// Exists so that the bounds (what is kept per record) and kopf's
@@ -23,8 +33,11 @@ pub struct ParserOptions {
     pub max_traceback_lines: usize,
     /// Longest traceback line kept, in bytes (longer ones are cut).
     pub max_traceback_line_bytes: usize,
-    /// Longest input line read by [`records()`] and [`Parser::push_chunk`];
-    /// the rest of a longer line is skipped (but counted in [`Stats::bytes`]).
+    /// Longest input line read by [`records()`] and [`Parser::push_chunk`],
+    /// at most [`MAX_BUFFERED_LINE_BYTES`] whatever is set here (see
+    /// [`Parser::line_bound`]); the rest of a longer line is skipped (but
+    /// counted in [`Stats::bytes`]), and its record is [`Record::truncated`].
+    /// [`Parser::push_line`] takes the caller's line whole.
     pub max_line_bytes: usize,
 }
 
@@ -35,7 +48,7 @@ impl Default for ParserOptions {
             max_message_bytes: 4096,
             max_traceback_lines: 16,
             max_traceback_line_bytes: 512,
-            max_line_bytes: 1 << 20,
+            max_line_bytes: MAX_BUFFERED_LINE_BYTES,
         }
     }
 }
@@ -53,6 +66,9 @@ pub struct Stats {
     pub kopf_lines: u64,
     /// Lines absorbed as tracebacks into the record before them.
     pub continuation_lines: u64,
+    /// Lines longer than [`Parser::line_bound`], cut there by
+    /// [`Parser::push_chunk`] or [`records()`].
+    pub cut_lines: u64,
     /// Bytes given (line terminators included when read through [`records()`]
     /// or [`Parser::push_chunk`]).
     pub bytes: u64,

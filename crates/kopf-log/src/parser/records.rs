@@ -6,13 +6,16 @@ use std::collections::VecDeque;
 use std::io::{self, BufRead};
 
 /// An iterator of records over a [`BufRead`], reading lines of at most
-/// [`ParserOptions::max_line_bytes`] (the rest of a longer line is skipped).
+/// [`Parser::line_bound`] bytes (the rest of a longer line is skipped, and
+/// its record is [`Record::truncated`]).
 ///
 /// Exists for the common case of a log file or a blocking log stream.
 pub struct Records<R> {
     reader: R,
     parser: Parser,
     buf: Vec<u8>,
+    /// `buf` holds a line cut at the bound.
+    cut: bool,
     done: bool,
     /// Records parsed from the reader's buffer, not yet yielded.
     ready: VecDeque<Record>,
@@ -25,6 +28,7 @@ pub fn records<R: BufRead>(reader: R, options: ParserOptions) -> Records<R> {
         reader,
         parser: Parser::new(options),
         buf: Vec::new(),
+        cut: false,
         done: false,
         ready: VecDeque::new(),
     }
@@ -54,7 +58,8 @@ impl<R: BufRead> Records<R> {
     /// Reads one line into `buf`, bounded; returns false at the end of input.
     fn read_line(&mut self) -> io::Result<bool> {
         self.buf.clear();
-        let max = self.parser.opts.max_line_bytes;
+        self.cut = false;
+        let max = self.parser.line_bound();
         let mut any = false;
         loop {
             let avail = match self.reader.fill_buf() {
@@ -71,6 +76,7 @@ impl<R: BufRead> Records<R> {
                 None => (avail, avail.len(), false),
             };
             let room = max.saturating_sub(self.buf.len());
+            self.cut |= part.len() > room;
             self.buf.extend_from_slice(&part[..part.len().min(room)]);
             self.parser.stats.bytes += used as u64;
             self.reader.consume(used);
@@ -105,7 +111,8 @@ impl<R: BufRead> Iterator for Records<R> {
             match self.read_line() {
                 Ok(true) => {
                     let line = std::mem::take(&mut self.buf);
-                    self.parser.line(&line, LineHint::UNKNOWN, &mut self.ready);
+                    let hint = LineHint::unknown(self.cut);
+                    self.parser.line(&line, hint, &mut self.ready);
                     self.buf = line;
                 }
                 Ok(false) => {
