@@ -78,7 +78,7 @@ pub use parser::{
     MAX_BUFFERED_LINE_BYTES, Parser, ParserOptions, Records, Routine, RoutineStats, Stats,
     detect_format, records,
 };
-pub use redact::{excerpt, redact, strip_ansi};
+pub use redact::{MASK, excerpt, plain_text, redact, strip_ansi};
 pub use time::Timestamp;
 
 use serde::Serialize;
