@@ -23,9 +23,10 @@ pub use options::{MAX_BUFFERED_LINE_BYTES, ParserOptions, Routine, RoutineStats,
 pub use records::{Records, records};
 
 use crate::classify::{self, Finders, RoutineTag, forbidden_kind, own};
-use crate::quick_json::json_message;
+use crate::quick_json::json_head;
 use crate::redact::strip_ansi_into;
 use crate::time::{HourCache, Timestamp};
+use crate::version::{self, VersionSignal};
 use crate::{EventKind, Level, LogFormat, Record};
 use bounded::bounded;
 use full::{FullHeader, is_full_header, parse_full};
@@ -58,6 +59,8 @@ struct Light {
     /// Whether a traceback may attach to it; then its line is kept in
     /// `Parser::light_line`, to build it if one does.
     accepts: bool,
+    /// Its level is DEBUG (counts in [`Stats::debug_records`]).
+    debug: bool,
     kubelet: Option<Timestamp>,
     line: u64,
 }
@@ -68,6 +71,10 @@ struct Quick {
     kopf: bool,
     /// Whether a traceback may attach ([`accepts_traceback`]).
     accepts: bool,
+    /// Its level is DEBUG.
+    debug: bool,
+    /// What its wording tells of kopf's version.
+    version: Option<VersionSignal>,
 }
 
 /// Where the parser puts completed records.
@@ -366,6 +373,9 @@ impl Parser {
                     tb: Tb::new(0),
                 })));
                 self.stats.records -= 1;
+                if let Some(Slot::Full(p)) = &self.pending {
+                    self.stats.debug_records -= u64::from(p.rec.level == Some(Level::Debug));
+                }
                 Some(a)
             }
             (a, b) => a.or(b),
@@ -417,6 +427,9 @@ impl Parser {
             if q.kopf {
                 self.stats.kopf_lines += 1;
             }
+            if let Some(v) = q.version {
+                self.stats.kopf_version.narrow(v.range);
+            }
             // Only the next line can attach a traceback to a routine record.
             let accepts = q.accepts && hint.traceback_next;
             if accepts {
@@ -425,6 +438,7 @@ impl Parser {
             }
             let light = Light {
                 accepts,
+                debug: q.debug,
                 kubelet,
                 line: line_no,
             };
@@ -462,8 +476,9 @@ impl Parser {
     /// it is routine and the mode is [`Routine::Count`].
     fn close<S: Sink>(&mut self, slot: Slot, out: &mut S) {
         match slot {
-            Slot::Light(_) => {
+            Slot::Light(light) => {
                 self.stats.records += 1;
+                self.stats.debug_records += u64::from(light.debug);
                 self.dropped.quick += 1;
             }
             Slot::Full(p) => {
@@ -482,22 +497,35 @@ impl Parser {
     /// traceback of its own) and tells its format and whether a traceback may
     /// attach. `None` when unsure: the line is then parsed in full.
     fn quick_head(&self, l: &[u8]) -> Option<Quick> {
+        // Only [`RoutineTag::Other`] messages can tell a version (the
+        // success and processed templates are the same in every release).
+        let version = |tag: RoutineTag, rest: &[u8]| {
+            if tag == RoutineTag::Other {
+                version::signal(rest)
+            } else {
+                None
+            }
+        };
         if l.first() == Some(&b'{') {
             // `Parser::json` would accept the line with this message and no `exc_info`.
-            let msg = json_message(l)?;
+            let (msg, level) = json_head(l)?;
             let rest = split_prefix(msg).map_or(msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest)?;
+            let tag = self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
                 accepts: false,
+                debug: level == Some(Level::Debug),
+                version: version(tag, rest),
             });
         }
         if let Some(h) = parse_full(l, &self.asctime_hours) {
             let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest)?;
+            let tag = self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
                 accepts: !matches!(h.level, Some(Level::Debug | Level::Info)),
+                debug: h.level == Some(Level::Debug),
+                version: version(tag, rest),
             });
         }
         if is_traceback_start(l) {
@@ -511,6 +539,8 @@ impl Parser {
         Some(Quick {
             kopf: object || tag != RoutineTag::Other || known_plain(rest, None),
             accepts: true,
+            debug: false,
+            version: version(tag, rest),
         })
     }
 
@@ -611,6 +641,7 @@ impl Parser {
             }
         }
         self.stats.records += 1;
+        self.stats.debug_records += u64::from(rec.level == Some(Level::Debug));
         rec
     }
 
@@ -657,6 +688,10 @@ impl Parser {
             Trace::Idle
         };
         let (message, truncated) = bounded(msg, whole, self.opts.max_message_bytes);
+        let version = version::signal(msg);
+        if let Some(v) = version {
+            self.stats.kopf_version.narrow(v.range);
+        }
         let rec = Record {
             timestamp: timestamp.or(kubelet),
             kubelet_timestamp: kubelet,
@@ -669,6 +704,7 @@ impl Parser {
             traceback: Vec::new(),
             forbidden: c.forbidden,
             request: c.request,
+            version,
             line,
             truncated,
         };

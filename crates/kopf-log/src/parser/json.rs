@@ -8,6 +8,7 @@ use super::traceback::Tb;
 use crate::classify::{self, forbidden_kind};
 use crate::quick_json::{self, Value, Visit};
 use crate::time::{HourCache, Timestamp, parse_rfc3339_cached};
+use crate::version;
 use crate::{EventKind, Level, LogFormat, ObjectRef, Record};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
@@ -539,6 +540,7 @@ impl Parser {
                 traceback: Vec::new(),
                 forbidden: c.forbidden,
                 request: c.request,
+                version: None,
                 line,
                 truncated,
             });
@@ -551,6 +553,10 @@ impl Parser {
             message.drain(..skip);
         }
         let c = classify::classify(message.as_bytes(), Some(&message), &self.finders);
+        let version = version::signal(message.as_bytes());
+        if let Some(v) = version {
+            self.stats.kopf_version.narrow(v.range);
+        }
         let mut forbidden = c.forbidden;
         let mut traceback = Vec::new();
         if let Some(exc) = fields.exc_info {
@@ -592,6 +598,7 @@ impl Parser {
             traceback,
             forbidden,
             request: c.request,
+            version,
             line,
             truncated,
         })

@@ -6,6 +6,7 @@ use super::{Parser, Records, records};
 use crate::EventKind;
 #[cfg(doc)]
 use crate::Record;
+use crate::VersionRange;
 
 /// The most bytes of one line the parser buffers (64 KiB): [`Parser::push_chunk`]
 /// and [`records()`] keep at most this much of a line whose newline has not
@@ -74,6 +75,16 @@ pub struct Stats {
     pub bytes: u64,
     /// Records emitted.
     pub records: u64,
+    /// Records at level DEBUG (kopf's `-v`/`--debug`), counted in both
+    /// [`Routine`] modes. Exists so that a check can tell when DEBUG records
+    /// dominate a log window (the failures it looks for are crowded out of
+    /// a bounded tail).
+    pub debug_records: u64,
+    /// What the wording of all the lines so far tells of kopf's version:
+    /// every [`VersionSignal`](crate::VersionSignal)'s range, narrowed
+    /// together (also from the routine lines [`Routine::Count`] does not
+    /// build). [`VersionRange::is_empty`] when the clues contradict each other.
+    pub kopf_version: VersionRange,
 }
 
 impl Stats {
