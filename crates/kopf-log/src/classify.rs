@@ -1,14 +1,20 @@
 //! Recognition of kopf's message templates.
 //!
 //! Every template here is copied from kopf's source (1.45.2; older forms from
-//! 1.43.0 and 1.39.1), file by file:
+//! 1.43.0, 1.39.1 and 1.38.0). Each one below is written the same in 1.38.0,
+//! 1.43.0 and 1.45.2 (read in their sources), except those whose wording
+//! changed: the handler exception (`. Will retry.` up to 1.39.1) and the
+//! patch inconsistencies (`Patching failed` up to 1.43.0), see
+//! [`VersionClue`](crate::VersionClue). File by file:
 //! - `_core/actions/execution.py`: handler outcomes;
 //! - `_core/reactor/processing.py`: `X is processed: N succeeded; M failed.`;
 //! - `_core/actions/application.py`: patch inconsistencies;
 //! - `_cogs/clients/events.py`: `Failed to post an event. ...`;
 //! - `_cogs/clients/api.py`: `Request attempt #N/M failed; ...`;
 //! - `_core/reactor/observation.py`: `Not enough permissions ...`, `Unresolved resources ...`;
-//! - `_core/engines/peering.py`: pausing, conflicts, resuming;
+//! - `_core/engines/peering.py`: pausing (`Pausing operations in favour of`,
+//!   `Pausing all operators, including self`), conflicts (`Possibly
+//!   conflicting operators with the same priority`), resuming;
 //! - `_cogs/aiokits/aiotasks.py` (names from `_core/reactor/running.py`,
 //!   `orchestration.py`; the same in 1.38.0, 1.43.0 and 1.45.2):
 //!   `Watcher for ... has failed`, `Multidimensional multitasker has failed`,

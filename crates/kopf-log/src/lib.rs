@@ -5,7 +5,7 @@
 //! time, level, logger, object reference and a recognised [`EventKind`]
 //! (handler outcomes, event-posting failures, RBAC `forbidden` errors,
 //! peering, fatal watcher failures, ...). The templates are kopf's own
-//! (read from kopf 1.45.2, 1.43.0 and 1.39.1, `_core/actions/execution.py`,
+//! (read from kopf 1.45.2, 1.43.0, 1.39.1 and 1.38.0, `_core/actions/execution.py`,
 //! `_cogs/clients/events.py`, `_core/reactor/observation.py` and others).
 //!
 //! All three `--log-format`s are understood, line by line (a log may mix them,
