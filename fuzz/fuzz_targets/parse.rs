@@ -77,5 +77,9 @@ fuzz_target!(|data: &[u8]| {
         fast_chunk.push(r);
     }
     assert_eq!(g.stats(), q.stats());
-    assert!(fast_chunk.iter().eq(by_chunk.iter().filter(|r| !r.is_routine())));
+    assert!(
+        fast_chunk
+            .iter()
+            .eq(by_chunk.iter().filter(|r| !r.is_routine()))
+    );
 });
