@@ -100,7 +100,9 @@ pub(super) fn values(b: &[u8], spans: &mut Vec<Span>) {
         if !is_secret_key(&b[start..i]) {
             continue;
         }
-        let Some((from, to)) = value_after(b, i, &mut memo) else {
+        // `system:serviceaccount:sealed-secrets:operator` names a user, not a secret.
+        let chained = start > 0 && b[start - 1] == b':';
+        let Some((from, to)) = value_after(b, i, chained, &mut memo) else {
             continue;
         };
         found += 1;
@@ -141,8 +143,10 @@ fn skip_spaces(b: &[u8], mut j: usize) -> usize {
     j
 }
 
-/// The value after a key that ends at `j`: its byte range.
-fn value_after(b: &[u8], j: usize, memo: &mut Memo) -> Option<Span> {
+/// The value after a key that ends at `j`: its byte range. A `chained` key
+/// (right after a `:`) followed by `:` and no space is a part of a
+/// colon-separated name (`system:serviceaccount:NS:SA`), not a key.
+fn value_after(b: &[u8], j: usize, chained: bool, memo: &mut Memo) -> Option<Span> {
     let mut j = j;
     if let Some((_, _, after)) = quote_at(b, j) {
         j = after;
@@ -151,7 +155,9 @@ fn value_after(b: &[u8], j: usize, memo: &mut Memo) -> Option<Span> {
     match b.get(j) {
         Some(b'=') => {}
         // `::` is a scope or an IPv6 address, not a key's separator.
-        Some(b':') if b.get(j + 1) != Some(&b':') => {}
+        Some(b':')
+            if b.get(j + 1) != Some(&b':')
+                && !(chained && b.get(j + 1).is_some_and(|c| !matches!(c, b' ' | b'\t'))) => {}
         _ => return None,
     }
     j = skip_spaces(b, j + 1);

@@ -75,6 +75,7 @@ fn kopf_lines_are_left_alone() {
         "Timer 'rotate-secret' succeeded.",
         "Handler 'refresh_token' failed temporarily: not yet",
         "Keep-alive in 'default' cluster: ok.",
+        "pods is forbidden: User \"system:serviceaccount:sealed-secrets:token-refresher\" cannot list resource \"pods\"",
     ] {
         assert_eq!(redact(line), line);
     }
