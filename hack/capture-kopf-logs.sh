@@ -1,11 +1,76 @@
 #!/usr/bin/env bash
-# Captures real kopf output from the fixtures, in kopf's three log formats, as test data
-# for the log parser (crates/kopf-log/tests/data/captured/). Needs the local cluster
-# (hack/cluster.sh up). Each fixture runs for $SECONDS_PER_RUN (default 75 s: kopf
-# retries a 403 for ~54 s before it logs the outcome).
+# Captures real kopf output as test data for the log parser (crates/kopf-log/tests/data/captured/).
+#
+# hack/capture-kopf-logs.sh
+#   From the fixtures, in kopf's three log formats. Needs the local cluster
+#   (hack/cluster.sh up). Each fixture runs for $SECONDS_PER_RUN (default 75 s: kopf
+#   retries a 403 for ~54 s before it logs the outcome).
+# hack/capture-kopf-logs.sh local [VERSION...]
+#   Without a cluster, for each kopf VERSION (default: 1.38.0 1.43.0 1.45.2, venvs from
+#   hack/kopf-venv.sh VERSION): runs crates/kopf-log/tests/capture/capture_operator.py against
+#   crates/kopf-log/tests/capture/fake_apiserver.py on 127.0.0.1 (handler failures, a
+#   pruned status, forbidden Events, a 429, a watcher that fails on 403, a peering
+#   keep-alive that fails on 500 while a higher-priority peer pauses the operator, with
+#   peering auto-detected) for
+#   $LOCAL_SECONDS (default 14 s) per run, and writes kopf-VERSION-RUN.FORMAT.log with the
+#   kubelet's timestamps=true prefix added, as the pods/log API serves it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+
+log() { echo "[capture $(date +%H:%M:%S)] $*" >&2; }
+
+capture_local() {
+  local versions=("$@")
+  [ ${#versions[@]} -gt 0 ] || versions=(1.38.0 1.43.0 1.45.2)
+  local here=crates/kopf-log/tests/capture out=crates/kopf-log/tests/data/captured
+  local seconds=${LOCAL_SECONDS:-14}
+  # name:format:beacons-ok-seconds:kopf-flags
+  local runs=("handlers:full:10:--standalone --verbose" "handlers:json:10:--standalone"
+              "peering:plain:1000:")
+  # Whole lines only, at most 60 kB of them (the rest is read and dropped).
+  local stamp='import datetime, sys
+size = 0
+for line in sys.stdin:
+    t = datetime.datetime.now(datetime.timezone.utc)
+    out = t.strftime("%Y-%m-%dT%H:%M:%S.%f000Z ") + line
+    size += len(out.encode())
+    if size <= 60000:
+        sys.stdout.write(out)
+        sys.stdout.flush()'
+  mkdir -p "$out"
+  for version in "${versions[@]}"; do
+    local venv
+    venv=$(bash hack/kopf-venv.sh "$version" | tail -n 1)
+    for run in "${runs[@]}"; do
+      IFS=: read -r name format beacons flags <<<"$run"
+      local port file="$out/kopf-$version-$name.$format.log"
+      port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+      log "kopf $version, $name ($format, $flags): ${seconds}s against 127.0.0.1:$port"
+      "$venv/bin/python" "$here/fake_apiserver.py" "$port" "$beacons" 2>/dev/null &
+      local api=$!
+      sleep 1
+      # kopf's output with the kubelet's prefix (RFC 3339 UTC, at the time each line is read).
+      # shellcheck disable=SC2086 # the flags are words
+      PYTHONUNBUFFERED=1 FAKE_APISERVER="http://127.0.0.1:$port" "$venv/bin/kopf" run "$here/capture_operator.py" -n capture \
+        --log-format "$format" $flags > >("$venv/bin/python" -u -c "$stamp" >"$file") 2>&1 &
+      local kopf=$!
+      for _ in $(seq "$seconds"); do kill -0 "$kopf" 2>/dev/null || break; sleep 1; done
+      kill -TERM "$kopf" 2>/dev/null || true
+      wait "$kopf" 2>/dev/null || true
+      kill -TERM "$api" 2>/dev/null || true
+      wait "$api" 2>/dev/null || true
+      sleep 1
+      log "captured $file ($(wc -l <"$file") lines)"
+    done
+  done
+}
+
+if [ "${1:-}" = local ]; then
+  shift
+  capture_local "$@"
+  exit 0
+fi
 kubeconfig=$(bash hack/cluster.sh kubeconfig)
 kubectl="$(dirname "$kubeconfig")/bin/kubectl --kubeconfig $kubeconfig"
 out=crates/kopf-log/tests/data/captured

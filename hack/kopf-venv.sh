@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Creates, once, the Python venv with the pinned kopf the fixtures run
-# (hack/requirements-kopf.txt), cached outside the clone at
-#   ${KOPF_AUDIT_CACHE:-$HOME/.cache/kopf-audit}/venv-kopf-1.45.2
-# and keyed on the sha256 of the requirements file (stored in the venv; a changed
-# file rebuilds it). Concurrent callers wait on a lock. Progress goes to stderr;
-# the venv path is the last line of stdout.
+# Usage: hack/kopf-venv.sh [VERSION]
+# Creates, once, the Python venv with a pinned kopf, cached outside the clone at
+#   ${KOPF_AUDIT_CACHE:-$HOME/.cache/kopf-audit}/venv-kopf-VERSION
+# and keyed on the sha256 of its requirements file (stored in the venv; a changed
+# file rebuilds it). Without VERSION: kopf 1.45.2, the one the fixtures run
+# (hack/requirements-kopf.txt); with one: hack/requirements-kopf-VERSION.txt (older
+# kopfs, for the log parser's captured test data). Concurrent callers wait on a lock.
+# Progress goes to stderr; the venv path is the last line of stdout.
 # Needs python3 (>= 3.10, or KOPF_AUDIT_PYTHON) with venv and pip, and PyPI.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-req="$here/requirements-kopf.txt"
-KOPF_VERSION=1.45.2
+DEFAULT_VERSION=1.45.2
+KOPF_VERSION=${1:-$DEFAULT_VERSION}
+if [ "$KOPF_VERSION" = "$DEFAULT_VERSION" ]; then
+  req="$here/requirements-kopf.txt"
+else
+  req="$here/requirements-kopf-$KOPF_VERSION.txt"
+fi
+if [ ! -f "$req" ]; then
+  echo "[kopf-venv] ERROR: no $req; pinned versions: $DEFAULT_VERSION $(cd "$here" && ls requirements-kopf-*.txt 2>/dev/null | sed -E 's/requirements-kopf-(.*)\.txt/\1/' | tr '\n' ' ')" >&2
+  exit 1
+fi
 cache_root=${KOPF_AUDIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kopf-audit}
 venv="$cache_root/venv-kopf-$KOPF_VERSION"
 python=${KOPF_AUDIT_PYTHON:-python3}

@@ -46,7 +46,9 @@ fuzz_target!(|data: &[u8]| {
     let mut q = Parser::new(options.clone());
     let mut by_chunk = Vec::new();
     q.push_chunk(&data[..cut], &mut by_chunk);
+    assert!(q.buffered_bytes() <= q.line_bound());
     q.push_chunk(&data[cut..], &mut by_chunk);
+    assert!(q.buffered_bytes() <= q.line_bound());
     while let Some(r) = q.finish() {
         by_chunk.push(r);
     }
@@ -75,5 +77,9 @@ fuzz_target!(|data: &[u8]| {
         fast_chunk.push(r);
     }
     assert_eq!(g.stats(), q.stats());
-    assert!(fast_chunk.iter().eq(by_chunk.iter().filter(|r| !r.is_routine())));
+    assert!(
+        fast_chunk
+            .iter()
+            .eq(by_chunk.iter().filter(|r| !r.is_routine()))
+    );
 });

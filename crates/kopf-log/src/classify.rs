@@ -1,16 +1,24 @@
 //! Recognition of kopf's message templates.
 //!
 //! Every template here is copied from kopf's source (1.45.2; older forms from
-//! 1.43.0 and 1.39.1), file by file:
+//! 1.43.0, 1.39.1 and 1.38.0). Each one below is written the same in 1.38.0,
+//! 1.43.0 and 1.45.2 (read in their sources), except those whose wording
+//! changed: the handler exception (`. Will retry.` up to 1.39.1) and the
+//! patch inconsistencies (`Patching failed` up to 1.43.0), see
+//! [`VersionClue`](crate::VersionClue). File by file:
 //! - `_core/actions/execution.py`: handler outcomes;
 //! - `_core/reactor/processing.py`: `X is processed: N succeeded; M failed.`;
 //! - `_core/actions/application.py`: patch inconsistencies;
 //! - `_cogs/clients/events.py`: `Failed to post an event. ...`;
 //! - `_cogs/clients/api.py`: `Request attempt #N/M failed; ...`;
 //! - `_core/reactor/observation.py`: `Not enough permissions ...`, `Unresolved resources ...`;
-//! - `_core/engines/peering.py`: pausing, conflicts, resuming;
+//! - `_core/engines/peering.py`: pausing (`Pausing operations in favour of`,
+//!   `Pausing all operators, including self`), conflicts (`Possibly
+//!   conflicting operators with the same priority`), resuming;
 //! - `_cogs/aiokits/aiotasks.py` (names from `_core/reactor/running.py`,
-//!   `orchestration.py`): `Watcher for ... has failed`, `Multidimensional multitasker has failed`;
+//!   `orchestration.py`; the same in 1.38.0, 1.43.0 and 1.45.2):
+//!   `Watcher for ... has failed`, `Multidimensional multitasker has failed`,
+//!   `Peering keep-alive for ... has failed`, `... has finished unexpectedly.`;
 //! - `_core/actions/throttlers.py`: `Throttling for N seconds ...`;
 //! - `_core/engines/daemons.py`: `... did not exit in time. Leaving it orphaned.`;
 //! - `_core/reactor/running.py`: the scope `FutureWarning`.
@@ -20,8 +28,8 @@
 
 use crate::swar::{find_near, find_near2};
 use crate::{
-    EventKind, ExceptionOutcome, Forbidden, HandlerKind, HandlerRef, PermissionScope,
-    RequestAttempt,
+    BackgroundTask, EventKind, ExceptionOutcome, Forbidden, HandlerKind, HandlerRef,
+    PermissionScope, RequestAttempt,
 };
 use memchr::memmem;
 
@@ -87,11 +95,26 @@ const FIXED_PREFIXES: &[&[u8]] = &[
     b"Unresolved resources cannot be served",
     b"Watcher for ",
     b"Throttling for ",
+    // The other background tasks of `task_message`.
+    b"Peering keep-alive for ",
+    b"Peering observer for ",
+    b"Multidimensional multitasker has ",
+    b"Resource observer has ",
+    b"Namespace observer has ",
+    b"Credentials retriever has ",
+    b"Poster of events has ",
+    b"Health reporter has ",
+    b"Daemon killer has ",
+    b"Admission insights chain has ",
+    b"Admission validating configuration manager has ",
+    b"Admission mutating configuration manager has ",
+    b"Admission webhook server has ",
+    b"The command has ",
 ];
 
 /// The first bytes of [`FIXED_PREFIXES`]: most messages start otherwise
 /// and skip the comparisons.
-const FIXED_FIRST_BYTES: &[u8] = b"RFMPNUWT";
+const FIXED_FIRST_BYTES: &[u8] = b"RFMPNUWTCHDA";
 
 impl Finders {
     /// Without allocating: `Some(tag)` only when [`classify`] would give the
@@ -334,6 +357,9 @@ fn handler_message(m: &[u8], whole: Option<&str>) -> Option<EventKind> {
 }
 
 fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<EventKind> {
+    if let Some(kind) = task_message(m) {
+        return Some(kind);
+    }
     match m.first()? {
         b'R' => {
             if let Some(r) = m.strip_prefix(b"Request attempt #") {
@@ -359,9 +385,6 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
         b'M' => {
             if m.starts_with(b"Merge-patching finished with inconsistencies") {
                 return Some(EventKind::PatchInconsistencies);
-            }
-            if m.starts_with(b"Multidimensional multitasker has failed") {
-                return Some(EventKind::MultitaskerFailed);
             }
             None
         }
@@ -398,23 +421,6 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
             }
             None
         }
-        b'W' => {
-            // "watcher for {resource}@{namespace}".capitalize() + " has failed: {e}"
-            let r = m.strip_prefix(b"Watcher for ")?;
-            let end = memmem::find(r, b" has failed")?;
-            let what = &r[..end];
-            let (res, ns) = match memchr::memrchr(b'@', what) {
-                Some(at) => (&what[..at], Some(&what[at + 1..])),
-                None => (what, None),
-            };
-            let namespace = ns
-                .filter(|n| !n.is_empty() && *n != b"none" && *n != b"None")
-                .map(lossy);
-            Some(EventKind::WatcherFailed {
-                resource: lossy(res),
-                namespace,
-            })
-        }
         b'T' => {
             let r = m.strip_prefix(b"Throttling for ")?;
             let end = memmem::find(r, b" seconds due to an unexpected error")?;
@@ -427,6 +433,66 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
         // "Creation/Updating/Deletion/Resuming is processed: ..."
         Some(b'C' | b'U' | b'D' | b'R') => processed(m),
         _ => None,
+    })
+}
+
+/// `{Name} has failed: {e}` (ERROR) and `{Name} has finished unexpectedly.`
+/// (WARNING) of kopf's guarded background tasks (`_cogs/aiokits/aiotasks.py`
+/// `guard()`: `name.capitalize()`, so all but the first letter is lower case).
+fn task_message(m: &[u8]) -> Option<EventKind> {
+    let first = *m.first()?;
+    let task = BackgroundTask::ALL.into_iter().find(|t| {
+        let name = t.as_str().as_bytes();
+        first == name[0].to_ascii_uppercase()
+            && m.len() > name.len()
+            && m[1..name.len()] == name[1..]
+    })?;
+    let rest = &m[task.as_str().len()..];
+    const FAILED: &[u8] = b" has failed";
+    const FINISHED: &[u8] = b" has finished unexpectedly.";
+    let (target, failed) = if task.has_target() {
+        // "watcher for {resource}@{namespace}", "peering keep-alive for {name}@{namespace}".
+        let r = rest.strip_prefix(b" ")?;
+        match memmem::find(r, FAILED) {
+            Some(end) => (Some(&r[..end]), true),
+            None => (Some(r.strip_suffix(FINISHED)?), false),
+        }
+    } else if rest.starts_with(FAILED) {
+        (None, true)
+    } else if rest == FINISHED {
+        (None, false)
+    } else {
+        return None;
+    };
+    let (target, namespace) = match target {
+        Some(what) => {
+            let (t, ns) = match memchr::memrchr(b'@', what) {
+                Some(at) => (&what[..at], Some(&what[at + 1..])),
+                None => (what, None),
+            };
+            let namespace = ns
+                .filter(|n| !n.is_empty() && *n != b"none" && *n != b"None")
+                .map(lossy);
+            (Some(lossy(t)), namespace)
+        }
+        None => (None, None),
+    };
+    Some(match (task, failed) {
+        (BackgroundTask::Watcher, true) => EventKind::WatcherFailed {
+            resource: target.unwrap_or_default(),
+            namespace,
+        },
+        (BackgroundTask::Multitasker, true) => EventKind::MultitaskerFailed,
+        (task, true) => EventKind::TaskFailed {
+            task,
+            target,
+            namespace,
+        },
+        (task, false) => EventKind::TaskFinished {
+            task,
+            target,
+            namespace,
+        },
     })
 }
 
@@ -766,6 +832,74 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(p)
             );
+        }
+    }
+
+    /// `{name.capitalize()} has failed: {e}` of every guarded task kopf names
+    /// (1.38.0, 1.43.0 and 1.45.2 `_core/reactor/running.py`, `orchestration.py`).
+    #[test]
+    fn background_tasks() {
+        assert_eq!(
+            kind("Peering keep-alive for default@ns1 has failed: APIForbiddenError('x')"),
+            EventKind::TaskFailed {
+                task: BackgroundTask::PeeringKeepAlive,
+                target: Some("default".into()),
+                namespace: Some("ns1".into()),
+            }
+        );
+        assert_eq!(
+            kind("Peering observer for default@none has failed: x"),
+            EventKind::TaskFailed {
+                task: BackgroundTask::PeeringObserver,
+                target: Some("default".into()),
+                namespace: None,
+            }
+        );
+        assert_eq!(
+            kind("Watcher for kopfexamples.v1.kopf.dev@ns1 has failed: x"),
+            EventKind::WatcherFailed {
+                resource: "kopfexamples.v1.kopf.dev".into(),
+                namespace: Some("ns1".into()),
+            }
+        );
+        assert_eq!(
+            kind("Watcher for kopfexamples.v1.kopf.dev@ns1 has finished unexpectedly."),
+            EventKind::TaskFinished {
+                task: BackgroundTask::Watcher,
+                target: Some("kopfexamples.v1.kopf.dev".into()),
+                namespace: Some("ns1".into()),
+            }
+        );
+        assert_eq!(
+            kind("Multidimensional multitasker has failed: x"),
+            EventKind::MultitaskerFailed
+        );
+        for task in BackgroundTask::ALL {
+            let name = task.as_str();
+            let capitalised = format!("{}{}", name[..1].to_uppercase(), &name[1..]);
+            let what = if task.has_target() { " x@none" } else { "" };
+            let failed = kind(&format!("{capitalised}{what} has failed: boom"));
+            assert_eq!(failed.background_task(), Some(task), "{name}");
+            assert_eq!(failed.kopf_level(), Some(crate::Level::Error), "{name}");
+            let finished = kind(&format!("{capitalised}{what} has finished unexpectedly."));
+            assert!(matches!(finished, EventKind::TaskFinished { .. }), "{name}");
+            assert_eq!(finished.background_task(), Some(task), "{name}");
+            // The quick path leaves them to the full one.
+            let f = Finders::new();
+            assert!(
+                f.quick_routine(format!("{capitalised}{what} has failed: boom").as_bytes())
+                    .is_none(),
+                "{name}"
+            );
+        }
+        for m in [
+            "Resource observer is fine",
+            "Health reporter has finished unexpectedly. Or not.",
+            "Watcher for x has finished",
+            "watcher for x@y has failed: lower case is not kopf's",
+            "Peering keep-alive has failed: no target",
+        ] {
+            assert_eq!(kind(m).background_task(), None, "{m}");
         }
     }
 

@@ -5,7 +5,7 @@
 //! time, level, logger, object reference and a recognised [`EventKind`]
 //! (handler outcomes, event-posting failures, RBAC `forbidden` errors,
 //! peering, fatal watcher failures, ...). The templates are kopf's own
-//! (read from kopf 1.45.2, 1.43.0 and 1.39.1, `_core/actions/execution.py`,
+//! (read from kopf 1.45.2, 1.43.0, 1.39.1 and 1.38.0, `_core/actions/execution.py`,
 //! `_cogs/clients/events.py`, `_core/reactor/observation.py` and others).
 //!
 //! All three `--log-format`s are understood, line by line (a log may mix them,
@@ -72,13 +72,16 @@ mod quick_json;
 mod redact;
 mod swar;
 mod time;
+mod version;
 
 pub use classify::{Classification, classify_message, parse_forbidden};
 pub use parser::{
-    Parser, ParserOptions, Records, Routine, RoutineStats, Stats, detect_format, records,
+    MAX_BUFFERED_LINE_BYTES, Parser, ParserOptions, Records, Routine, RoutineStats, Stats,
+    detect_format, records,
 };
-pub use redact::{excerpt, redact, strip_ansi};
+pub use redact::{MASK, excerpt, plain_text, redact, strip_ansi};
 pub use time::Timestamp;
+pub use version::{KopfVersion, VersionClue, VersionRange, VersionSignal, version_signal};
 
 use serde::Serialize;
 use std::fmt;
@@ -255,6 +258,110 @@ pub enum PermissionScope {
     WatchNamespaces,
 }
 
+/// One of kopf's guarded background tasks: those whose failure kopf logs as
+/// ERROR `{Name} has failed: {error}` (with a traceback) and whose return as
+/// WARNING `{Name} has finished unexpectedly.` (`_cogs/aiokits/aiotasks.py`,
+/// `guard()`, which capitalises the name: the rest of it is lower-cased).
+///
+/// The names are the same in kopf 1.38.0, 1.43.0 and 1.45.2:
+/// `_core/reactor/running.py` names the operator-wide tasks,
+/// `_core/reactor/orchestration.py` those per resource and namespace
+/// (`watcher for RES@NS`, `peering keep-alive for NAME@NS`, `peering
+/// observer for NAME@NS`; `NS` is `none` for cluster-wide ones).
+///
+/// Exists so that a check can name what died: up to 1.44 a failed watcher
+/// or peering task is not respawned and kopf runs on without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackgroundTask {
+    /// `watcher for RES@NS`: the watch-stream of a served resource.
+    Watcher,
+    /// `peering keep-alive for NAME@NS`: refreshes this operator's entry in a peering object.
+    PeeringKeepAlive,
+    /// `peering observer for NAME@NS`: watches a peering object for other operators.
+    PeeringObserver,
+    /// `multidimensional multitasker`: spawns the watchers and peering tasks.
+    Multitasker,
+    /// `resource observer`: watches CRDs for the resources to serve.
+    ResourceObserver,
+    /// `namespace observer`: watches namespaces for `-n` patterns.
+    NamespaceObserver,
+    /// `credentials retriever`: runs the login activities when credentials are needed.
+    CredentialsRetriever,
+    /// `poster of events`: posts the Kubernetes Events.
+    EventPoster,
+    /// `health reporter`: serves `--liveness`.
+    HealthReporter,
+    /// `daemon killer`: stops daemons and timers at exit.
+    DaemonKiller,
+    /// `admission insights chain`: watches for the admission configurations' changes.
+    AdmissionInsights,
+    /// `admission validating configuration manager`.
+    AdmissionValidatingManager,
+    /// `admission mutating configuration manager`.
+    AdmissionMutatingManager,
+    /// `admission webhook server`.
+    AdmissionServer,
+    /// `the command`: `kopf freeze`/`resume` and other one-off commands.
+    Command,
+}
+
+impl BackgroundTask {
+    /// The task's name as kopf gives it (lower case; `watcher for`,
+    /// `peering keep-alive for`, `peering observer for` are followed by
+    /// `RES@NS` or `NAME@NS`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackgroundTask::Watcher => "watcher for",
+            BackgroundTask::PeeringKeepAlive => "peering keep-alive for",
+            BackgroundTask::PeeringObserver => "peering observer for",
+            BackgroundTask::Multitasker => "multidimensional multitasker",
+            BackgroundTask::ResourceObserver => "resource observer",
+            BackgroundTask::NamespaceObserver => "namespace observer",
+            BackgroundTask::CredentialsRetriever => "credentials retriever",
+            BackgroundTask::EventPoster => "poster of events",
+            BackgroundTask::HealthReporter => "health reporter",
+            BackgroundTask::DaemonKiller => "daemon killer",
+            BackgroundTask::AdmissionInsights => "admission insights chain",
+            BackgroundTask::AdmissionValidatingManager => {
+                "admission validating configuration manager"
+            }
+            BackgroundTask::AdmissionMutatingManager => "admission mutating configuration manager",
+            BackgroundTask::AdmissionServer => "admission webhook server",
+            BackgroundTask::Command => "the command",
+        }
+    }
+
+    /// Every task, for lookups.
+    pub const ALL: [BackgroundTask; 15] = [
+        BackgroundTask::Watcher,
+        BackgroundTask::PeeringKeepAlive,
+        BackgroundTask::PeeringObserver,
+        BackgroundTask::Multitasker,
+        BackgroundTask::ResourceObserver,
+        BackgroundTask::NamespaceObserver,
+        BackgroundTask::CredentialsRetriever,
+        BackgroundTask::EventPoster,
+        BackgroundTask::HealthReporter,
+        BackgroundTask::DaemonKiller,
+        BackgroundTask::AdmissionInsights,
+        BackgroundTask::AdmissionValidatingManager,
+        BackgroundTask::AdmissionMutatingManager,
+        BackgroundTask::AdmissionServer,
+        BackgroundTask::Command,
+    ];
+
+    /// Whether the name is followed by `RES@NS` / `NAME@NS`.
+    pub fn has_target(self) -> bool {
+        matches!(
+            self,
+            BackgroundTask::Watcher
+                | BackgroundTask::PeeringKeepAlive
+                | BackgroundTask::PeeringObserver
+        )
+    }
+}
+
 /// The details of a Kubernetes RBAC denial, from
 /// `... is forbidden: User "U" cannot VERB resource "R" in API group "G" at the cluster scope|in the namespace "NS"`.
 ///
@@ -411,6 +518,32 @@ pub enum EventKind {
     },
     /// ERROR + traceback `Multidimensional multitasker has failed: ...` (fatal).
     MultitaskerFailed,
+    /// ERROR + traceback `{Task} has failed: ...` of a background task other
+    /// than a watcher ([`EventKind::WatcherFailed`]) or the multitasker
+    /// ([`EventKind::MultitaskerFailed`]): `Peering keep-alive for
+    /// default@ns has failed: ...`, `Peering observer for ...`, `Resource
+    /// observer has failed: ...`, `Poster of events has failed: ...` (see
+    /// [`BackgroundTask`]). Up to 1.44 kopf runs on without the task.
+    TaskFailed {
+        /// The task.
+        task: BackgroundTask,
+        /// The peering object's name of peering tasks (before the `@`).
+        target: Option<String>,
+        /// The namespace after the `@` (`None` for cluster-wide tasks).
+        namespace: Option<String>,
+    },
+    /// WARNING `{Task} has finished unexpectedly.`: a background task that
+    /// should run until the operator stops returned (a watcher or peering
+    /// task too: kopf then neither watches nor peers for it).
+    TaskFinished {
+        /// The task.
+        task: BackgroundTask,
+        /// The resource (`plural.version.group`) of a watcher, the peering
+        /// object's name of peering tasks (before the `@`).
+        target: Option<String>,
+        /// The namespace after the `@` (`None` for cluster-wide tasks).
+        namespace: Option<String>,
+    },
     /// ERROR + traceback `Throttling for N seconds due to an unexpected error: ...`
     Throttling {
         /// The delay.
@@ -451,6 +584,8 @@ impl EventKind {
             EventKind::PeeringResumed => "PeeringResumed",
             EventKind::WatcherFailed { .. } => "WatcherFailed",
             EventKind::MultitaskerFailed => "MultitaskerFailed",
+            EventKind::TaskFailed { .. } => "TaskFailed",
+            EventKind::TaskFinished { .. } => "TaskFinished",
             EventKind::Throttling { .. } => "Throttling",
             EventKind::OrphanedDaemon { .. } => "OrphanedDaemon",
             EventKind::ScopeFutureWarning => "ScopeFutureWarning",
@@ -469,6 +604,22 @@ impl EventKind {
             | EventKind::HandlerRetriesExceeded { handler }
             | EventKind::HandlerCancelled { handler }
             | EventKind::OrphanedDaemon { handler } => Some(handler),
+            _ => None,
+        }
+    }
+
+    /// The background task that failed or finished: [`BackgroundTask::Watcher`]
+    /// for [`EventKind::WatcherFailed`], [`BackgroundTask::Multitasker`] for
+    /// [`EventKind::MultitaskerFailed`], the task of [`EventKind::TaskFailed`]
+    /// and [`EventKind::TaskFinished`]. Exists so that a check names what
+    /// died whichever kind says it.
+    pub fn background_task(&self) -> Option<BackgroundTask> {
+        match self {
+            EventKind::WatcherFailed { .. } => Some(BackgroundTask::Watcher),
+            EventKind::MultitaskerFailed => Some(BackgroundTask::Multitasker),
+            EventKind::TaskFailed { task, .. } | EventKind::TaskFinished { task, .. } => {
+                Some(*task)
+            }
             _ => None,
         }
     }
@@ -502,6 +653,7 @@ impl EventKind {
             | EventKind::UnresolvedResources
             | EventKind::PeeringConflict
             | EventKind::OrphanedDaemon { .. }
+            | EventKind::TaskFinished { .. }
             | EventKind::ScopeFutureWarning => Level::Warning,
             EventKind::HandlerFailedTemporarily { .. }
             | EventKind::HandlerFailedWithException { .. }
@@ -512,6 +664,7 @@ impl EventKind {
             | EventKind::Forbidden { .. }
             | EventKind::WatcherFailed { .. }
             | EventKind::MultitaskerFailed
+            | EventKind::TaskFailed { .. }
             | EventKind::Throttling { .. } => Level::Error,
             EventKind::Other => return None,
         })
@@ -549,6 +702,10 @@ pub struct Record {
     pub forbidden: Option<Forbidden>,
     /// The request attempt of `Request attempt #N/M failed; ...` lines.
     pub request: Option<RequestAttempt>,
+    /// What the message's wording tells of kopf's version, when it is one
+    /// that changed between releases (see [`VersionClue`]); the whole log's
+    /// range is [`Stats::kopf_version`].
+    pub version: Option<VersionSignal>,
     /// The 1-based number of the record's first line in the input.
     pub line: u64,
     /// True when the message was cut at the bound.

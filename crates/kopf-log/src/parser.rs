@@ -1,181 +1,42 @@
-//! The streaming line parser: format detection, headers, object prefixes,
-//! JSON fields, traceback continuation lines, statistics.
+//! The streaming line parser: the state machine that turns lines into
+//! records (format detection, routine fast path, traceback continuation,
+//! statistics). Each format's details live in a module of its own:
+//! - [`full`]: the `full` header (`[asctime] logger [LEVEL   ] message`);
+//! - [`plain`]: the `[namespace/name] ` prefix and the `plain` format's known messages;
+//! - [`json`]: the `json` format's fields;
+//! - [`kubelet`]: the kubelet's `timestamps=true` prefix;
+//! - [`traceback`]: traceback continuation lines;
+//! - [`records`](mod@records): the iterator over a [`BufRead`](std::io::BufRead);
+//! - [`options`]: options, counters and the routine mode.
 
-use crate::classify::{
-    self, Finders, RoutineTag, first_word_end, forbidden_kind, handler_span, own,
-};
-use crate::quick_json::{self, Value, Visit, json_message};
+mod bounded;
+mod full;
+mod json;
+mod kubelet;
+mod options;
+mod plain;
+mod records;
+mod traceback;
+
+pub(crate) use bounded::bounded_lossy;
+pub use options::{MAX_BUFFERED_LINE_BYTES, ParserOptions, Routine, RoutineStats, Stats};
+pub use records::{Records, records};
+
+use crate::classify::{self, Finders, RoutineTag, forbidden_kind, own};
+use crate::quick_json::json_head;
 use crate::redact::strip_ansi_into;
-use crate::swar::find_near;
-use crate::time::{HourCache, Timestamp, parse_asctime_cached, parse_rfc3339_cached};
-use crate::{EventKind, Level, LogFormat, ObjectRef, Record};
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use crate::time::{HourCache, Timestamp};
+use crate::version::{self, VersionSignal};
+use crate::{EventKind, Level, LogFormat, Record};
+use bounded::bounded;
+use full::{FullHeader, is_full_header, parse_full};
+use kubelet::strip_kubelet;
+use plain::{known_plain, parse_prefix, split_prefix};
 use std::collections::VecDeque;
 use std::fmt;
-use std::io::{self, BufRead};
-
-/// Tuning of the parser; the defaults suit the auditor.
-///
-/// Exists so that the bounds (what is kept per record) and kopf's
-/// `--log-refkey` can be set by the caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParserOptions {
-    /// Another JSON key holding the object reference, as set with kopf's
-    /// `--log-refkey`; `object` is always accepted.
-    pub refkey: Option<String>,
-    /// Messages longer than this many bytes are cut (on a char boundary).
-    pub max_message_bytes: usize,
-    /// How many traceback lines a record keeps: the first ~2/3 and the last ~1/3,
-    /// with a `... N more lines ...` marker between.
-    pub max_traceback_lines: usize,
-    /// Longest traceback line kept, in bytes (longer ones are cut).
-    pub max_traceback_line_bytes: usize,
-    /// Longest input line read by [`records`] and [`Parser::push_chunk`];
-    /// the rest of a longer line is skipped (but counted in [`Stats::bytes`]).
-    pub max_line_bytes: usize,
-}
-
-impl Default for ParserOptions {
-    fn default() -> Self {
-        ParserOptions {
-            refkey: None,
-            max_message_bytes: 4096,
-            max_traceback_lines: 16,
-            max_traceback_line_bytes: 512,
-            max_line_bytes: 1 << 20,
-        }
-    }
-}
-
-/// Counters over everything the parser was given.
-///
-/// Exists for `runtime.unparsed-logs` (most lines not kopf's) and for the
-/// gathering's byte accounting.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Stats {
-    /// Lines given to the parser.
-    pub lines: u64,
-    /// Lines that start a record in one of kopf's formats (`full` header,
-    /// kopf JSON, or a `plain` line with an object prefix or a known kopf message).
-    pub kopf_lines: u64,
-    /// Lines absorbed as tracebacks into the record before them.
-    pub continuation_lines: u64,
-    /// Bytes given (line terminators included when read through [`records`]
-    /// or [`Parser::push_chunk`]).
-    pub bytes: u64,
-    /// Records emitted.
-    pub records: u64,
-}
-
-impl Stats {
-    /// The share of non-continuation lines that are kopf's, `0.0..=1.0`
-    /// (1.0 for no lines).
-    pub fn kopf_ratio(&self) -> f64 {
-        let heads = self.lines.saturating_sub(self.continuation_lines);
-        if heads == 0 {
-            1.0
-        } else {
-            self.kopf_lines as f64 / heads as f64
-        }
-    }
-}
-
-/// What the parser does with routine records: those with the kind
-/// [`EventKind::Other`], [`EventKind::HandlerSucceeded`] or
-/// [`EventKind::CauseProcessed`] and no RBAC denial ([`Record::is_routine`]).
-///
-/// Exists because a kopf log is mostly routine (handler successes, `is
-/// processed` summaries, INFO/DEBUG chatter, non-kopf output) and the auditor
-/// keeps none of it: building a full [`Record`] per routine line is most of the
-/// parser's cost. Set with [`Parser::with_routine`] or [`Records::with_routine`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Routine {
-    /// Every record is built and returned (the default, and the only mode
-    /// before `Routine` existed).
-    #[default]
-    Keep,
-    /// Routine records are counted in [`Stats`] (lines, kopf lines, records:
-    /// the same figures as with [`Routine::Keep`]) but not returned, and most
-    /// are never built: cheap prefix checks on the line recognise them without
-    /// allocating or parsing JSON with serde. Every other record is returned
-    /// exactly as [`Routine::Keep`] returns it, tracebacks included: the
-    /// output equals the [`Routine::Keep`] output without the routine records.
-    Count,
-}
-
-/// How the routine records a [`Routine::Count`] parser dropped were recognised.
-///
-/// Exists so that tests and the benchmark can check that the fast path is
-/// the one taken (a regression to `built` keeps the output right but slow).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct RoutineStats {
-    /// Recognised by the quick checks on the line, never built.
-    pub quick: u64,
-    /// Built in full first (lines the quick checks could not decide, or a
-    /// routine record a traceback attached to), then dropped.
-    pub built: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trace {
-    /// No traceback has started after the record's line.
-    Idle,
-    /// Inside `Traceback (most recent call last):` ... frames.
-    Frames,
-    /// After the exception line (`ValueError: boom`).
-    AfterException,
-}
-
-/// Bounded traceback lines: the first ones, a count of the omitted middle, the last ones.
-#[derive(Default)]
-struct Tb {
-    head: Vec<String>,
-    tail: VecDeque<String>,
-    omitted: usize,
-    blanks: usize,
-    head_max: usize,
-    tail_max: usize,
-}
-
-impl Tb {
-    fn new(max_lines: usize) -> Self {
-        let max_lines = max_lines.max(2);
-        Tb {
-            head_max: max_lines - max_lines / 3,
-            tail_max: max_lines / 3,
-            ..Tb::default()
-        }
-    }
-
-    fn push(&mut self, s: String) {
-        if self.head.len() < self.head_max {
-            self.head.push(s);
-        } else if self.tail_max == 0 {
-            self.omitted += 1;
-        } else {
-            if self.tail.len() == self.tail_max {
-                self.tail.pop_front();
-                self.omitted += 1;
-            }
-            self.tail.push_back(s);
-        }
-    }
-
-    /// The kept lines, with a marker for the omitted ones (trailing blanks dropped).
-    fn into_lines(self) -> Vec<String> {
-        let Tb {
-            mut head,
-            tail,
-            omitted,
-            ..
-        } = self;
-        if omitted > 0 {
-            head.push(format!("... {omitted} more lines ..."));
-        }
-        head.extend(tail);
-        head
-    }
-}
+use traceback::{
+    Tb, Trace, accepts_traceback, is_chain_header, is_traceback_start, may_start_traceback,
+};
 
 struct Pending {
     rec: Record,
@@ -198,6 +59,8 @@ struct Light {
     /// Whether a traceback may attach to it; then its line is kept in
     /// `Parser::light_line`, to build it if one does.
     accepts: bool,
+    /// Its level is DEBUG (counts in [`Stats::debug_records`]).
+    debug: bool,
     kubelet: Option<Timestamp>,
     line: u64,
 }
@@ -208,6 +71,10 @@ struct Quick {
     kopf: bool,
     /// Whether a traceback may attach ([`accepts_traceback`]).
     accepts: bool,
+    /// Its level is DEBUG.
+    debug: bool,
+    /// What its wording tells of kopf's version.
+    version: Option<VersionSignal>,
 }
 
 /// Where the parser puts completed records.
@@ -249,6 +116,9 @@ struct LineHint {
     /// The next line may start a traceback (false only when it is known not
     /// to): a routine record's line is kept for one only then.
     traceback_next: bool,
+    /// The line was cut at [`Parser::line_bound`]: its record is
+    /// [`Record::truncated`].
+    cut: bool,
 }
 
 impl LineHint {
@@ -256,7 +126,16 @@ impl LineHint {
     const UNKNOWN: LineHint = LineHint {
         esc: true,
         traceback_next: true,
+        cut: false,
     };
+
+    /// Nothing known about a line cut (`cut`) or not at the bound.
+    fn unknown(cut: bool) -> LineHint {
+        LineHint {
+            cut,
+            ..LineHint::UNKNOWN
+        }
+    }
 }
 
 /// The next ANSI escape in a buffer at or after the current line
@@ -283,6 +162,7 @@ impl Ahead {
         LineHint {
             esc: self.esc < end,
             traceback_next: true,
+            cut: false,
         }
     }
 }
@@ -307,7 +187,7 @@ pub struct Parser {
     carry_dropped: bool,
     kubelet_hours: HourCache,
     asctime_hours: HourCache,
-    /// The seconds of JSON records' `timestamp` (see [`quick_fields`]).
+    /// The seconds of JSON records' `timestamp` (see `quick_fields` in [`json`]).
     json_hours: HourCache,
 }
 
@@ -380,8 +260,15 @@ impl Parser {
     }
 
     /// Parses a chunk of a byte stream (lines split anywhere), appending the
-    /// completed records to `out`. Lines longer than
-    /// [`ParserOptions::max_line_bytes`] are cut. Call [`Parser::finish`] at the end.
+    /// completed records to `out`. Call [`Parser::finish`] at the end.
+    ///
+    /// Memory stays bounded whatever the stream: of a line that the chunk
+    /// does not end, at most [`Parser::line_bound`] bytes (never more than
+    /// [`MAX_BUFFERED_LINE_BYTES`]) are kept until its newline comes; the
+    /// rest of a longer line is dropped as it arrives, never buffered. A line
+    /// longer than the bound is cut there, whether it came in one chunk or
+    /// many: its record keeps the bounded prefix and is
+    /// [`Record::truncated`], and the line counts in [`Stats::cut_lines`].
     pub fn push_chunk<E: Extend<Record>>(&mut self, chunk: &[u8], out: &mut E) {
         self.stats.bytes += chunk.len() as u64;
         let mut rest = chunk;
@@ -394,7 +281,8 @@ impl Parser {
             self.append_carry(&rest[..i]);
             rest = &rest[i + 1..];
             let line = std::mem::take(&mut self.carry);
-            self.line(&line, LineHint::UNKNOWN, &mut Extending(out));
+            let hint = LineHint::unknown(self.carry_dropped);
+            self.line(&line, hint, &mut Extending(out));
             self.carry = line;
             self.carry.clear();
             self.carry_dropped = false;
@@ -404,7 +292,7 @@ impl Parser {
     }
 
     /// Parses every `\n`-terminated line of `buf` (each cut to
-    /// [`ParserOptions::max_line_bytes`]), appending completed records to
+    /// [`Parser::line_bound`]), appending completed records to
     /// `out`; returns how many bytes that was (the unterminated rest is left
     /// to the caller). Does not count [`Stats::bytes`].
     ///
@@ -425,8 +313,9 @@ impl Parser {
             hint.traceback_next = next_end.is_none_or(|next_end| {
                 ahead.esc < next_end || may_start_traceback(&buf[end + 1..next_end])
             });
-            let cut = (end - start).min(self.opts.max_line_bytes);
-            self.line(&buf[start..start + cut], hint, out);
+            let bound = self.line_bound();
+            hint.cut = end - start > bound;
+            self.line(&buf[start..start + (end - start).min(bound)], hint, out);
             start = end + 1;
             match next_end {
                 Some(next_end) => end = next_end,
@@ -435,8 +324,23 @@ impl Parser {
         }
     }
 
+    /// The most bytes of one line that [`Parser::push_chunk`] and [`records()`]
+    /// keep: [`ParserOptions::max_line_bytes`], at most
+    /// [`MAX_BUFFERED_LINE_BYTES`]; the rest of a longer line is dropped.
+    pub fn line_bound(&self) -> usize {
+        self.opts.max_line_bytes.min(MAX_BUFFERED_LINE_BYTES)
+    }
+
+    /// How many bytes of an unterminated line [`Parser::push_chunk`] holds
+    /// now (at most [`Parser::line_bound`]), waiting for its newline. Exists
+    /// so that callers and tests can check the parser's memory bound.
+    pub fn buffered_bytes(&self) -> usize {
+        self.carry.len()
+    }
+
+    /// Keeps `part` of the unterminated line, up to the bound.
     fn append_carry(&mut self, part: &[u8]) {
-        let room = self.opts.max_line_bytes.saturating_sub(self.carry.len());
+        let room = self.line_bound().saturating_sub(self.carry.len());
         if part.len() > room {
             self.carry_dropped = true;
         }
@@ -451,8 +355,8 @@ impl Parser {
         let mut first = None;
         if !self.carry.is_empty() || self.carry_dropped {
             let line = std::mem::take(&mut self.carry);
-            self.carry_dropped = false;
-            self.line(&line, LineHint::UNKNOWN, &mut first);
+            let hint = LineHint::unknown(std::mem::take(&mut self.carry_dropped));
+            self.line(&line, hint, &mut first);
         }
         let mut last = None;
         if let Some(p) = self.pending.take() {
@@ -469,6 +373,9 @@ impl Parser {
                     tb: Tb::new(0),
                 })));
                 self.stats.records -= 1;
+                if let Some(Slot::Full(p)) = &self.pending {
+                    self.stats.debug_records -= u64::from(p.rec.level == Some(Level::Debug));
+                }
                 Some(a)
             }
             (a, b) => a.or(b),
@@ -478,6 +385,9 @@ impl Parser {
     fn line<S: Sink>(&mut self, raw: &[u8], hint: LineHint, out: &mut S) {
         self.line_no += 1;
         self.stats.lines += 1;
+        if hint.cut {
+            self.stats.cut_lines += 1;
+        }
         let mut l = raw;
         if let Some(x) = l.strip_suffix(b"\n") {
             l = x;
@@ -509,11 +419,16 @@ impl Parser {
             return;
         }
         let line_no = self.line_no;
+        // A cut line is built in full: its record must say it was cut.
         if self.routine == Routine::Count
+            && !hint.cut
             && let Some(q) = self.quick_head(l)
         {
             if q.kopf {
                 self.stats.kopf_lines += 1;
+            }
+            if let Some(v) = q.version {
+                self.stats.kopf_version.narrow(v.range);
             }
             // Only the next line can attach a traceback to a routine record.
             let accepts = q.accepts && hint.traceback_next;
@@ -523,6 +438,7 @@ impl Parser {
             }
             let light = Light {
                 accepts,
+                debug: q.debug,
                 kubelet,
                 line: line_no,
             };
@@ -531,7 +447,8 @@ impl Parser {
             }
             return;
         }
-        let p = self.open(l, kubelet, line_no);
+        let mut p = self.open(l, kubelet, line_no);
+        p.rec.truncated |= hint.cut;
         if p.rec.format.is_some() {
             self.stats.kopf_lines += 1;
         }
@@ -559,8 +476,9 @@ impl Parser {
     /// it is routine and the mode is [`Routine::Count`].
     fn close<S: Sink>(&mut self, slot: Slot, out: &mut S) {
         match slot {
-            Slot::Light(_) => {
+            Slot::Light(light) => {
                 self.stats.records += 1;
+                self.stats.debug_records += u64::from(light.debug);
                 self.dropped.quick += 1;
             }
             Slot::Full(p) => {
@@ -579,22 +497,35 @@ impl Parser {
     /// traceback of its own) and tells its format and whether a traceback may
     /// attach. `None` when unsure: the line is then parsed in full.
     fn quick_head(&self, l: &[u8]) -> Option<Quick> {
+        // Only [`RoutineTag::Other`] messages can tell a version (the
+        // success and processed templates are the same in every release).
+        let version = |tag: RoutineTag, rest: &[u8]| {
+            if tag == RoutineTag::Other {
+                version::signal(rest)
+            } else {
+                None
+            }
+        };
         if l.first() == Some(&b'{') {
             // `Parser::json` would accept the line with this message and no `exc_info`.
-            let msg = json_message(l)?;
+            let (msg, level) = json_head(l)?;
             let rest = split_prefix(msg).map_or(msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest)?;
+            let tag = self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
                 accepts: false,
+                debug: level == Some(Level::Debug),
+                version: version(tag, rest),
             });
         }
         if let Some(h) = parse_full(l, &self.asctime_hours) {
             let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
-            self.finders.quick_routine(rest)?;
+            let tag = self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
                 accepts: !matches!(h.level, Some(Level::Debug | Level::Info)),
+                debug: h.level == Some(Level::Debug),
+                version: version(tag, rest),
             });
         }
         if is_traceback_start(l) {
@@ -608,6 +539,8 @@ impl Parser {
         Some(Quick {
             kopf: object || tag != RoutineTag::Other || known_plain(rest, None),
             accepts: true,
+            debug: false,
+            version: version(tag, rest),
         })
     }
 
@@ -708,6 +641,7 @@ impl Parser {
             }
         }
         self.stats.records += 1;
+        self.stats.debug_records += u64::from(rec.level == Some(Level::Debug));
         rec
     }
 
@@ -754,6 +688,10 @@ impl Parser {
             Trace::Idle
         };
         let (message, truncated) = bounded(msg, whole, self.opts.max_message_bytes);
+        let version = version::signal(msg);
+        if let Some(v) = version {
+            self.stats.kopf_version.narrow(v.range);
+        }
         let rec = Record {
             timestamp: timestamp.or(kubelet),
             kubelet_timestamp: kubelet,
@@ -766,136 +704,12 @@ impl Parser {
             traceback: Vec::new(),
             forbidden: c.forbidden,
             request: c.request,
+            version,
             line,
             truncated,
         };
         (rec, trace)
     }
-
-    fn json(
-        &mut self,
-        l: &[u8],
-        whole: Option<&str>,
-        kubelet: Option<Timestamp>,
-        line: u64,
-    ) -> Option<Record> {
-        let refkey = self.opts.refkey.as_deref().unwrap_or("object");
-        let seed = LineSeed { refkey };
-        let quick = whole.and_then(|text| quick_fields(text, refkey, &self.json_hours));
-        let fields = match (quick, whole) {
-            (Some(fields), _) => fields,
-            // Already valid UTF-8: serde_json skips re-validating each string.
-            (None, Some(text)) => {
-                let mut de = serde_json::Deserializer::from_str(text);
-                let f = seed.deserialize(&mut de).ok()?;
-                de.end().ok()?;
-                f
-            }
-            (None, None) => {
-                let mut de = serde_json::Deserializer::from_slice(l);
-                let f = seed.deserialize(&mut de).ok()?;
-                de.end().ok()?;
-                f
-            }
-        };
-        let Some(mut message) = fields.message else {
-            // JSON, but not kopf's: keep the raw line.
-            let c = classify::classify(l, whole, &self.finders);
-            let (message, truncated) = bounded(l, whole, self.opts.max_message_bytes);
-            return Some(Record {
-                timestamp: kubelet,
-                kubelet_timestamp: kubelet,
-                level: None,
-                logger: None,
-                object: None,
-                message,
-                kind: c.kind,
-                format: None,
-                traceback: Vec::new(),
-                forbidden: c.forbidden,
-                request: c.request,
-                line,
-                truncated,
-            });
-        };
-        // `--log-prefix` also prefixes JSON messages.
-        let mut object = fields.object;
-        if let Some((o, rest)) = parse_prefix(message.as_bytes(), Some(&message)) {
-            let skip = message.len() - rest.len();
-            object = object.or(Some(o));
-            message.drain(..skip);
-        }
-        let c = classify::classify(message.as_bytes(), Some(&message), &self.finders);
-        let mut forbidden = c.forbidden;
-        let mut traceback = Vec::new();
-        if let Some(exc) = fields.exc_info {
-            let mut tb = Tb::new(self.opts.max_traceback_lines);
-            let max_bytes = self.opts.max_traceback_line_bytes;
-            let finders = &self.finders;
-            let mut each = |t: &str| {
-                let b = t.as_bytes();
-                tb.push(bounded_lossy(b, max_bytes).0);
-                if forbidden.is_none() {
-                    forbidden = finders.forbidden_in(b);
-                }
-            };
-            match exc {
-                ExcInfo::Text(s) => s.lines().for_each(&mut each),
-                ExcInfo::Lines(v) => v.iter().flat_map(|s| s.lines()).for_each(&mut each),
-            }
-            traceback = tb.into_lines();
-        }
-        let kind = match c.kind {
-            EventKind::Other | EventKind::RequestRetry { .. } if forbidden.is_some() => forbidden
-                .clone()
-                .map(forbidden_kind)
-                .unwrap_or(EventKind::Other),
-            k => k,
-        };
-        let level = fields.severity.or(fields.levelname);
-        let timestamp = fields.timestamp.or(kubelet);
-        let truncated = truncate_string(&mut message, self.opts.max_message_bytes);
-        Some(Record {
-            timestamp,
-            kubelet_timestamp: kubelet,
-            level,
-            logger: fields.logger,
-            object,
-            message,
-            kind,
-            format: Some(LogFormat::Json),
-            traceback,
-            forbidden,
-            request: c.request,
-            line,
-            truncated,
-        })
-    }
-}
-
-/// kopf logs tracebacks only with `logger.exception()` (ERROR); a traceback
-/// after an INFO/DEBUG record, or after a JSON record (whose tracebacks are in
-/// `exc_info`), is Python's own output and starts a record of its own.
-fn accepts_traceback(rec: &Record) -> bool {
-    rec.format != Some(LogFormat::Json)
-        && !(rec.format == Some(LogFormat::Full)
-            && matches!(rec.level, Some(Level::Debug | Level::Info)))
-}
-
-fn is_traceback_start(l: &[u8]) -> bool {
-    let t = l.trim_ascii();
-    t.len() < 80 && t.ends_with(b"Traceback (most recent call last):")
-}
-
-/// Whether a raw line (kubelet timestamp included, no ANSI code) may be one
-/// that [`is_traceback_start`] accepts: a cheap superset of it.
-fn may_start_traceback(raw: &[u8]) -> bool {
-    raw.trim_ascii_end().ends_with(b"last):")
-}
-
-fn is_chain_header(l: &[u8]) -> bool {
-    l.starts_with(b"The above exception was the direct cause of the following exception:")
-        || l.starts_with(b"During handling of the above exception, another exception occurred:")
 }
 
 /// Detects the format of one line (after the kubelet timestamp and ANSI codes,
@@ -909,926 +723,5 @@ pub fn detect_format(line: &[u8]) -> Option<LogFormat> {
     p.finish().and_then(|r| r.format)
 }
 
-/// Strips the kubelet's `timestamps=true` prefix (`2026-11-30T02:41:55.039412345Z `).
-fn strip_kubelet<'l>(l: &'l [u8], hours: &HourCache) -> (Option<Timestamp>, &'l [u8]) {
-    // The kubelet's own form in the second of the line before: most lines.
-    if let Some((ts, rest)) = hours.kubelet_prefix(l) {
-        return (Some(ts), rest);
-    }
-    if l.len() >= 20
-        && l[4] == b'-'
-        && l[10] == b'T'
-        && let Some((ts, n)) = parse_rfc3339_cached(l, hours)
-    {
-        if l.get(n) == Some(&b' ') {
-            return (Some(ts), &l[n + 1..]);
-        }
-        if n == l.len() {
-            return (Some(ts), &[]);
-        }
-    }
-    (None, l)
-}
-
-fn is_full_header(l: &[u8]) -> bool {
-    l.len() >= 26
-        && l[0] == b'['
-        && l[5] == b'-'
-        && l[8] == b'-'
-        && l[11] == b' '
-        && l[14] == b':'
-        && l[20] == b','
-        && l[24] == b']'
-        && l[25] == b' '
-}
-
-/// `[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] message`
-/// (`%(name)-20.20s [%(levelname)-8.8s]`).
-/// The parts of a `full` format line.
-struct FullHeader<'a> {
-    ts: Timestamp,
-    logger: &'a [u8],
-    level: Option<Level>,
-    msg: &'a [u8],
-}
-
-fn parse_full<'l>(l: &'l [u8], hours: &HourCache) -> Option<FullHeader<'l>> {
-    if !is_full_header(l) {
-        return None;
-    }
-    let ts = parse_asctime_cached(&l[1..24], hours)?;
-    // Fast path: an ASCII logger name of exactly 20 (padded/cut) characters.
-    let at = if l.len() >= 57 && l[46] == b' ' && l[47] == b'[' && l[56] == b']' {
-        46
-    } else {
-        // Non-ASCII logger names are 20 characters but more bytes: search.
-        let limit = l.len().min(26 + 20 * 4 + 1);
-        (26..limit).find(|&i| {
-            l.get(i) == Some(&b' ') && l.get(i + 1) == Some(&b'[') && l.get(i + 10) == Some(&b']')
-        })?
-    };
-    let logger = &l[26..at];
-    let level_raw = &l[at + 2..at + 10];
-    let level = padded_level(level_raw)
-        .or_else(|| std::str::from_utf8(level_raw).ok().and_then(Level::parse));
-    let rest = &l[at + 11..];
-    let msg = rest.strip_prefix(b" ").unwrap_or(rest);
-    Some(FullHeader {
-        ts,
-        logger,
-        level,
-        msg,
-    })
-}
-
-/// The levels exactly as `[%(levelname)-8.8s]` writes them, without the
-/// general [`Level::parse`] (trimming, UTF-8 check, case folding): the
-/// `full` header of nearly every line takes this path.
-fn padded_level(raw: &[u8]) -> Option<Level> {
-    match raw {
-        b"INFO    " => Some(Level::Info),
-        b"DEBUG   " => Some(Level::Debug),
-        b"WARNING " => Some(Level::Warning),
-        b"ERROR   " => Some(Level::Error),
-        b"CRITICAL" => Some(Level::Critical),
-        _ => None,
-    }
-}
-
-/// `[namespace/name] ` or `[name] ` (kopf's `ObjectPrefixingMixin`).
-fn parse_prefix<'m>(m: &'m [u8], whole: Option<&str>) -> Option<(ObjectRef, &'m [u8])> {
-    let (ns, name, rest) = split_prefix(m)?;
-    // Only ASCII passed the checks of `split_prefix`: these conversions cannot fail.
-    let obj = ObjectRef {
-        namespace: ns.map(|n| own(whole, n)),
-        name: own(whole, name),
-        kind: None,
-        uid: None,
-    };
-    Some((obj, rest))
-}
-
-/// [`parse_prefix`] without allocating: (namespace, name, rest of the message).
-type PrefixParts<'m> = (Option<&'m [u8]>, &'m [u8], &'m [u8]);
-
-fn split_prefix(m: &[u8]) -> Option<PrefixParts<'_>> {
-    if m.first() != Some(&b'[') {
-        return None;
-    }
-    let limit = m.len().min(1 + 63 + 1 + 253 + 2);
-    let close = find_near(b']', &m[..limit])?;
-    if m.get(close + 1) != Some(&b' ') {
-        return None;
-    }
-    let inner = &m[1..close];
-    let (ns, name) = match find_near(b'/', inner) {
-        Some(s) => (Some(&inner[..s]), &inner[s + 1..]),
-        None => (None, inner),
-    };
-    if name.is_empty() || name.len() > 253 || !all_in(name, &NAME_BYTES) {
-        return None;
-    }
-    if let Some(ns) = ns
-        && (ns.is_empty() || ns.len() > 63 || !all_in(ns, &NAMESPACE_BYTES))
-    {
-        return None;
-    }
-    Some((ns, name, &m[close + 2..]))
-}
-
-/// The bytes [`split_prefix`] accepts in a name: ASCII alphanumerics and
-/// `-._:@+`. A table: one load per byte instead of a chain of compares.
-static NAME_BYTES: [bool; 256] = {
-    let mut set = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        let b = c as u8;
-        set[c] = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':' | b'@' | b'+');
-        c += 1;
-    }
-    set
-};
-
-/// The bytes of a namespace (an RFC 1123 label): `a-z`, `0-9`, `-`.
-static NAMESPACE_BYTES: [bool; 256] = {
-    let mut set = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        let b = c as u8;
-        set[c] = b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
-        c += 1;
-    }
-    set
-};
-
-/// Whether every byte of `b` is in `set`; without a branch per byte, since
-/// names are short and nearly always valid.
-fn all_in(b: &[u8], set: &[bool; 256]) -> bool {
-    b.iter().fold(true, |ok, &c| ok & set[usize::from(c)])
-}
-
-/// Frequent kopf messages that have no [`EventKind`] but still mark a `plain`
-/// line as kopf's (for [`Stats::kopf_lines`]).
-fn known_plain(m: &[u8], _whole: Option<&str>) -> bool {
-    const PREFIXES: &[&[u8]] = &[
-        b"Starting Kopf ",
-        b"Initial authentication has been initiated.",
-        b"Re-authentication has been initiated.",
-        b"Adding the finalizer",
-        b"Removing the finalizer",
-        b"Patching with: ",
-        b"Merge-patching the ",
-        b"JSON-patching the ",
-        b"Something has changed, but we are not interested",
-        b"Deleted, really deleted, and we are notified.",
-        b"Deletion, but we are done with it",
-        b"Handling cycle is finished",
-        b"Sleeping for ",
-        b"Sleeping was ",
-        b"Stop-flag is ",
-        b"Signal ",
-        b"Throttling is over.",
-        b"Starting the watch-stream for ",
-        b"Stopping the watch-stream for ",
-        b"Restarting the watch-stream for ",
-        b"Pausing the watch-stream for ",
-        b"Resuming the watch-stream for ",
-        b"Keep-alive in ",
-        b"Serving health status at ",
-        b"Client is configured ",
-        b"Async client is configured ",
-        b"Request attempt #",
-        b"Non-watchable resources will not be served",
-        b"Non-patchable resources will not be served",
-        b"Ambiguous resources will not be served",
-        b"Event processing has failed with an unrecoverable error",
-    ];
-    /// The first bytes of `PREFIXES`: most noise lines start otherwise and
-    /// skip the 31 comparisons.
-    const FIRST_BYTES: [bool; 256] = {
-        let mut set = [false; 256];
-        let mut i = 0;
-        while i < PREFIXES.len() {
-            set[PREFIXES[i][0] as usize] = true;
-            i += 1;
-        }
-        set
-    };
-    if handler_span(m).is_some() {
-        return true;
-    }
-    let first = m.first().map_or(0, |&b| usize::from(b));
-    (FIRST_BYTES[first] && PREFIXES.iter().any(|p| m.starts_with(p)))
-        || first_word_end(m).is_some_and(|n| m[n..].starts_with(b" is superseded by "))
-        || m.ends_with(b" has been initiated.")
-}
-
-/// Lossy UTF-8 of at most `max` bytes (after replacement characters), cut on
-/// a char boundary; true when cut.
-pub(crate) fn bounded_lossy(b: &[u8], max: usize) -> (String, bool) {
-    bounded(b, None, max)
-}
-
-/// [`bounded_lossy`] of a sub-slice of `whole` (copied without re-validation).
-pub(crate) fn bounded(b: &[u8], whole: Option<&str>, max: usize) -> (String, bool) {
-    let mut cut = b.len() > max;
-    let mut end = b.len().min(max);
-    // Back off over UTF-8 continuation bytes (at most 3 for valid text).
-    let mut steps = 0;
-    while cut && end > 0 && steps < 3 && (b[end] & 0xC0) == 0x80 {
-        end -= 1;
-        steps += 1;
-    }
-    let mut s = own(whole, &b[..end]);
-    // Invalid bytes become 3-byte replacement characters: re-apply the bound.
-    cut |= truncate_string(&mut s, max);
-    (s, cut)
-}
-
-fn truncate_string(s: &mut String, max: usize) -> bool {
-    if s.len() <= max {
-        return false;
-    }
-    let mut end = max;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.truncate(end);
-    true
-}
-
-// ---------------------------------------------------------------------------
-// JSON: one pass over the line, allocating only for the keys kopf writes.
-
-#[cfg_attr(test, derive(Debug, PartialEq))]
-enum ExcInfo {
-    Text(String),
-    Lines(Vec<String>),
-}
-
-#[derive(Default)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
-struct JsonFields {
-    message: Option<String>,
-    timestamp: Option<Timestamp>,
-    severity: Option<Level>,
-    levelname: Option<Level>,
-    logger: Option<String>,
-    object: Option<ObjectRef>,
-    exc_info: Option<ExcInfo>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Message,
-    Timestamp,
-    Severity,
-    Levelname,
-    Logger,
-    Object,
-    ExcInfo,
-    Other,
-}
-
-struct KeySeed<'a> {
-    refkey: &'a str,
-}
-
-impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Key;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl Visitor<'_> for KeySeed<'_> {
-    type Value = Key;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a key")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(Key::of(v.as_bytes(), self.refkey))
-    }
-}
-
-impl Key {
-    /// What a top-level key of a JSON line holds (serde's [`KeySeed`] and
-    /// [`QuickFields`] read the same keys).
-    fn of(k: &[u8], refkey: &str) -> Key {
-        match k {
-            b"message" => Key::Message,
-            b"timestamp" | b"asctime" | b"time" => Key::Timestamp,
-            b"severity" => Key::Severity,
-            b"levelname" | b"level" => Key::Levelname,
-            b"name" | b"logger" => Key::Logger,
-            b"exc_info" => Key::ExcInfo,
-            b"object" => Key::Object,
-            k if k == refkey.as_bytes() => Key::Object,
-            _ => Key::Other,
-        }
-    }
-}
-
-struct LineSeed<'a> {
-    refkey: &'a str,
-}
-
-impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
-    type Value = JsonFields;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<JsonFields, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LineSeed<'_> {
-    type Value = JsonFields;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonFields, A::Error> {
-        let mut out = JsonFields::default();
-        while let Some(key) = map.next_key_seed(KeySeed {
-            refkey: self.refkey,
-        })? {
-            match key {
-                Key::Message => out.message = map.next_value_seed(Lenient)?,
-                Key::Timestamp => out.timestamp = map.next_value_seed(Parsed(parse_ts))?,
-                Key::Severity => out.severity = map.next_value_seed(Parsed(Level::parse))?,
-                Key::Levelname => out.levelname = map.next_value_seed(Parsed(Level::parse))?,
-                Key::Logger => out.logger = map.next_value_seed(Lenient)?,
-                Key::Object => out.object = map.next_value_seed(ObjectSeed)?,
-                Key::ExcInfo => out.exc_info = map.next_value_seed(ExcSeed)?,
-                Key::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// The `visit_*` methods of a visitor whose value is an `Option`: booleans,
-/// numbers and `null` read as `None` (serde's defaults refuse them). Written
-/// once for the seeds that want only a string, a map or a list.
-macro_rules! scalars_are_none {
-    () => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-    };
-}
-
-/// Any JSON value: strings and scalars as text, containers skipped.
-struct Lenient;
-
-impl<'de> DeserializeSeed<'de> for Lenient {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Lenient {
-    type Value = Option<String>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any value")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(v.to_owned()))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Some(v))
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Some(v.to_string()))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-}
-
-fn parse_ts(s: &str) -> Option<Timestamp> {
-    Timestamp::parse_rfc3339(s)
-}
-
-/// A string value parsed in place (no allocation); other values are skipped.
-struct Parsed<T>(fn(&str) -> Option<T>);
-
-impl<'de, T> DeserializeSeed<'de> for Parsed<T> {
-    type Value = Option<T>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de, T> Visitor<'de> for Parsed<T> {
-    type Value = Option<T>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any value")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((self.0)(v))
-    }
-    scalars_are_none!();
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Lenient.visit_seq(seq).map(|_| None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Lenient.visit_map(map).map(|_| None)
-    }
-}
-
-/// kopf's `object` (`apiVersion, kind, name, uid, namespace`); anything else is skipped.
-struct ObjectSeed;
-
-impl<'de> DeserializeSeed<'de> for ObjectSeed {
-    type Value = Option<ObjectRef>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-struct ObjKey(u8);
-
-impl<'de> de::Deserialize<'de> for ObjKey {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = ObjKey;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ObjKey, E> {
-                Ok(ObjKey(match v {
-                    "name" => 1,
-                    "namespace" => 2,
-                    "kind" => 3,
-                    "uid" => 4,
-                    _ => 0,
-                }))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-impl<'de> Visitor<'de> for ObjectSeed {
-    type Value = Option<ObjectRef>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object reference")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (mut name, mut namespace, mut kind, mut uid) = (None, None, None, None);
-        while let Some(ObjKey(k)) = map.next_key()? {
-            match k {
-                1 => name = map.next_value_seed(Lenient)?,
-                2 => namespace = map.next_value_seed(Lenient)?,
-                3 => kind = map.next_value_seed(Lenient)?,
-                4 => uid = map.next_value_seed(Lenient)?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(object_ref(name, namespace, kind, uid))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Lenient.visit_seq(seq).map(|_| None)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    scalars_are_none!();
-}
-
-/// kopf's object reference from its JSON fields (each cut at 512 bytes):
-/// none without a name, no namespace when it is empty.
-fn object_ref(
-    name: Option<String>,
-    namespace: Option<String>,
-    kind: Option<String>,
-    uid: Option<String>,
-) -> Option<ObjectRef> {
-    let cap = |s: Option<String>| {
-        s.map(|mut s| {
-            truncate_string(&mut s, 512);
-            s
-        })
-    };
-    cap(name).map(|name| ObjectRef {
-        namespace: cap(namespace).filter(|n| !n.is_empty()),
-        name,
-        kind: cap(kind),
-        uid: cap(uid),
-    })
-}
-
-/// The fields of a simple JSON line (see [`quick_json::walk`]) read without
-/// serde: what [`LineSeed`] reads, or `None` wherever the two could differ
-/// (a key read twice, a scalar other than a string or `null` where a string
-/// is read, `exc_info`), and serde reads the line.
-///
-/// Exists because serde's cost per string is high for these short ones: in
-/// `Keep` mode, where every JSON line is read, this saved 8% of the scan.
-fn quick_fields(text: &str, refkey: &str, hours: &HourCache) -> Option<JsonFields> {
-    let mut q = QuickFields {
-        refkey,
-        ..QuickFields::default()
-    };
-    quick_json::walk(text.as_bytes(), &mut q)?;
-    let owned = |b: Option<&[u8]>| -> Option<Option<String>> {
-        match b {
-            Some(b) => Some(Some(within(text, b)?.to_owned())),
-            None => Some(None),
-        }
-    };
-    let parsed = |b: Option<&[u8]>| b.and_then(|b| within(text, b));
-    let object = match q.object {
-        Some([name, namespace, kind, uid]) => {
-            object_ref(owned(name)?, owned(namespace)?, owned(kind)?, owned(uid)?)
-        }
-        None => None,
-    };
-    Some(JsonFields {
-        message: owned(q.message)?,
-        timestamp: parsed(q.timestamp).and_then(|t| {
-            // `parse_ts` with the remembered second: a pod's lines share it.
-            let (ts, used) = parse_rfc3339_cached(t.as_bytes(), hours)?;
-            (used == t.len()).then_some(ts)
-        }),
-        severity: parsed(q.severity).and_then(Level::parse),
-        levelname: parsed(q.levelname).and_then(Level::parse),
-        logger: owned(q.logger)?,
-        object,
-        exc_info: None,
-    })
-}
-
-/// `part` (a slice of `text`'s bytes between two quotes) as text, without
-/// validating its UTF-8 again.
-fn within<'t>(text: &'t str, part: &[u8]) -> Option<&'t str> {
-    let at = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-    text.get(at..at.checked_add(part.len())?)
-}
-
-/// The [`Visit`] of [`quick_fields`]: the raw string values of kopf's keys.
-#[derive(Default)]
-struct QuickFields<'a, 'k> {
-    refkey: &'k str,
-    /// The top-level keys read so far, one bit per [`Key`].
-    seen: u16,
-    /// The last top-level key.
-    current: Option<Key>,
-    /// The last key in `object`: 0 name, 1 namespace, 2 kind, 3 uid.
-    object_key: Option<usize>,
-    /// The keys read in `object`, one bit each.
-    object_seen: u8,
-    /// The current top-level value is the `object` map.
-    in_object: bool,
-    message: Option<&'a [u8]>,
-    timestamp: Option<&'a [u8]>,
-    severity: Option<&'a [u8]>,
-    levelname: Option<&'a [u8]>,
-    logger: Option<&'a [u8]>,
-    /// name, namespace, kind, uid.
-    object: Option<[Option<&'a [u8]>; 4]>,
-}
-
-impl<'a> Visit<'a> for QuickFields<'a, '_> {
-    const DEPTH: u32 = 2;
-
-    fn key(&mut self, depth: u32, key: &'a [u8]) -> Option<()> {
-        if depth == 1 {
-            let k = Key::of(key, self.refkey);
-            self.current = Some(k);
-            self.in_object = false;
-            if k != Key::Other {
-                let bit = 1 << k as u16;
-                if self.seen & bit != 0 {
-                    return None;
-                }
-                self.seen |= bit;
-            }
-        } else if self.in_object {
-            self.object_key = match key {
-                b"name" => Some(0),
-                b"namespace" => Some(1),
-                b"kind" => Some(2),
-                b"uid" => Some(3),
-                _ => None,
-            };
-            if let Some(k) = self.object_key {
-                if self.object_seen & (1 << k) != 0 {
-                    return None;
-                }
-                self.object_seen |= 1 << k;
-            }
-        }
-        Some(())
-    }
-
-    fn value(&mut self, depth: u32, value: Value<'a>) -> Option<()> {
-        if depth == 2 {
-            let (true, Some(k)) = (self.in_object, self.object_key) else {
-                return Some(());
-            };
-            let slot = self.object.as_mut().and_then(|o| o.get_mut(k))?;
-            *slot = string_or_null(value)?;
-            return Some(());
-        }
-        let slot = match self.current? {
-            Key::Message => &mut self.message,
-            Key::Timestamp => &mut self.timestamp,
-            Key::Severity => &mut self.severity,
-            Key::Levelname => &mut self.levelname,
-            Key::Logger => &mut self.logger,
-            Key::Object => {
-                // serde's `ObjectSeed` reads anything but a map as no object.
-                if value == Value::Object {
-                    self.in_object = true;
-                    self.object = Some([None; 4]);
-                }
-                return Some(());
-            }
-            Key::ExcInfo => return None,
-            Key::Other => return Some(()),
-        };
-        *slot = string_or_null(value)?;
-        Some(())
-    }
-}
-
-/// A string value, or none for `null`; `None` for what serde would read
-/// otherwise (`Lenient` reads a boolean as text, a container as none).
-fn string_or_null(value: Value<'_>) -> Option<Option<&[u8]>> {
-    match value {
-        Value::Str(s) => Some(Some(s)),
-        Value::Null => Some(None),
-        Value::Bool | Value::Object | Value::Array => None,
-    }
-}
-
-/// `exc_info`: a string, or a list of strings (`exc_info_as_array`).
-struct ExcSeed;
-
-impl<'de> DeserializeSeed<'de> for ExcSeed {
-    type Value = Option<ExcInfo>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ExcSeed {
-    type Value = Option<ExcInfo>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a traceback")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(ExcInfo::Text(v.to_owned())))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Some(ExcInfo::Text(v)))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut v = Vec::new();
-        while let Some(s) = seq.next_element_seed(Lenient)? {
-            if let Some(s) = s
-                && v.len() < 10_000
-            {
-                v.push(s);
-            }
-        }
-        Ok(Some(ExcInfo::Lines(v)))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Lenient.visit_map(map).map(|_| None)
-    }
-    scalars_are_none!();
-}
-
-// ---------------------------------------------------------------------------
-
-/// An iterator of records over a [`BufRead`], reading lines of at most
-/// [`ParserOptions::max_line_bytes`] (the rest of a longer line is skipped).
-///
-/// Exists for the common case of a log file or a blocking log stream.
-pub struct Records<R> {
-    reader: R,
-    parser: Parser,
-    buf: Vec<u8>,
-    done: bool,
-    /// Records parsed from the reader's buffer, not yet yielded.
-    ready: VecDeque<Record>,
-}
-
-/// Parses everything `reader` yields. Items are `Err` only for I/O errors
-/// of the reader (after which the iterator ends).
-pub fn records<R: BufRead>(reader: R, options: ParserOptions) -> Records<R> {
-    Records {
-        reader,
-        parser: Parser::new(options),
-        buf: Vec::new(),
-        done: false,
-        ready: VecDeque::new(),
-    }
-}
-
-impl<R> Records<R> {
-    /// The counters so far.
-    pub fn stats(&self) -> Stats {
-        self.parser.stats()
-    }
-
-    /// The same iterator with another [`Routine`] mode: with
-    /// [`Routine::Count`] it yields only the records that are not routine.
-    /// Exists for [`records`] callers, like [`Parser::with_routine`].
-    pub fn with_routine(mut self, routine: Routine) -> Self {
-        self.parser.routine = routine;
-        self
-    }
-
-    /// See [`Parser::routine_stats`].
-    pub fn routine_stats(&self) -> RoutineStats {
-        self.parser.routine_stats()
-    }
-}
-
-impl<R: BufRead> Records<R> {
-    /// Reads one line into `buf`, bounded; returns false at the end of input.
-    fn read_line(&mut self) -> io::Result<bool> {
-        self.buf.clear();
-        let max = self.parser.opts.max_line_bytes;
-        let mut any = false;
-        loop {
-            let avail = match self.reader.fill_buf() {
-                Ok(a) => a,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if avail.is_empty() {
-                return Ok(any);
-            }
-            any = true;
-            let (part, used, eol) = match memchr::memchr(b'\n', avail) {
-                Some(i) => (&avail[..i], i + 1, true),
-                None => (avail, avail.len(), false),
-            };
-            let room = max.saturating_sub(self.buf.len());
-            self.buf.extend_from_slice(&part[..part.len().min(room)]);
-            self.parser.stats.bytes += used as u64;
-            self.reader.consume(used);
-            if eol {
-                return Ok(true);
-            }
-        }
-    }
-}
-
-impl<R: BufRead> Iterator for Records<R> {
-    type Item = io::Result<Record>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(r) = self.ready.pop_front() {
-                return Some(Ok(r));
-            }
-            if self.done {
-                return None;
-            }
-            // The whole lines in the reader's buffer are parsed in place, not copied.
-            if let Ok(avail) = self.reader.fill_buf() {
-                let used = self.parser.complete_lines(avail, &mut self.ready);
-                if used > 0 {
-                    self.parser.stats.bytes += used as u64;
-                    self.reader.consume(used);
-                    continue;
-                }
-            }
-            // Otherwise (a line across buffer refills, the end, an error): copy.
-            match self.read_line() {
-                Ok(true) => {
-                    let line = std::mem::take(&mut self.buf);
-                    self.parser.line(&line, LineHint::UNKNOWN, &mut self.ready);
-                    self.buf = line;
-                }
-                Ok(false) => {
-                    self.done = true;
-                    self.ready.extend(self.parser.finish());
-                    self.ready.extend(self.parser.finish());
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// serde's reading of a JSON line, as `Parser::json` does it.
-    fn by_serde(text: &str, refkey: &str) -> Option<JsonFields> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let f = LineSeed { refkey }.deserialize(&mut de).ok()?;
-        de.end().ok()?;
-        Some(f)
-    }
-
-    /// Mutants of kopf's JSON lines: whatever [`quick_fields`] reads, serde
-    /// reads the same.
-    #[test]
-    fn quick_fields_read_what_serde_reads() {
-        let bases = [
-            r#"{"message": "Handler 'x' failed temporarily: boom", "object": {"apiVersion": "v1", "kind": "K", "name": "n", "namespace": "ns", "uid": "u"}, "severity": "error", "timestamp": "2026-11-30T00:00:00.017412+00:00"}"#,
-            r#"{"levelname":"WARNING","name":"kopf.objects","message":"m","ref":{"name":"a","namespace":null,"kind":["x"]},"time":"2026-11-30 00:00:00,017","o":{"name":"z"}}"#,
-            "{ \"message\" : \"caf\u{e9}\" , \"object\" : { \"name\" : \"\" , \"namespace\" : \"\" } , \"level\" : \"info\" , \"logger\" : null }  ",
-        ];
-        let alphabet: Vec<char> = "{}[]:,\\\" tfnrulase0x\u{e9}".chars().collect();
-        let mut next = crate::test_rng(0x2545_f491_4f6c_dd1d);
-        let (mut quick, mut left) = (0, 0);
-        // One cache for all lines, as in a parser.
-        let hours = HourCache::default();
-        for round in 0..40_000 {
-            let mut l: Vec<char> = bases[round % bases.len()].chars().collect();
-            let edits = next() % 3;
-            crate::test_mutate(&mut l, &alphabet, edits, &mut next);
-            let text: String = l.into_iter().collect();
-            let refkey = if round % 2 == 0 { "ref" } else { "object" };
-            match quick_fields(&text, refkey, &hours) {
-                Some(f) => {
-                    quick += 1;
-                    assert_eq!(Some(f), by_serde(&text, refkey), "{text}");
-                }
-                None => left += 1,
-            }
-        }
-        // Both sides of the boundary were exercised.
-        assert!(quick > 5_000 && left > 5_000, "{quick} {left}");
-    }
-}
-
-#[cfg(test)]
-mod kubelet_tests {
-    use super::*;
-
-    /// The remembered second changes no result of `strip_kubelet`.
-    #[test]
-    fn a_warm_cache_strips_what_a_cold_one_strips() {
-        let warm = HourCache::default();
-        let mut next = crate::test_rng(0x2545_f491_4f6c_dd1d);
-        for round in 0..30_000 {
-            let mut l = b"2026-11-30T02:41:55.039412345Z [x] y".to_vec();
-            if round % 3 == 0 {
-                l[18] = b'6';
-            }
-            for _ in 0..(next() % 3) {
-                let r = next();
-                l[(r % 34) as usize] = b"0123456789Tt -:.Z/\xb0"[((r >> 8) % 19) as usize];
-            }
-            assert_eq!(
-                strip_kubelet(&l, &warm),
-                strip_kubelet(&l, &HourCache::default()),
-                "{}",
-                String::from_utf8_lossy(&l)
-            );
-        }
-    }
-}
+mod tests;

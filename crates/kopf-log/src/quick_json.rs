@@ -3,6 +3,7 @@
 //! record ([`Routine::Count`](crate::Routine::Count)), or reading the few
 //! fields kopf writes from it, must cost far less than deserialising it.
 
+use crate::Level;
 /// Reads a simple JSON line, telling `v` its keys and values down to
 /// [`Visit::DEPTH`]; `None` when the line is not simple or `v` refuses it.
 ///
@@ -44,39 +45,75 @@ pub(crate) enum Value<'a> {
     Array,
 }
 
-/// The raw `message` value of a JSON line that `Parser::json` accepts as
-/// kopf's, with that message and no `exc_info`; `None` when unsure.
+/// The raw message of [`json_head`], for the tests.
+#[cfg(test)]
 pub(crate) fn json_message(l: &[u8]) -> Option<&[u8]> {
-    let mut m = MessageOnly::default();
-    walk(l, &mut m)?;
-    m.message
+    json_head(l).map(|(m, _)| m)
 }
 
-/// The [`Visit`] of [`json_message`]: one `message` key with a string value.
+/// The raw `message` value of a JSON line that `Parser::json` accepts as
+/// kopf's, with that message and no `exc_info`, and the level `Parser::json`
+/// reads from the line (`severity`, else `levelname`/`level`); `None` when unsure.
+pub(crate) fn json_head(l: &[u8]) -> Option<(&[u8], Option<Level>)> {
+    let mut m = MessageOnly::default();
+    walk(l, &mut m)?;
+    let level = |v: Option<Option<&[u8]>>| {
+        v.flatten()
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(Level::parse)
+    };
+    let level = level(m.severity).or_else(|| level(m.levelname));
+    Some((m.message?, level))
+}
+
+/// The [`Visit`] of [`json_head`]: one `message` key with a string value,
+/// at most one `severity` and one `levelname` or `level` (serde keeps the
+/// last of repeated keys: such lines are left to it).
 #[derive(Default)]
 struct MessageOnly<'a> {
     message: Option<&'a [u8]>,
-    /// The last key was `message`.
-    message_next: bool,
+    /// The value of `severity`: a string's bytes, or `None` for another value.
+    severity: Option<Option<&'a [u8]>>,
+    /// The value of `levelname` or `level`.
+    levelname: Option<Option<&'a [u8]>>,
+    /// The key whose value comes next.
+    next: Next,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    #[default]
+    Other,
+    Message,
+    Severity,
+    Levelname,
 }
 
 impl<'a> Visit<'a> for MessageOnly<'a> {
     const DEPTH: u32 = 1;
 
     fn key(&mut self, _: u32, key: &'a [u8]) -> Option<()> {
-        match key {
-            b"message" if self.message.is_none() => self.message_next = true,
+        self.next = match key {
+            b"message" if self.message.is_none() => Next::Message,
             b"message" | b"exc_info" => return None,
-            _ => {}
-        }
+            b"severity" if self.severity.is_none() => Next::Severity,
+            b"levelname" | b"level" if self.levelname.is_none() => Next::Levelname,
+            b"severity" | b"levelname" | b"level" => return None,
+            _ => Next::Other,
+        };
         Some(())
     }
 
     fn value(&mut self, _: u32, value: Value<'a>) -> Option<()> {
-        if self.message_next {
-            let Value::Str(m) = value else { return None };
-            self.message = Some(m);
-            self.message_next = false;
+        let text = match value {
+            Value::Str(v) => Some(v),
+            _ => None,
+        };
+        match std::mem::take(&mut self.next) {
+            Next::Message => self.message = Some(text?),
+            Next::Severity => self.severity = Some(text),
+            Next::Levelname => self.levelname = Some(text),
+            Next::Other => {}
         }
         Some(())
     }

@@ -1,0 +1,266 @@
+//! Secrets recognised by their shape, wherever they are: PEM blocks, URL
+//! passwords, `Bearer`/`Basic` credentials, JWTs, vendors' token formats and
+//! long encoded runs (base64, hex).
+//!
+//! Each function appends the byte ranges to mask to `spans`; ranges may
+//! overlap (they are merged afterwards). Each is linear in the text's length.
+
+use super::Span;
+use memchr::memmem;
+
+/// `-----BEGIN LABEL-----` ... `-----END LABEL-----`: everything between the
+/// two markers (the labels stay), also across `\n` escapes and real newlines.
+/// A block with no end marker is masked to the end of the text (a PEM
+/// printed line by line: its body lines are masked by [`encoded_runs`]).
+pub(super) fn pem(b: &[u8], spans: &mut Vec<Span>) {
+    let begin = memmem::Finder::new(b"-----BEGIN");
+    let end = memmem::Finder::new(b"-----END");
+    let mut at = 0;
+    while let Some(i) = begin.find(&b[at..]).map(|i| at + i) {
+        let label = i + b"-----BEGIN".len();
+        // The header's closing dashes, on the same line and near.
+        let near = &b[label..b.len().min(label + 80)];
+        let near = &near[..memchr::memchr2(b'\n', b'\r', near).unwrap_or(near.len())];
+        let body = memmem::find(near, b"-----").map_or(label, |j| label + j + 5);
+        match end.find(&b[body..]) {
+            Some(j) => {
+                spans.push((body, body + j));
+                at = body + j + b"-----END".len();
+            }
+            None => {
+                spans.push((body, b.len()));
+                return;
+            }
+        }
+    }
+}
+
+/// `scheme://user:password@host`: the password, up to the last `@` before
+/// the URL ends (passwords may hold `@`, `/` and `:`). A user part without a
+/// `:` of 16 characters or more (a token given as the user) is masked whole.
+pub(super) fn url_userinfo(b: &[u8], spans: &mut Vec<Span>) {
+    let mut url_end = 0;
+    for i in memmem::find_iter(b, b"://") {
+        let start = i + 3;
+        if start < url_end {
+            // Inside the URL before (`?next=https://...`): masked with it,
+            // from its first `:` to its last `@`.
+            continue;
+        }
+        let len = b[start..]
+            .iter()
+            .position(|&c| c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'<' | b'>'))
+            .unwrap_or(b.len() - start);
+        url_end = start + len;
+        let url = &b[start..url_end];
+        let Some(at) = memchr::memrchr(b'@', url) else {
+            continue;
+        };
+        match memchr::memchr(b':', &url[..at]) {
+            Some(colon) => spans.push((start + colon + 1, start + at)),
+            None if at >= 16 => spans.push((start, start + at)),
+            None => {}
+        }
+    }
+}
+
+fn is_token_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'~' | b'+' | b'/' | b'=')
+}
+
+fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')
+}
+
+/// `Bearer TOKEN` (6 characters or more) and `Basic CREDENTIALS` (8 or more,
+/// with a digit or one of `=+/`: `Basic setup` is prose), any case: the
+/// credential, the scheme word kept.
+pub(super) fn schemes(b: &[u8], spans: &mut Vec<Span>) {
+    let mut i = 0;
+    while i < b.len() {
+        let Some(off) = memchr::memchr2(b'B', b'b', &b[i..]) else {
+            return;
+        };
+        i += off;
+        if i > 0 && is_word_byte(b[i - 1]) {
+            i += 1;
+            continue;
+        }
+        let rest = &b[i..];
+        let scheme = if rest.len() > 7 && rest[..7].eq_ignore_ascii_case(b"bearer ") {
+            7
+        } else if rest.len() > 6 && rest[..6].eq_ignore_ascii_case(b"basic ") {
+            6
+        } else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + scheme;
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        let start = j;
+        while j < b.len() && is_token_byte(b[j]) {
+            j += 1;
+        }
+        let tok = &b[start..j];
+        let credible = if scheme == 7 {
+            tok.len() >= 6
+        } else {
+            tok.len() >= 8
+                && tok
+                    .iter()
+                    .any(|c| c.is_ascii_digit() || matches!(c, b'=' | b'+' | b'/'))
+        };
+        if credible {
+            spans.push((start, j));
+        }
+        i = j.max(i + 1);
+    }
+}
+
+/// JWTs: `eyJ<header>.<payload>[.<signature>]`, 16 characters or more.
+pub(super) fn jwt(b: &[u8], spans: &mut Vec<Span>) {
+    let mut at = 0;
+    while let Some(i) = memmem::find(&b[at..], b"eyJ").map(|i| at + i) {
+        let mut j = i;
+        let mut dots = 0;
+        while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'-' | b'_' | b'.')) {
+            dots += usize::from(b[j] == b'.');
+            j += 1;
+        }
+        if dots >= 1 && j - i >= 16 {
+            spans.push((i, j));
+        }
+        at = j.max(i + 3);
+    }
+}
+
+/// Vendors' token formats, found anywhere (even glued to other text):
+/// (prefix, the fewest characters after it, whether only `A-Z0-9` follow).
+const TOKEN_PREFIXES: &[(&[u8], usize, bool)] = &[
+    // GitHub: classic personal, OAuth, app server-to-server, user, refresh; fine-grained.
+    (b"ghp_", 20, false),
+    (b"gho_", 20, false),
+    (b"ghs_", 20, false),
+    (b"ghu_", 20, false),
+    (b"ghr_", 20, false),
+    (b"github_pat_", 20, false),
+    // GitLab personal, deploy, runner, CI job tokens.
+    (b"glpat-", 16, false),
+    (b"gldt-", 16, false),
+    (b"glrt-", 16, false),
+    (b"glcbt-", 16, false),
+    // Slack bot, user, app-level, refresh, legacy workspace tokens.
+    (b"xoxb-", 10, false),
+    (b"xoxp-", 10, false),
+    (b"xoxa-", 10, false),
+    (b"xoxr-", 10, false),
+    (b"xoxs-", 10, false),
+    (b"xapp-", 10, false),
+    // AWS access key ids (long-lived, temporary), Google API keys.
+    (b"AKIA", 16, true),
+    (b"ASIA", 16, true),
+    (b"AIza", 30, false),
+    // OpenShift OAuth access tokens.
+    (b"sha256~", 20, false),
+    // npm, PyPI.
+    (b"npm_", 30, false),
+    (b"pypi-", 30, false),
+];
+
+/// The [`TOKEN_PREFIXES`] formats, the prefix masked too; and `sk-...`
+/// (OpenAI-style keys) at the start of a word only, 20 characters or more
+/// (`task-runner-...` is a name, not a key).
+pub(super) fn token_prefixes(b: &[u8], spans: &mut Vec<Span>) {
+    for &(prefix, min, upper) in TOKEN_PREFIXES {
+        let finder = memmem::Finder::new(prefix);
+        let mut at = 0;
+        while let Some(i) = finder.find(&b[at..]).map(|i| at + i) {
+            let body = i + prefix.len();
+            let len = b[body..]
+                .iter()
+                .take_while(|&&c| {
+                    if upper {
+                        c.is_ascii_uppercase() || c.is_ascii_digit()
+                    } else {
+                        is_word_byte(c)
+                    }
+                })
+                .count();
+            // A match's body may hold the prefix again: go on after it.
+            at = if len >= min {
+                spans.push((i, body + len));
+                body + len
+            } else {
+                body
+            };
+        }
+    }
+    let mut at = 0;
+    while let Some(i) = memmem::find(&b[at..], b"sk-").map(|i| at + i) {
+        let len = b[i + 3..].iter().take_while(|&&c| is_word_byte(c)).count();
+        at = i + 3 + len;
+        if len >= 20 && !(i > 0 && is_word_byte(b[i - 1])) {
+            spans.push((i, at));
+        }
+    }
+}
+
+fn is_run_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_')
+}
+
+/// Runs of the base64 alphabets (`A-Za-z0-9+/-_`, with up to two `=` of
+/// padding at the end) that look encoded rather than written:
+/// - 40 characters or more with both upper and lower case letters (a base64
+///   key, a PEM's body line, an AWS secret access key);
+/// - 16 or more with upper and lower case letters and a digit;
+/// - 8 or more ending in padding, with two of upper case, lower case and
+///   digits (`cGFzc3dvcmQ=`, a Secret's value);
+/// - 32 hexadecimal digits or more, letters and digits mixed;
+/// - base64 of a PEM (`LS0tLS1CRUdJTi...`, 8 characters or more).
+///
+/// Words, Kubernetes names (lower case), paths with dots, UIDs (36
+/// characters) and numbers do not match.
+pub(super) fn encoded_runs(b: &[u8], spans: &mut Vec<Span>) {
+    let mut i = 0;
+    while i < b.len() {
+        if !is_run_byte(b[i]) {
+            i += 1;
+            continue;
+        }
+        // A run's leading slashes are a path's or a URL's (`https://TOKEN@`), not its value's.
+        while i < b.len() && b[i] == b'/' {
+            i += 1;
+        }
+        let start = i;
+        let (mut upper, mut lower, mut digit, mut hex) = (false, false, false, true);
+        while i < b.len() && is_run_byte(b[i]) {
+            let c = b[i];
+            upper |= c.is_ascii_uppercase();
+            lower |= c.is_ascii_lowercase();
+            digit |= c.is_ascii_digit();
+            hex &= c.is_ascii_hexdigit();
+            i += 1;
+        }
+        let core = i - start;
+        // Padding: one or two `=` not followed by more of a word (`k=v` is no padding).
+        let pads = b[i..].iter().take(2).take_while(|&&c| c == b'=').count();
+        let padded = pads > 0
+            && !b
+                .get(i + pads)
+                .is_some_and(|&c| is_run_byte(c) || c == b'=');
+        let end = if padded { i + pads } else { i };
+        let classes = usize::from(upper) + usize::from(lower) + usize::from(digit);
+        let encoded = (end - start >= 40 && upper && lower)
+            || (core >= 16 && classes == 3)
+            || (padded && end - start >= 8 && classes >= 2)
+            || (hex && core >= 32 && digit && (upper || lower))
+            || (core >= 8 && b[start..].starts_with(b"LS0tLS"));
+        if encoded {
+            spans.push((start, end));
+        }
+        i = end.max(i);
+    }
+}

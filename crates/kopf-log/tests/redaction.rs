@@ -1,0 +1,350 @@
+//! Redaction proven on a corpus (`tests/data/secrets/corpus.txt`): no secret
+//! of it survives `redact()` or `excerpt()`, alone, through the parser
+//! (messages and tracebacks), or glued at random to noise; and evidence is
+//! plain text (no bidi control, zero-width or control character).
+
+use kopf_log::{MASK, Parser, ParserOptions, Record, excerpt, plain_text, redact};
+use std::time::{Duration, Instant};
+
+const CORPUS: &str = include_str!("data/secrets/corpus.txt");
+
+/// One corpus line: the text (markers removed) and its marked secrets.
+struct Case {
+    text: String,
+    secrets: Vec<String>,
+}
+
+fn corpus() -> Vec<Case> {
+    CORPUS
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut text = String::new();
+            let mut secrets = Vec::new();
+            let mut rest = l;
+            while let Some(open) = rest.find('⟦') {
+                text.push_str(&rest[..open]);
+                let after = &rest[open + '⟦'.len_utf8()..];
+                let close = after.find('⟧').expect("a closing ⟧");
+                text.push_str(&after[..close]);
+                secrets.push(after[..close].to_string());
+                rest = &after[close + '⟧'.len_utf8()..];
+            }
+            text.push_str(rest);
+            Case { text, secrets }
+        })
+        .collect()
+}
+
+/// The parts of `secret` that must not survive: every 8-character window
+/// without a backslash (JSON escapes differ between a raw line and its
+/// parsed message), or the whole secret when shorter.
+fn windows(secret: &str) -> Vec<String> {
+    let chars: Vec<char> = secret.chars().collect();
+    if chars.len() <= 8 {
+        return vec![secret.to_string()];
+    }
+    chars
+        .windows(8)
+        .filter(|w| !w.contains(&'\\'))
+        .map(|w| w.iter().collect())
+        .collect()
+}
+
+/// Panics when `out` still holds a part of one of `secrets`.
+fn assert_masked(out: &str, secrets: &[String], what: &str, input: &str) {
+    for s in secrets {
+        for w in windows(s) {
+            assert!(
+                !out.contains(&w),
+                "{what}: {w:?} of the secret {s:?} survived\n input: {input}\noutput: {out}"
+            );
+        }
+    }
+}
+
+fn parse(text: &str) -> Vec<Record> {
+    let mut p = Parser::new(ParserOptions::default());
+    let mut out: Vec<Record> = text
+        .lines()
+        .filter_map(|l| p.push_line(l.as_bytes()))
+        .collect();
+    while let Some(r) = p.finish() {
+        out.push(r);
+    }
+    out
+}
+
+#[test]
+fn the_corpus_covers_every_shape() {
+    let cases = corpus();
+    let secrets: usize = cases.iter().map(|c| c.secrets.len()).sum();
+    assert!(cases.len() >= 55, "{} lines", cases.len());
+    assert!(secrets >= 60, "{secrets} secrets");
+    for must in [
+        "client-key-data",
+        "client-certificate-data",
+        "token: ",
+        "-----BEGIN RSA PRIVATE KEY----- ",
+        "AKIA",
+        "'tls.key'",
+        "'.dockerconfigjson'",
+        "  password: ",
+        "{\\\"password\\\"",
+        "{b'password'",
+        "password: horse battery staple",
+        ":p@ss@",
+        "\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n",
+        "AccountKey=",
+        "SharedAccessKey=",
+        "Authorization: Basic ",
+        "xoxb-",
+        "ghp_",
+        "github_pat_",
+        "glpat-",
+        "Bearer eyJ",
+        "password=",
+        "\"token\": \"ghp_",
+        "https://user:",
+    ] {
+        assert!(
+            cases.iter().any(|c| c.text.contains(must)),
+            "no corpus line has {must:?}"
+        );
+    }
+}
+
+#[test]
+fn no_corpus_secret_survives_redact_or_excerpt() {
+    for case in corpus() {
+        let red = redact(&case.text);
+        assert_masked(&red, &case.secrets, "redact", &case.text);
+        if !case.secrets.is_empty() {
+            assert!(red.contains(MASK), "nothing masked in {}", case.text);
+        }
+        for max in [240, 80, 10_000] {
+            let e = excerpt(&case.text, max);
+            assert_masked(&e, &case.secrets, "excerpt", &case.text);
+            assert!(e.chars().count() <= max);
+        }
+    }
+}
+
+#[test]
+fn no_corpus_secret_survives_in_parsed_records() {
+    let cases = corpus();
+    let all: Vec<String> = cases.iter().flat_map(|c| c.secrets.clone()).collect();
+    // Line by line, and the whole corpus as one log (tracebacks attach to records).
+    let whole: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    let whole = whole.join("\n");
+    let mut texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    texts.push(&whole);
+    for text in texts {
+        for r in parse(text) {
+            let quoted = format!(
+                "{}{}",
+                r.object
+                    .as_ref()
+                    .map(|o| format!("[{}] ", o.name))
+                    .unwrap_or_default(),
+                r.message
+            );
+            assert_masked(&redact(&quoted), &all, "record", &quoted);
+            assert_masked(&excerpt(&quoted, 240), &all, "record excerpt", &quoted);
+            for l in &r.traceback {
+                assert_masked(&redact(l), &all, "traceback", l);
+            }
+            assert_masked(
+                &redact(&r.traceback.join("\n")),
+                &all,
+                "traceback",
+                &r.traceback.join("\n"),
+            );
+        }
+    }
+}
+
+/// Deterministic xorshift64*.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Noise around the secrets: kopf's words, punctuation, keys that name no
+/// secret, non-ASCII text, and invisible characters (removed before masking).
+const NOISE: &[&str] = &[
+    "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] ",
+    "[ns/name] ",
+    "Handler 'create_fn' failed temporarily: ",
+    "Traceback (most recent call last):",
+    "  File \"/app/op.py\", line 7, in create_fn",
+    "user=bob",
+    "host: db.ops",
+    "KeyError: 'spec'",
+    "{'a': 1}",
+    "(",
+    ")",
+    "'",
+    "\"",
+    ",",
+    ";",
+    "=",
+    ":",
+    "@",
+    "/",
+    "\\",
+    "\\n",
+    "{",
+    "}",
+    "é€",
+    "日本語",
+    "x",
+    "Y",
+    "7",
+    "\u{202E}",
+    "\u{200B}",
+    "\u{2066}",
+    "\u{FEFF}",
+    "\u{1b}[31m",
+    "\u{7}",
+    "-----END X-----",
+];
+
+const GLUE: &[&str] = &[" ", "  ", ", ", "; ", " | ", "\t", "\n", ""];
+
+/// Random lines mixing corpus lines (their secrets with their context) with
+/// noise, glued with spaces, punctuation or nothing: the output holds no
+/// secret that the input held.
+#[test]
+fn secrets_mixed_with_noise_never_survive() {
+    let cases = corpus();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..4_000 {
+        let mut line = String::new();
+        let mut secrets = Vec::new();
+        for _ in 0..1 + rng.below(5) {
+            line.push_str(GLUE[rng.below(GLUE.len())]);
+            if rng.below(3) == 0 {
+                let case = &cases[rng.below(cases.len())];
+                line.push_str(&case.text);
+                secrets.extend(case.secrets.iter().cloned());
+            } else {
+                line.push_str(NOISE[rng.below(NOISE.len())]);
+            }
+        }
+        // Only the secrets the input still holds whole (noise cannot make one).
+        secrets.retain(|s| line.contains(s.as_str()));
+        assert_masked(&redact(&line), &secrets, "redact", &line);
+        assert_masked(&excerpt(&line, 240), &secrets, "excerpt", &line);
+    }
+}
+
+/// Random cuts of corpus lines (as a bound on a message cuts them): what is
+/// left of a secret is masked when the rest of its context is.
+#[test]
+fn cut_corpus_lines_keep_their_secrets_masked() {
+    for case in corpus() {
+        let chars: Vec<char> = case.text.chars().collect();
+        for cut in (1..chars.len()).step_by(7) {
+            let head: String = chars[..cut].iter().collect();
+            let whole: Vec<String> = case
+                .secrets
+                .iter()
+                .filter(|s| head.contains(s.as_str()))
+                .cloned()
+                .collect();
+            assert_masked(&redact(&head), &whole, "cut", &head);
+        }
+    }
+}
+
+#[test]
+fn long_lines_are_redacted_in_linear_time() {
+    let unit_shapes = [
+        "password: ",
+        "'token': '",
+        "\\\"secret\\\": \\\"",
+        "a=b ",
+        "-----BEGIN X-----",
+        "https://u:p@h ",
+        "Bearer ",
+        "eyJhbGciOi.",
+        "AbCdEf0123456789",
+        "ghp_",
+        ", k: ",
+        "é",
+        "\u{202E}",
+    ];
+    for unit in unit_shapes {
+        let line = unit.repeat(64 * 1024 / unit.len());
+        let t = Instant::now();
+        let out = redact(&line);
+        let e = excerpt(&line, 240);
+        let took = t.elapsed();
+        assert!(e.chars().count() <= 240);
+        assert!(out.len() <= 2 * line.len() + 8);
+        // Generous for debug builds on a loaded machine; quadratic would be minutes.
+        assert!(took < Duration::from_secs(5), "{unit:?}: {took:?}");
+    }
+    // All of them at once, mixed.
+    let mixed: String = unit_shapes.iter().cycle().take(20_000).copied().collect();
+    let t = Instant::now();
+    let _ = redact(&mixed[..mixed.len().min(64 * 1024)]);
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn evidence_is_plain_text() {
+    let line = "[ns/name] Handler 'x' failed temporarily: \u{202E}txt.exe\u{202C} \u{2066}isolated\u{2069} zero\u{200B}width \u{FEFF}bom \u{2060}joiner soft\u{AD}hyphen tag\u{E0041} bell\u{7} nul\u{0} del\u{7F} c1\u{9B}31m nel\u{85}line\ttab\r\nnext";
+    let e = excerpt(line, 1000);
+    for c in e.chars() {
+        assert!(!c.is_control(), "{c:?} in {e:?}");
+        let u = u32::from(c);
+        assert!(
+            !matches!(u, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0xFEFF | 0xAD | 0xE0000..=0xE007F),
+            "{c:?} in {e:?}"
+        );
+    }
+    assert_eq!(
+        e,
+        "[ns/name] Handler 'x' failed temporarily: txt.exe isolated zerowidth bom joiner softhyphen tag bell nul del c131m nel line tab next"
+    );
+    let r = redact(line);
+    assert!(r.contains("zerowidth") && !r.contains('\u{202E}'));
+    assert!(r.contains("nel\nline tab\nnext"), "{r:?}");
+    assert_eq!(plain_text("a\u{202E}b\r\nc\rd\u{2028}e"), "ab\nc\nd\ne");
+    // An invisible character does not hide a key or split a secret.
+    assert_eq!(redact("pass\u{200B}word=hun\u{200D}ter2"), "password=***");
+    assert_eq!(redact("\u{1b}[31mtoken\u{1b}[0m: abc"), "token: ***");
+}
+
+/// A corpus line between arbitrary text (any printable ASCII, non-ASCII,
+/// controls, invisible characters), as the `redact` fuzz target builds it.
+#[test]
+fn corpus_lines_between_arbitrary_text_keep_their_secrets_masked() {
+    let cases = corpus();
+    let alphabet: Vec<char> = (0x20u8..0x7f)
+        .map(char::from)
+        .chain("\n\r\t\u{0}\u{1b}\u{7f}\u{85}é€日\u{202E}\u{200B}\u{FEFF}\u{2028}".chars())
+        .collect();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for round in 0..6_000 {
+        let case = &cases[round % cases.len()];
+        let mut arbitrary = || -> String {
+            (0..rng.below(12))
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect()
+        };
+        let line = format!("{}{}{}", arbitrary(), case.text, arbitrary());
+        assert_masked(&redact(&line), &case.secrets, "redact", &line);
+    }
+}
