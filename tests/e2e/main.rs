@@ -8,5 +8,6 @@ mod leader;
 mod logs;
 mod operator;
 mod rbac;
+mod redaction;
 mod support;
 mod tenancy;
