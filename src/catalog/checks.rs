@@ -126,6 +126,9 @@ define_checks! {
     WorkloadLiveness = "workload.liveness", Workload, Warning, "No liveness probe, or it does not hit kopf's `--liveness` endpoint.";
     WorkloadDefaultServiceAccount = "workload.default-service-account", Workload, Warning, "The pod runs as the namespace's `default` ServiceAccount.";
     WorkloadNoScopeFlag = "workload.no-scope-flag", Workload, Warning, "Neither `-A`/`--all-namespaces` nor `-n`/`--namespace` is given: kopf falls back to cluster-wide with a FutureWarning.";
+    WorkloadRolloutOverlap = "workload.rollout-overlap", Workload, Warning, "A single-leader kopf Deployment whose rollouts run two instances at once (RollingUpdate with a surge): kopf's docs use `strategy: Recreate`.";
+    WorkloadDebugLogging = "workload.debug-logging", Workload, Warning, "kopf runs with `-v`/`--debug`, or DEBUG records dominate the log: it logs whole bodies and patches, secrets included.";
+    WorkloadWebhookBlastRadius = "workload.webhook-blast-radius", Workload, Warning, "kopf-managed admission webhooks that fail closed on a single or not-ready operator, reach kube-system, or point at a dev tunnel.";
     RbacCrdScan = "rbac.crd-scan", Rbac, Error, "No list or watch (get: warning) on customresourcedefinitions at cluster scope.";
     RbacEvents = "rbac.events", Rbac, Error, "No create on core events in a namespace where the operator must post.";
     RbacEventsPatch = "rbac.events-patch", Rbac, Info, "Events create is granted but patch is not (advice: kopf 1.45 only creates).";
@@ -146,6 +149,7 @@ define_checks! {
     PersistencePatchInconsistencies = "persistence.patch-inconsistencies", Persistence, Error, "The logs contain `Merge-patching finished with inconsistencies`.";
     PersistenceStuckFinalizer = "persistence.stuck-finalizer", Persistence, Error, "A handled object has been deleting for over 10 minutes with a kopf finalizer.";
     PersistenceAnnotationSize = "persistence.annotation-size", Persistence, Warning, "A handled object's annotations approach the 262144-byte limit.";
+    PersistenceOrphanedFinalizers = "persistence.orphaned-finalizers", Persistence, Error, "Handled objects carry the operator's finalizer while it has no running instance (error), or live in its own namespace (info): deletions hang.";
     RuntimeHandlerFailures = "runtime.handler-failures", Runtime, Warning, "Handler failures in the window, per handler and object.";
     RuntimeStartupForbidden = "runtime.startup-forbidden", Runtime, Error, "An `is forbidden` line in the logs names a missing verb and resource.";
     RuntimePermissionDegraded = "runtime.permission-degraded", Runtime, Error, "`Not enough permissions to watch for resources`: changes go unnoticed.";
@@ -154,6 +158,10 @@ define_checks! {
     RuntimeThrottling = "runtime.throttling", Runtime, Error, "`Throttling for N seconds due to an unexpected error`.";
     RuntimeOrphanedDaemons = "runtime.orphaned-daemons", Runtime, Warning, "Daemons did not exit in time and were left orphaned.";
     RuntimeUnparsedLogs = "runtime.unparsed-logs", Runtime, Info, "Most lines in the window match no known kopf log format.";
+    RuntimeNotHandling = "runtime.not-handling", Runtime, Error, "A handled object changed long ago and its diff-base still shows the old state while the pod runs: the operator stopped handling.";
+    RuntimeDeadWatcher = "runtime.dead-watcher", Runtime, Error, "`Watcher for RES has failed` (or a peering task's): up to kopf 1.44 it is not respawned; the operator is blind to it until a restart.";
+    RuntimeKopfVersion = "runtime.kopf-version", Runtime, Info, "The kopf version the log's wording shows (warning below 1.44: a watch can freeze silently without a timeout).";
+    RuntimeForeignPeer = "runtime.foreign-peer", Runtime, Error, "The peering object lists live peers that are not the operator's pods (a `--dev` laptop, a higher priority): the operator pauses for them.";
 }
 
 impl CheckId {

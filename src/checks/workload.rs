@@ -5,7 +5,7 @@ use super::finding;
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::model::evidence::{Gathered, KopfEvidence, LogEvidence, TargetEvidence};
-use crate::model::kopf_run::{KopfRun, LivenessEndpoint, Peering, Scope};
+use crate::model::kopf_run::{KopfRun, LivenessEndpoint, Peering, Scope, Verbosity};
 use crate::model::quantity;
 use crate::model::settings::{CheckSettings, WorkloadThresholds};
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, Probe};
@@ -45,6 +45,8 @@ pub(crate) fn check(
     findings.extend(liveness(name, container, run));
     findings.extend(default_service_account(name, target));
     findings.extend(no_scope_flag(name, run));
+    findings.extend(rollout_overlap(name, target, run));
+    findings.extend(debug_logging(name, run, &kopf.logs));
     findings
 }
 
@@ -375,6 +377,80 @@ fn no_scope_flag(target: &str, run: &KopfRun) -> Option<Finding> {
         CheckId::WorkloadNoScopeFlag,
         target,
         "kopf runs with neither -A/--all-namespaces nor -n/--namespace: it falls back to cluster-wide with a FutureWarning that this will become an error. Add -n NAMESPACE (or -A) to its args.".to_string(),
+        None,
+    ))
+}
+
+/// `workload.rollout-overlap`: a rollout that starts the new pod before the old one
+/// stops runs two instances of a single-leader operator at once.
+fn rollout_overlap(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Option<Finding> {
+    let spec = &evidence.deployment.spec;
+    let replicas = spec.replicas.unwrap_or(1);
+    let single_leader = replicas <= 1 || run.peering == Peering::Standalone;
+    let strategy = spec.strategy.as_ref();
+    let kind = strategy.and_then(|s| s.type_.as_deref()).unwrap_or("RollingUpdate");
+    if !single_leader || kind == "Recreate" {
+        return None;
+    }
+    // The default surge is 25%, which rounds up to one pod.
+    let surge = strategy
+        .and_then(|s| s.rolling_update.as_ref())
+        .and_then(|r| r.max_surge.as_ref());
+    let no_surge = match surge {
+        Some(IntOrString::Int(0)) => true,
+        Some(IntOrString::String(s)) => s.trim() == "0%" || s.trim() == "0",
+        _ => false,
+    };
+    if no_surge {
+        return None;
+    }
+    let mode = if run.peering == Peering::Standalone {
+        "with --standalone both handle every object (twice the side effects, conflicting patches)"
+    } else {
+        "with peering the two pause each other while both are alive"
+    };
+    Some(finding(
+        CheckId::WorkloadRolloutOverlap,
+        target,
+        format!(
+            "The Deployment rolls out with {kind} and a surge, so every rollout runs two instances of the operator at once: {mode}. kopf's deployment docs use strategy: Recreate; set spec.strategy.type: Recreate (or rollingUpdate.maxSurge: 0)."
+        ),
+        Some(format!(
+            "strategy: {kind}, maxSurge: {}",
+            surge.map_or("25% (default)".to_string(), |s| match s {
+                IntOrString::Int(n) => n.to_string(),
+                IntOrString::String(t) => t.clone(),
+            })
+        )),
+    ))
+}
+
+/// Below this many records the share of DEBUG ones says nothing.
+const MIN_RECORDS_TO_JUDGE: u64 = 50;
+
+/// `workload.debug-logging`: DEBUG in production, by flag or by what the log holds.
+fn debug_logging(target: &str, run: &KopfRun, logs: &Gathered<LogEvidence>) -> Option<Finding> {
+    let why = match &run.verbosity {
+        (Verbosity::Verbose | Verbosity::Debug, Some(flag)) => format!("kopf runs with {flag}"),
+        _ => {
+            let stats = &logs.as_ref().ok()?.stats;
+            let dominated = stats.records >= MIN_RECORDS_TO_JUDGE
+                && stats.debug_records * 2 > stats.records;
+            if !dominated {
+                return None;
+            }
+            format!(
+                "{} of the {} records in the log window are DEBUG",
+                stats.debug_records, stats.records
+            )
+        }
+    };
+    Some(finding(
+        CheckId::WorkloadDebugLogging,
+        target,
+        format!(
+            "{why}: at DEBUG kopf logs whole object bodies and patches (Secrets' data too, when it handles Secrets) and floods the log, crowding failures out of any bounded window. Drop -v/--verbose/-d/--debug in production (kopf logs INFO by default)."
+        ),
         None,
     ))
 }

@@ -74,6 +74,8 @@ struct ContainerLog {
     previous: Option<(i32, Vec<kopf_log::Record>)>,
     /// When it was last read.
     used: Option<Timestamp>,
+    /// What the wording of everything read of it says of kopf's version.
+    version: kopf_log::VersionRange,
 }
 
 /// What the auditor remembers of container logs between audits, bounded, shared by all
@@ -149,6 +151,7 @@ pub(crate) async fn gather(
         };
         memory.bytes_read.inc_by(read.bytes);
         log.cursor = read.cursor.or(log.cursor);
+        log.version.narrow(read.stats.kopf_version);
         log.reads.push_back((now, read.stats, read.cut));
         remember(&mut log.digest, read.records, now);
         expire(&mut log, now - window);
@@ -158,6 +161,7 @@ pub(crate) async fn gather(
             match read_previous(&api, &key, bounds).await {
                 Ok(previous) => {
                     memory.bytes_read.inc_by(previous.bytes);
+                    log.version.narrow(previous.stats.kopf_version);
                     log.previous = Some((restarts, previous.records));
                 }
                 // The previous container's log may be gone; the current one still counts.
@@ -189,21 +193,15 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
         .records
         .extend(log.digest.iter().map(|s| s.record.clone()));
     for (_, stats, cut) in &log.reads {
-        add_stats(&mut evidence.stats, stats);
+        evidence.stats.add(stats);
         evidence.truncated |= *cut;
     }
     if let Some((_, previous)) = &log.previous {
         evidence.previous.insert(pod.to_string(), previous.clone());
     }
+    evidence.version.narrow(log.version);
 }
 
-fn add_stats(total: &mut kopf_log::Stats, more: &kopf_log::Stats) {
-    total.lines += more.lines;
-    total.kopf_lines += more.kopf_lines;
-    total.continuation_lines += more.continuation_lines;
-    total.bytes += more.bytes;
-    total.records += more.records;
-}
 
 /// What makes two records the same for the checks: their kind, handler, object and
 /// denial, not their time or the exact wording of a changing message.
@@ -323,7 +321,7 @@ async fn read_new(
         };
         let tail = stream(api, &key.pod, &newest, bounds.limit_bytes, first.cursor).await?;
         first.records.extend(tail.records);
-        add_stats(&mut first.stats, &tail.stats);
+        first.stats.add(&tail.stats);
         first.cursor = tail.cursor.or(first.cursor);
         first.bytes += tail.bytes;
     }

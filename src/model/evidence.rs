@@ -189,6 +189,8 @@ pub(crate) struct LogEvidence {
     pub(crate) stats: kopf_log::Stats,
     /// The byte cap cut the log: the window was not fully read.
     pub(crate) truncated: bool,
+    /// What the log's wording says of kopf's version (every read of it, narrowed).
+    pub(crate) version: kopf_log::VersionRange,
 }
 
 impl LogEvidence {

@@ -88,6 +88,22 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Adds the counts of `more` (another read of the same log, or another log of
+    /// the same operator) and narrows the version range by its clues.
+    ///
+    /// Exists because a log is read in parts (incrementally, per pod) while its
+    /// checks judge the whole window.
+    pub fn add(&mut self, more: &Stats) {
+        self.lines += more.lines;
+        self.kopf_lines += more.kopf_lines;
+        self.continuation_lines += more.continuation_lines;
+        self.cut_lines += more.cut_lines;
+        self.bytes += more.bytes;
+        self.records += more.records;
+        self.debug_records += more.debug_records;
+        self.kopf_version.narrow(more.kopf_version);
+    }
+
     /// The share of non-continuation lines that are kopf's, `0.0..=1.0`
     /// (1.0 for no lines).
     pub fn kopf_ratio(&self) -> f64 {
