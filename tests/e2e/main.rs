@@ -3,6 +3,7 @@
 
 mod chart;
 mod harness;
+mod image;
 mod leader;
 mod logs;
 mod operator;
