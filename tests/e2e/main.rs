@@ -4,6 +4,7 @@
 mod chart;
 mod harness;
 mod image;
+mod kubectl;
 mod leader;
 mod logs;
 mod operator;
