@@ -3,6 +3,7 @@
 
 mod chart;
 mod harness;
+mod helm;
 mod image;
 mod kubectl;
 mod leader;
