@@ -22,8 +22,8 @@
 #   the mounted /var/run/secrets/kubernetes.io/serviceaccount/; it writes no file.
 #   Not in the image: CA certificates (only a kubeconfig without a CA would need
 #   them), /etc/passwd (the user is numeric, so runAsNonRoot can verify it), time
-#   zones (logs are UTC), and the NSS modules a static glibc would load to resolve a
-#   host NAME in a kubeconfig (IP addresses work).
+#   zones (logs are UTC). A host name in a kubeconfig still resolves (tried:
+#   `localhost`, through the /etc/hosts the runtime mounts).
 # Multi-arch: the build stage runs on the target platform (buildx with QEMU), and the
 # gnu target is chosen from `uname -m` (x86_64 or aarch64).
 # The release profile (Cargo.toml) has one codegen unit and fat LTO, for the log

@@ -577,14 +577,24 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
     )
     .await;
     say(format!("bad-resources audited by the image: {found:?}"));
-    let metrics = support::http_get(&http, "/metrics").expect("/metrics").1;
-    assert!(
-        metrics.contains(&format!(
-            r#"kopf_audit_condition{{namespace="{}",name="audit",condition="Compliant",status="False"}} 1"#,
-            fixture_ns.name
-        )),
-        "the broken fixture is not compliant in /metrics:\n{metrics}"
+    // The metrics follow the status write.
+    let line = format!(
+        r#"kopf_audit_condition{{namespace="{}",name="audit",condition="Compliant",status="False"}} 1"#,
+        fixture_ns.name
     );
+    wait_for(
+        "the broken fixture not compliant in /metrics",
+        Duration::from_secs(30),
+        || {
+            let (http, line) = (http.clone(), line.clone());
+            async move {
+                support::http_get(&http, "/metrics")
+                    .filter(|(_, body)| body.contains(&line))
+                    .map(|_| ())
+            }
+        },
+    )
+    .await;
 
     // Resting: one more audit interval (30s) with nothing changing.
     tokio::time::sleep(Duration::from_secs(35)).await;
