@@ -9,5 +9,6 @@ mod kubectl;
 mod leader;
 mod logs;
 mod operator;
+mod prometheus;
 mod rbac;
 mod support;
