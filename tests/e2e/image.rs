@@ -549,21 +549,26 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
 
     let http = format!("127.0.0.1:{port}");
     for path in ["/healthz", "/readyz"] {
-        let body = wait_for(
-            &format!("{path} 200 from the container"),
-            Duration::from_secs(60),
-            || {
-                let http = http.clone();
-                async move {
-                    match support::http_get(&http, path) {
-                        Some((200, body)) => Some(body),
-                        _ => None,
-                    }
-                }
-            },
-        )
-        .await;
-        say(format!("{path}: 200 {}", body.trim()));
+        say(format!(
+            "waiting for {path} 200 from the container (up to 120s)"
+        ));
+        let started = Instant::now();
+        let body = loop {
+            if let Some((200, body)) = support::http_get(&http, path) {
+                break body;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "no 200 from {path} after 120s; the container's log:\n{}",
+                container.logs()
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        };
+        say(format!(
+            "{path}: 200 {} after {:.1}s",
+            body.trim(),
+            started.elapsed().as_secs_f64()
+        ));
     }
 
     let target = fixture_deployment(&admin, &fixture_ns.name).await;
