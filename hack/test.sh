@@ -14,14 +14,15 @@ cargo --version
 go version
 python3 --version
 
-step "system packages: podman, runc (the image tests), prometheus + promtool (the alert tests), from Debian"
+step "system packages: podman, runc, busybox-static (the image tests), prometheus + promtool (the alert tests), from Debian"
 missing=()
 for tool in podman runc prometheus promtool; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+[ -x /bin/busybox ] || missing+=(busybox)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "missing: ${missing[*]}: apt-get install -y podman runc prometheus (about a minute)"
+  echo "missing: ${missing[*]}: apt-get install -y podman runc prometheus busybox-static (about a minute)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq podman runc prometheus >/dev/null
+  apt-get install -y -qq podman runc prometheus busybox-static >/dev/null
 fi
 podman --version
 runc --version | head -n 1

@@ -4,7 +4,8 @@
 //! args, and a token of the chart's ServiceAccount mounted where a pod gets it, with the
 //! in-cluster environment. It must serve /healthz and /readyz, audit a broken kopf
 //! fixture to Ready with the fixture's findings, be refused nothing, write nothing to
-//! its filesystem, and stop on SIGTERM well within the chart's grace period.
+//! its filesystem, pass the chart's `helm test` hook (its busybox wget command, run for
+//! real against it), and stop on SIGTERM well within the chart's grace period.
 //!
 //! podman runs with runc (crun does not work in this sandbox), explicit ulimits and a
 //! private vfs storage under the work dir; host network reaches the local API server.
@@ -515,6 +516,8 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
         &[
             format!("watchNamespace={}", fixture_ns.name),
             format!("httpPort={port}"),
+            // The auditor's own debug lines, for the log shown when something fails.
+            "logLevel=info\\,kopf_audit=debug".to_string(),
             format!("rbac.handledResources[0].apiGroups[0]={group}"),
             format!("rbac.handledResources[0].resources[0]={plural}"),
         ],
@@ -654,6 +657,19 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
         diff.lines().count()
     ));
 
+    // The chart's `helm test` hook, its command run for real (kwok only fakes the hook's
+    // pod): busybox's wget through the metrics Service, here emulated by mapping the
+    // Service's name and port to the container's port on the host network.
+    let hook = HelmTestHook::from(&objects, port);
+    let busybox = busybox_image(&podman);
+    let (code, out) = hook.run(&podman, &busybox);
+    assert_eq!(
+        code, 0,
+        "the helm test hook fails against a ready operator: {out}"
+    );
+    assert!(out.contains("ready"), "{out}");
+    say(format!("the helm test hook's wget: exit 0, {}", out.trim()));
+
     // SIGTERM: a graceful stop (exit 0), well within terminationGracePeriodSeconds.
     let started = Instant::now();
     podman.ok(&["kill", "--signal", "TERM", &name]);
@@ -676,7 +692,137 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
     ));
     assert_eq!(code, "0", "a graceful stop:\n{}", container.logs());
     assert!(container.logs().contains("kopf-audit stopped"));
+    let (code, out) = hook.run(&podman, &busybox);
+    assert_ne!(
+        code, 0,
+        "the helm test hook passes with the operator stopped: {out}"
+    );
+    say(format!(
+        "the helm test hook's wget with the operator stopped: exit {code}"
+    ));
     let _ = std::fs::remove_dir_all(&secrets);
+}
+
+/// The chart's `helm test` Job, to be run with podman against an operator on the host
+/// network.
+struct HelmTestHook {
+    flags: Vec<String>,
+    command: Vec<String>,
+}
+
+impl HelmTestHook {
+    /// The rendered test hook, its Service URL pointed at `127.0.0.1:port`.
+    fn from(objects: &[Value], port: u16) -> HelmTestHook {
+        let job = objects
+            .iter()
+            .find(|o| {
+                kind(o) == "Job"
+                    && o["metadata"]["annotations"]["helm.sh/hook"].as_str() == Some("test")
+            })
+            .expect("the chart's helm test Job");
+        let service = objects
+            .iter()
+            .find(|o| kind(o) == "Service")
+            .expect("the metrics Service");
+        let authority = format!(
+            "{}.{}.svc:{}",
+            name(service),
+            service["metadata"]["namespace"]
+                .as_str()
+                .expect("namespace"),
+            service["spec"]["ports"][0]["port"].as_i64().expect("port")
+        );
+        let spec = &job["spec"]["template"]["spec"];
+        let container = &spec["containers"][0];
+        let command: Vec<String> = container["command"]
+            .as_sequence()
+            .expect("command")
+            .iter()
+            .map(|a| a.as_str().expect("arg").to_string())
+            .collect();
+        assert!(
+            command
+                .iter()
+                .any(|a| a.contains(&format!("http://{authority}/readyz"))),
+            "the hook GETs /readyz of the Service {authority}: {command:?}"
+        );
+        let command = command
+            .iter()
+            .map(|a| a.replace(&authority, &format!("127.0.0.1:{port}")))
+            .collect();
+        let sc = &container["securityContext"];
+        assert_eq!(sc["readOnlyRootFilesystem"].as_bool(), Some(true));
+        assert_eq!(sc["capabilities"]["drop"][0].as_str(), Some("ALL"));
+        let flags = vec![
+            format!(
+                "--user={}:{}",
+                sc["runAsUser"].as_i64().expect("runAsUser"),
+                sc["runAsGroup"].as_i64().expect("runAsGroup")
+            ),
+            "--passwd=false".into(),
+            "--read-only".into(),
+            "--read-only-tmpfs=false".into(),
+            "--cap-drop=all".into(),
+            "--security-opt=no-new-privileges".into(),
+            "--ulimit=nofile=1024:1024".into(),
+            "--ulimit=nproc=4096:4096".into(),
+            "--network=host".into(),
+        ];
+        HelmTestHook { flags, command }
+    }
+
+    /// Runs the hook's command; (exit code, output).
+    fn run(&self, podman: &Podman, image: &str) -> (i32, String) {
+        let out = podman
+            .command()
+            .args(["run", "--rm"])
+            .args(&self.flags)
+            .arg(image)
+            .args(&self.command)
+            .output()
+            .expect("podman run");
+        (
+            out.status.code().unwrap_or(-1),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+}
+
+/// A busybox image (`wget` and `sh`) made from Debian's static busybox
+/// (`apt-get install busybox-static`; hack/test.sh installs it), for the test hook.
+fn busybox_image(podman: &Podman) -> String {
+    let busybox = Path::new("/bin/busybox");
+    assert!(
+        busybox.is_file(),
+        "no /bin/busybox: apt-get install -y busybox-static (hack/test.sh does it)"
+    );
+    let reference = "localhost/busybox-e2e:static".to_string();
+    if podman.run(&["image", "exists", &reference]).0 {
+        return reference;
+    }
+    let ctx = support::workdir().join(format!("busybox-context-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ctx);
+    std::fs::create_dir_all(ctx.join("bin")).expect("context");
+    for applet in ["busybox", "wget", "sh"] {
+        std::fs::copy(busybox, ctx.join("bin").join(applet)).expect("copy busybox");
+    }
+    std::fs::write(ctx.join("Containerfile"), "FROM scratch\nCOPY bin /bin\n")
+        .expect("Containerfile");
+    podman.ok(&[
+        "build",
+        "--quiet",
+        "--network=none",
+        "--pull=never",
+        "-t",
+        &reference,
+        ctx.to_str().expect("utf-8 path"),
+    ]);
+    let _ = std::fs::remove_dir_all(&ctx);
+    reference
 }
 
 /// Where the runtime mounts something into the container (its OCI config): the
