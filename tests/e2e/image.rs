@@ -529,6 +529,7 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
         .expect("the chart's Deployment");
     let secrets = support::workdir().join(format!("image-secrets-{}", release_ns.name));
     service_account_volume(&admin, &release_ns.name, &fullname, &secrets).await;
+    let _remove_secrets = RemoveOnDrop(secrets.clone());
     let pod = format!("{fullname}-0");
     let spec = pod_spec(deployment, &secrets, &pod, &release_ns.name);
     assert!(
@@ -700,7 +701,15 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
     say(format!(
         "the helm test hook's wget with the operator stopped: exit {code}"
     ));
-    let _ = std::fs::remove_dir_all(&secrets);
+}
+
+/// A directory removed when dropped (the token volume: also when the test fails).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The chart's `helm test` Job, to be run with podman against an operator on the host
