@@ -14,9 +14,24 @@ cargo --version
 go version
 python3 --version
 
+step "system packages: podman, runc, busybox-static (the image tests), prometheus + promtool (the alert tests), from Debian"
+missing=()
+for tool in podman runc prometheus promtool; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+[ -x /bin/busybox ] || missing+=(busybox)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "missing: ${missing[*]}: apt-get install -y podman runc prometheus busybox-static (about a minute)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq podman runc prometheus busybox-static >/dev/null
+fi
+podman --version
+runc --version | head -n 1
+prometheus --version 2>&1 | head -n 1
+
 step "format and lint: cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features e2e -- -D warnings
 
 step "local cluster: hack/cluster.sh up (the first run builds the control plane: 25-45 min)"
 was_running=no
@@ -42,6 +57,14 @@ export KOPF_AUDIT_HELM="$helm"
 "$helm" lint --strict charts/kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --include-crds >/dev/null
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >/dev/null
+
+step "kube-state-metrics: hack/build-kube-state-metrics.sh (built once from its Go module, cached)"
+bash hack/build-kube-state-metrics.sh | tail -n 1
+
+step "the image: hack/image.sh (static release binary FROM scratch with podman, cached per source hash; cold: see BENCHMARKS.md)"
+KOPF_AUDIT_IMAGE=$(bash hack/image.sh | tail -n 1)
+export KOPF_AUDIT_IMAGE
+echo "image archive: $KOPF_AUDIT_IMAGE"
 
 step "Argo CD health check: hack/argocd (vendored Lua 5.1, a workspace of its own)"
 cargo fmt --manifest-path hack/argocd/Cargo.toml -- --check

@@ -388,7 +388,9 @@ fn rollout_overlap(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Op
     let replicas = spec.replicas.unwrap_or(1);
     let single_leader = replicas <= 1 || run.peering == Peering::Standalone;
     let strategy = spec.strategy.as_ref();
-    let kind = strategy.and_then(|s| s.type_.as_deref()).unwrap_or("RollingUpdate");
+    let kind = strategy
+        .and_then(|s| s.type_.as_deref())
+        .unwrap_or("RollingUpdate");
     if !single_leader || kind == "Recreate" {
         return None;
     }
@@ -434,8 +436,8 @@ fn debug_logging(target: &str, run: &KopfRun, logs: &Gathered<LogEvidence>) -> O
         (Verbosity::Verbose | Verbosity::Debug, Some(flag)) => format!("kopf runs with {flag}"),
         _ => {
             let stats = &logs.as_ref().ok()?.stats;
-            let dominated = stats.records >= MIN_RECORDS_TO_JUDGE
-                && stats.debug_records * 2 > stats.records;
+            let dominated =
+                stats.records >= MIN_RECORDS_TO_JUDGE && stats.debug_records * 2 > stats.records;
             if !dominated {
                 return None;
             }

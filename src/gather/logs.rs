@@ -202,7 +202,6 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
     evidence.version.narrow(log.version);
 }
 
-
 /// What makes two records the same for the checks: their kind, handler, object and
 /// denial, not their time or the exact wording of a changing message.
 fn key_of(record: &kopf_log::Record) -> String {

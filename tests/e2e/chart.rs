@@ -437,29 +437,16 @@ fn fixture_crd(fixture: &str) -> (String, String) {
         .unwrap_or_else(|| panic!("fixture {fixture} has no CRD"))
 }
 
-/// Log lines of the auditor that show it was refused something.
-fn refusals(log: &str) -> Vec<&str> {
-    log.lines()
-        .filter(|l| status_403(l) || l.contains("Forbidden") || l.contains("forbidden"))
-        .collect()
-}
-
-/// `403` as a number of its own: not the digits of a timestamp such as
-/// `06:55:43.204037Z`, which once failed this test.
-fn status_403(line: &str) -> bool {
-    let b = line.as_bytes();
-    line.match_indices("403").any(|(at, _)| {
-        let before = at.checked_sub(1).and_then(|i| b.get(i));
-        let after = b.get(at + 3);
-        !before.is_some_and(u8::is_ascii_digit) && !after.is_some_and(u8::is_ascii_digit)
-    })
-}
-
 #[test]
 fn a_403_inside_a_timestamp_is_no_refusal() {
-    assert!(refusals("2026-11-30T06:55:43.204037Z INFO audited changed=false").is_empty());
-    assert_eq!(refusals("ApiError: code: 403, reason: x").len(), 1);
-    assert_eq!(refusals("status 403").len(), 1);
+    assert!(
+        support::refused_lines("2026-11-30T06:55:43.204037Z INFO audited changed=false").is_empty()
+    );
+    assert_eq!(
+        support::refused_lines("ApiError: code: 403, reason: x").len(),
+        1
+    );
+    assert_eq!(support::refused_lines("status 403").len(), 1);
 }
 
 const AREAS: [&str; 5] = [
@@ -530,7 +517,7 @@ async fn audited_without_refusal(
     ));
     auditor.wait_log("audited", Duration::from_secs(30)).await;
     let log = auditor.logs();
-    let refused = refusals(&log);
+    let refused = support::refused_lines(&log);
     assert!(
         refused.is_empty(),
         "{fixture}: the auditor was refused something:\n{}",
@@ -819,7 +806,7 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
     tokio::time::sleep(Duration::from_secs(5)).await;
     for (fixture, _, auditor) in &audited {
         let log = auditor.logs();
-        let refused = refusals(&log);
+        let refused = support::refused_lines(&log);
         assert!(
             refused.is_empty(),
             "{fixture}: the auditor was refused something:\n{}",

@@ -4,9 +4,13 @@
 mod accuracy;
 mod chart;
 mod harness;
+mod helm;
+mod image;
+mod kubectl;
 mod leader;
 mod logs;
 mod operator;
+mod prometheus;
 mod rbac;
 mod redaction;
 mod support;

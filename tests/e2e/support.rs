@@ -406,24 +406,124 @@ pub fn expectations(fixture: &str) -> Expectations {
     }
 }
 
-/// A kubeconfig acting as a ServiceAccount (a TokenRequest token, the admin's cluster),
-/// so that the auditor or a test runs with exactly the RBAC it is granted.
-/// A kubeconfig file acting as `account` in `ns`: the admin kubeconfig's server and CA
-/// with a TokenRequest token.
-pub async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBuf {
+/// The cache outside the clone that the hack/ scripts share (`KOPF_AUDIT_CACHE`).
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("KOPF_AUDIT_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|x| PathBuf::from(x).join("kopf-audit")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kopf-audit")))
+        .expect("KOPF_AUDIT_CACHE, XDG_CACHE_HOME or HOME")
+}
+
+/// A token of ServiceAccount `account` in `ns` (TokenRequest, as the kubelet mounts one).
+pub async fn service_account_token(admin: &Client, ns: &str, account: &str) -> String {
     let request: k8s_openapi::api::authentication::v1::TokenRequest =
         serde_json::from_value(serde_json::json!({
             "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "spec": {"expirationSeconds": 3600}
         }))
         .expect("token request");
-    let token = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), ns)
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), ns)
         .create_token_request(account, &PostParams::default(), &request)
         .await
-        .expect("TokenRequest for the ServiceAccount")
+        .unwrap_or_else(|e| panic!("TokenRequest for {ns}/{account}: {e}"))
         .status
         .and_then(|s| s.token)
-        .expect("a token");
+        .expect("a token")
+}
+
+/// The API server's URL and its CA certificate (PEM), from the admin kubeconfig.
+pub fn api_server() -> (String, Vec<u8>) {
+    let path = kubeconfig_path();
+    let config: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&path).expect("admin kubeconfig"))
+            .expect("admin kubeconfig YAML");
+    let current = config["current-context"].as_str().unwrap_or_default();
+    let cluster_name = config["contexts"]
+        .as_sequence()
+        .and_then(|s| s.iter().find(|c| c["name"].as_str() == Some(current)))
+        .and_then(|c| c["context"]["cluster"].as_str())
+        .expect("the current context's cluster")
+        .to_string();
+    let cluster = &config["clusters"]
+        .as_sequence()
+        .and_then(|s| {
+            s.iter()
+                .find(|c| c["name"].as_str() == Some(cluster_name.as_str()))
+        })
+        .expect("the current cluster")["cluster"];
+    let server = cluster["server"].as_str().expect("server").to_string();
+    let ca = if let Some(file) = cluster["certificate-authority"].as_str() {
+        std::fs::read(file).unwrap_or_else(|e| panic!("reading the CA {file}: {e}"))
+    } else {
+        base64_decode(
+            cluster["certificate-authority-data"]
+                .as_str()
+                .expect("certificate-authority or certificate-authority-data"),
+        )
+    };
+    (server, ca)
+}
+
+/// Decodes standard base64 (the kubeconfig's `*-data` fields).
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let digits: Vec<u32> = text.bytes().filter_map(value).collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, d)| acc | (d << (18 - 6 * i)));
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..chunk.len().saturating_sub(1)]);
+    }
+    out
+}
+
+/// GETs `path` from `addr` (plain HTTP/1.0); (status code, body), or None when nothing
+/// answers.
+pub fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, body.to_string()))
+}
+
+/// Log lines that show the auditor was refused something: a 403 (as a number of its
+/// own, not digits of a timestamp) or Forbidden.
+pub fn refused_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| {
+            let b = l.as_bytes();
+            let code = l.match_indices("403").any(|(at, _)| {
+                let before = at.checked_sub(1).and_then(|i| b.get(i));
+                !before.is_some_and(u8::is_ascii_digit)
+                    && !b.get(at + 3).is_some_and(u8::is_ascii_digit)
+            });
+            code || l.contains("Forbidden") || l.contains("forbidden")
+        })
+        .collect()
+}
+
+/// A kubeconfig acting as a ServiceAccount (a TokenRequest token, the admin's cluster),
+/// so that the auditor or a test runs with exactly the RBAC it is granted.
+pub async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBuf {
+    let token = service_account_token(admin, ns, account).await;
     let admin_path = kubeconfig_path();
     let admin_config: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(&admin_path).expect("admin kubeconfig"))

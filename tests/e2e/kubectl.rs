@@ -1,0 +1,137 @@
+//! The kubectl plugin: the `kubectl-kopf_audit` binary on PATH makes `kubectl
+//! kopf-audit check ...` and `kubectl kopf-audit report -A` work through the real
+//! kubectl (the one built with the cluster), which finds the plugin by name and passes
+//! it the arguments after `kopf-audit`; the kubeconfig comes from KUBECONFIG, as for
+//! every kubectl plugin.
+
+use crate::image::{audited, create_audit, fixture_deployment};
+use crate::operator::ensure_crd;
+use crate::support::{self, Auditor, Fixture, TestNamespace, expectations, say};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// A PATH directory holding only the plugin (a symlink to the built binary).
+fn plugin_dir() -> PathBuf {
+    let dir = support::workdir().join(format!("kubectl-plugins-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("plugin dir");
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_kubectl-kopf_audit"),
+        dir.join("kubectl-kopf_audit"),
+    )
+    .expect("symlink");
+    dir
+}
+
+/// Runs the cluster's kubectl with the plugin on PATH; (exit code, stdout, stderr).
+fn kubectl(plugins: &Path, args: &[&str]) -> (i32, String, String) {
+    let path = format!(
+        "{}:{}",
+        plugins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(support::kubectl())
+        .args(args)
+        .env("PATH", path)
+        .env("KUBECONFIG", support::kubeconfig_path())
+        .env("KUBECACHEDIR", support::workdir().join("kube-cache"))
+        .output()
+        .expect("kubectl");
+    say(format!(
+        "$ kubectl {} -> exit {:?}",
+        args.join(" "),
+        out.status.code()
+    ));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn kubectl_kopf_audit_check_and_report_work_as_a_kubectl_plugin() {
+    let admin = support::admin_client().await;
+    ensure_crd(&admin).await;
+    let plugins = plugin_dir();
+
+    let (code, out, err) = kubectl(&plugins, &["plugin", "list"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("kubectl-kopf_audit"),
+        "kubectl finds the plugin: {out}{err}"
+    );
+
+    let ns = TestNamespace::create(&admin, "plugin").await;
+    let _kopf = Fixture::start("bad-resources", &ns.name, None);
+    let deployment = fixture_deployment(&admin, &ns.name).await;
+
+    // check: one audit, exit 1 at error findings (--fail-on error, the default).
+    let (code, out, err) = kubectl(
+        &plugins,
+        &[
+            "kopf-audit",
+            "check",
+            "-n",
+            &ns.name,
+            "--deployment",
+            &deployment,
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(code, 1, "bad-resources has error findings: {out}{err}");
+    let status: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON ({e}): {out}{err}"));
+    let found: Vec<&str> = status["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    for id in expectations("bad-resources").must {
+        assert!(found.contains(&id.as_str()), "{id} in {found:?}");
+    }
+    let (code, out, err) = kubectl(
+        &plugins,
+        &[
+            "kopf-audit",
+            "check",
+            "-n",
+            &ns.name,
+            "--deployment",
+            &deployment,
+            "--fail-on",
+            "never",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("workload."),
+        "the table names the checks: {out}"
+    );
+
+    // report -A: the stored results of the KopfAudits the operator wrote.
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(&admin, &ns.name, "audit", &deployment).await;
+    audited(
+        &admin,
+        "bad-resources",
+        &ns.name,
+        "audit",
+        Duration::from_secs(180),
+    )
+    .await;
+    let (code, out, err) = kubectl(&plugins, &["kopf-audit", "report", "-A"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains(&ns.name) && l.contains("audit"))
+        .unwrap_or_else(|| panic!("the report lists {}/audit:\n{out}", ns.name));
+    say(format!("report -A: {line}"));
+    let (code, out, _) = kubectl(&plugins, &["kopf-audit", "--version"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(env!("CARGO_PKG_VERSION")), "{out}");
+    let _ = std::fs::remove_dir_all(&plugins);
+}
