@@ -106,6 +106,17 @@ options:
   kwokControllerBinary: $bindir/kwok
   kubectlBinary: $bindir/kubectl
   cacheDir: $KWOK_WORKDIR/cache
+# One instance each, no leader election: a paused API server (the fault tests pause it
+# for 40 s) would otherwise cost them their lease, and they would exit.
+componentsPatches:
+- name: kube-controller-manager
+  extraArgs:
+  - key: leader-elect
+    value: "false"
+- name: kube-scheduler
+  extraArgs:
+  - key: leader-elect
+    value: "false"
 EOF
 }
 
