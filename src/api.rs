@@ -188,6 +188,14 @@ pub struct Thresholds {
     #[schemars(range(min = 2, max = 1000))]
     pub event_repeats: Option<u32>,
 
+    /// How long a handled object may differ from its last-handled diff-base while the
+    /// operator's pod runs before `runtime.not-handling` fires, as a Go duration
+    /// (default 10m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[x_kube(validation = Rule::new("duration(self) >= duration('1m') && duration(self) <= duration('24h')").message("thresholds.unhandledAfter must be between 1m and 24h"))]
+    pub unhandled_after: Option<String>,
+
     /// How long a finding must stay absent from complete audits before it is resolved,
     /// as a Go duration (default: two intervals, at least 10m; `0s` resolves at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -118,6 +118,6 @@ pub(crate) fn run_area(
         Area::Rbac => rbac::check(target, kopf),
         Area::Events => alone(events::check(target, kopf, settings)),
         Area::Persistence => alone(persistence::check(target, kopf, settings)),
-        Area::Runtime => runtime::check(target, kopf),
+        Area::Runtime => runtime::check(target, kopf, settings),
     }
 }

@@ -5,9 +5,21 @@
 use super::{Cause, Raised, finding};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
-use crate::model::evidence::{KopfEvidence, LogEvidence, TargetEvidence, qualified};
-use kopf_log::{EventKind, PermissionScope, Record};
+use crate::model::evidence::{KopfEvidence, LogEvidence, ObjectSample, TargetEvidence, qualified};
+use crate::model::settings::CheckSettings;
+use k8s_openapi::api::core::v1::Pod;
+use kopf_log::{BackgroundTask, EventKind, KopfVersion, PermissionScope, Record, VersionRange};
 use std::collections::BTreeMap;
+
+/// From kopf 1.45 a failed watcher stops the operator (`_core/reactor/orchestration.py`
+/// re-raises a failed ensemble task); up to 1.44.6 the dead task stays registered and
+/// is never respawned.
+const EXITS_ON_DEAD_WATCHER: KopfVersion = KopfVersion::new(1, 45, 0);
+/// The first release whose watches use bookmarks and an inactivity timeout (kopf 1.44.0
+/// `_cogs/clients/watching.py`): before it, a watch can freeze silently.
+const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
+/// At most this many objects are named in a not-handling finding.
+const NAMED_OBJECTS: usize = 5;
 
 /// How many characters of a log line a finding quotes.
 pub(crate) const QUOTE_CHARS: usize = 240;
@@ -17,13 +29,31 @@ const MIN_KOPF_RATIO: f64 = 0.5;
 const MIN_LINES_TO_JUDGE: u64 = 20;
 
 /// Runs every runtime check on one kopf target.
-pub(crate) fn check(target: &TargetEvidence, kopf: &KopfEvidence) -> Vec<Raised> {
+pub(crate) fn check(
+    target: &TargetEvidence,
+    kopf: &KopfEvidence,
+    settings: &CheckSettings,
+) -> Vec<Raised> {
     let Ok(logs) = &kopf.logs else {
         return Vec::new();
     };
     let name = target.name();
     let mut out: Vec<Raised> = startup_forbidden(name, logs);
+    let not_handling = match &kopf.objects {
+        Ok(objects) => not_handling(
+            name,
+            objects,
+            &target.pods,
+            &kopf.run.container,
+            logs,
+            settings,
+        ),
+        Err(_) => None,
+    };
     let alone = [
+        not_handling.into_iter().collect(),
+        dead_watcher(name, logs),
+        kopf_version(name, logs).into_iter().collect(),
         handler_failures(name, logs),
         permission_degraded(name, logs).into_iter().collect(),
         peering_conflict(name, logs).into_iter().collect(),
@@ -209,6 +239,241 @@ fn orphaned_daemons(target: &str, logs: &LogEvidence) -> Option<Finding> {
         |k| matches!(k, EventKind::OrphanedDaemon { .. }),
         "A daemon did not exit when asked and was left orphaned: make it check `stopped` (or handle cancellation) so that it exits in time.",
     )
+}
+
+/// `runtime.not-handling`: handled objects whose essence has differed from their
+/// diff-base for longer than the threshold while the operator's pod runs: it is alive
+/// and its liveness probe passes, yet it stopped handling.
+fn not_handling(
+    target: &str,
+    objects: &[ObjectSample],
+    pods: &[Pod],
+    container: &str,
+    logs: &LogEvidence,
+    settings: &CheckSettings,
+) -> Option<Finding> {
+    if !running(pods, container) {
+        return None;
+    }
+    let threshold = jiff::SignedDuration::try_from(settings.unhandled_after).unwrap_or_default();
+    let mut waiting: Vec<(String, jiff::SignedDuration, bool)> = objects
+        .iter()
+        .filter_map(|o| {
+            let h = &o.handling;
+            // Without a diff-base (daemons, timers, event handlers only) nothing tells
+            // whether a change was handled.
+            let since = (h.diffbase && h.differs).then_some(h.changed_by_others?)?;
+            let waited = settings.now.duration_since(since);
+            // kopf wrote to it after the change: it noticed, its handlers did not finish.
+            let noticed = h.changed_by_kopf.is_some_and(|kopf| kopf > since);
+            (waited > threshold).then(|| (o.qualified_name(), waited, h.in_progress || noticed))
+        })
+        .collect();
+    if waiting.is_empty() {
+        return None;
+    }
+    waiting.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let shown: Vec<String> = waiting
+        .iter()
+        .take(NAMED_OBJECTS)
+        .map(|(name, waited, _)| format!("{name} (over {})", rounded(*waited)))
+        .collect();
+    let more = match waiting.len().saturating_sub(NAMED_OBJECTS) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let causes = likely_causes(logs, waiting.iter().any(|(_, _, p)| *p));
+    Some(finding(
+        CheckId::RuntimeNotHandling,
+        target,
+        format!(
+            "The operator's pod runs, yet changes to {}{more} have not been handled: their spec, labels or annotations differ from kopf's last-handled diff-base. Likely causes: {causes}. Restart the operator to recover, then fix the cause (if they merely stopped matching the handlers' labels/annotations/when filters, kopf ignores them on purpose: skip this check for them).",
+            shown.join(", ")
+        ),
+        Some(format!(
+            "{} handled object(s) changed and not handled",
+            waiting.len()
+        )),
+    ))
+}
+
+/// A duration as a message says it, rounded down to whole minutes (so that a finding's
+/// text changes rarely).
+fn rounded(d: jiff::SignedDuration) -> String {
+    let minutes = d.as_secs() / 60;
+    if minutes >= 120 {
+        format!("{} h", minutes / 60)
+    } else {
+        format!("{minutes} min")
+    }
+}
+
+/// Whether the kopf container of some pod is running (not waiting, not terminated).
+fn running(pods: &[Pod], container: &str) -> bool {
+    pods.iter().any(|p| {
+        p.status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .any(|cs| {
+                cs.name == container && cs.state.as_ref().is_some_and(|s| s.running.is_some())
+            })
+    })
+}
+
+/// What the log and the objects point at, most specific first.
+fn likely_causes(logs: &LogEvidence, in_progress: bool) -> String {
+    let mut causes = Vec::new();
+    if logs
+        .records
+        .iter()
+        .any(|r| matches!(r.kind.background_task(), Some(BackgroundTask::Watcher)))
+    {
+        causes.push("a dead watcher (see runtime.dead-watcher)".to_string());
+    }
+    let last_peering_turn = logs
+        .records
+        .iter()
+        .filter(|r| matches!(r.kind, EventKind::PeeringPaused | EventKind::PeeringResumed))
+        .last();
+    if last_peering_turn.is_some_and(|r| matches!(r.kind, EventKind::PeeringPaused)) {
+        causes.push(
+            "a paused peering (another operator of higher or equal priority is alive)".to_string(),
+        );
+    }
+    if in_progress {
+        causes.push("a handler that does not finish (kopf noticed the change: its progress marks or writes are on the objects; see runtime.handler-failures)".to_string());
+    }
+    if logs.version.at_most.is_none_or(|v| v < BOOKMARKS) {
+        causes.push(format!(
+            "a watch stream that froze silently ({} without settings.watching.server_timeout or client_timeout; fixed by bookmarks in kopf 1.44)",
+            describe_version(&logs.version)
+        ));
+    }
+    if causes.is_empty() {
+        causes.push(
+            "a watch stream that stopped (kopf 1.44+ reconnects an inactive one after 70 s)".into(),
+        );
+    }
+    causes.join("; ")
+}
+
+/// `runtime.dead-watcher`: a background task that must run for as long as the operator
+/// does has failed: the watch of a resource, or a peering keep-alive or observer.
+fn dead_watcher(target: &str, logs: &LogEvidence) -> Vec<Finding> {
+    let version = &logs.version;
+    let exits = version.at_least.is_some_and(|v| v >= EXITS_ON_DEAD_WATCHER);
+    // Up to 1.44 a restart revives the task, so only the running container counts;
+    // from 1.45 the previous container's log says why it exited.
+    let previous = logs.previous.values().flatten().filter(|_| exits);
+    let mut seen: BTreeMap<String, &Record> = BTreeMap::new();
+    for r in logs.records.iter().chain(previous) {
+        let vital = matches!(
+            r.kind.background_task(),
+            Some(
+                BackgroundTask::Watcher
+                    | BackgroundTask::PeeringKeepAlive
+                    | BackgroundTask::PeeringObserver
+            )
+        );
+        let died = matches!(
+            r.kind,
+            EventKind::WatcherFailed { .. }
+                | EventKind::TaskFailed { .. }
+                | EventKind::TaskFinished { .. }
+        );
+        if vital && died {
+            seen.entry(task_name(r)).or_insert(r);
+        }
+    }
+    let effect = if exits {
+        "kopf 1.45 stops the whole operator on it, so the pod restarts (a crash loop if it keeps failing)".to_string()
+    } else if version.at_most.is_some_and(|v| v < EXITS_ON_DEAD_WATCHER) {
+        format!(
+            "{} does not respawn it: the operator runs on, blind to it, its liveness probe still passing, until it is restarted",
+            describe_version(version)
+        )
+    } else {
+        "up to kopf 1.44 it is not respawned (the operator runs on, blind to it, until restarted); kopf 1.45 exits on it".to_string()
+    };
+    seen.into_iter()
+        .map(|(task, record)| {
+            finding(
+                CheckId::RuntimeDeadWatcher,
+                target,
+                format!(
+                    "kopf's {task} failed: {effect}. Restart the operator, and fix the cause in the traceback (often a permission or an API error)."
+                ),
+                Some(quote(record)),
+            )
+        })
+        .collect()
+}
+
+/// `watcher for RES@NS` / `peering keep-alive for NAME@NS` of a record.
+fn task_name(record: &Record) -> String {
+    let task = record
+        .kind
+        .background_task()
+        .map_or("background task", BackgroundTask::as_str);
+    let (target, namespace) = match &record.kind {
+        EventKind::WatcherFailed {
+            resource,
+            namespace,
+        } => (Some(resource.clone()), namespace.clone()),
+        EventKind::TaskFailed {
+            target, namespace, ..
+        }
+        | EventKind::TaskFinished {
+            target, namespace, ..
+        } => (target.clone(), namespace.clone()),
+        _ => (None, None),
+    };
+    match (target, namespace) {
+        (Some(t), Some(ns)) => format!("{task} {t}@{ns}"),
+        (Some(t), None) => format!("{task} {t}"),
+        _ => task.to_string(),
+    }
+}
+
+/// `kopf 1.45.2`, `kopf 1.40 or newer`, `kopf 1.38 to 1.43`...
+fn describe_version(v: &VersionRange) -> String {
+    match (v.at_least, v.at_most) {
+        (Some(lo), Some(hi)) if lo == hi => format!("kopf {lo}"),
+        (Some(lo), Some(hi)) => format!("kopf {lo} to {hi}"),
+        (Some(lo), None) => format!("kopf {lo} or newer"),
+        (None, Some(hi)) => format!("kopf {hi} or older"),
+        (None, None) => "this kopf (its version is not in the log)".into(),
+    }
+}
+
+/// `runtime.kopf-version`: the version the log's wording shows; below 1.44 a watch can
+/// freeze silently.
+fn kopf_version(target: &str, logs: &LogEvidence) -> Option<Finding> {
+    let v = &logs.version;
+    if v.is_unbounded() || v.is_empty() {
+        return None;
+    }
+    let old = v.at_most.is_some_and(|hi| hi < BOOKMARKS);
+    let mut f = finding(
+        CheckId::RuntimeKopfVersion,
+        target,
+        if old {
+            format!(
+                "The log's wording shows {}: before 1.44 a watch stream can freeze silently (a load balancer or proxy drops it and kopf never notices), and the operator stops handling while it looks healthy. Upgrade kopf, or set settings.watching.server_timeout and client_timeout (e.g. 300 s) in a startup handler.",
+                describe_version(v)
+            )
+        } else {
+            format!(
+                "The log's wording shows {}; findings that depend on kopf's version assume it.",
+                describe_version(v)
+            )
+        },
+        None,
+    );
+    if old {
+        f.severity = Severity::Warning;
+    }
+    Some(f)
 }
 
 /// `runtime.unparsed-logs`: most lines match none of kopf's formats.

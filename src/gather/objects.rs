@@ -3,7 +3,8 @@
 //! within the audit's reach.
 
 use super::{Namespaces, Reach, obstacle};
-use crate::model::evidence::{Gathered, HandledResource, ObjectSample};
+use crate::model::diffbase;
+use crate::model::evidence::{Gathered, HandledResource, Handling, ObjectSample};
 use crate::model::kopf_run::KopfRun;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -103,5 +104,53 @@ pub(crate) fn sample(resource: usize, object: &DynamicObject) -> ObjectSample {
         finalizers: meta.finalizers.clone().unwrap_or_default(),
         deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
         status_kopf_keys,
+        handling: handling(object),
+    }
+}
+
+/// The field manager kopf's requests get: the apiserver names managers after the
+/// User-Agent's first part, and kopf sends `kopf/<version>` (kopf 1.38-1.45
+/// `_cogs/clients/auth.py`).
+const KOPF_MANAGER: &str = "kopf";
+
+/// Whether kopf handled the object's last change: its diff-base against its essence
+/// (kopf's own comparison), its progress marks, and who changed it last.
+fn handling(object: &DynamicObject) -> Handling {
+    let body = serde_json::to_value(object).unwrap_or_default();
+    let base = diffbase::stored(&body);
+    let differs = base.as_ref().is_some_and(|b| {
+        let now = diffbase::essence(&body, &diffbase::extra_fields(b));
+        !diffbase::same(b, &now)
+    });
+    let in_progress = object.metadata.annotations.iter().flatten().any(|(k, _)| {
+        k.strip_prefix("kopf.zalando.org/").is_some_and(|rest| {
+            !rest.starts_with("last-handled-configuration") && rest != "touch-dummy"
+        })
+    }) || body
+        .pointer("/status/kopf/progress")
+        .is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty()));
+    let mut changed_by_others = None;
+    let mut changed_by_kopf = None;
+    for entry in object.metadata.managed_fields.iter().flatten() {
+        let Some(at) = entry.time.as_ref().map(|t| t.0) else {
+            continue;
+        };
+        // A status writer changes nothing kopf compares.
+        if entry.subresource.as_deref() == Some("status") {
+            continue;
+        }
+        let slot = if entry.manager.as_deref() == Some(KOPF_MANAGER) {
+            &mut changed_by_kopf
+        } else {
+            &mut changed_by_others
+        };
+        *slot = (*slot).max(Some(at));
+    }
+    Handling {
+        diffbase: base.is_some(),
+        differs,
+        in_progress,
+        changed_by_others,
+        changed_by_kopf,
     }
 }

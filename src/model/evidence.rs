@@ -315,6 +315,23 @@ pub(crate) struct ObjectSample {
     pub(crate) deletion_timestamp: Option<Timestamp>,
     /// Keys under `status.kopf` (kopf's status storage), if any.
     pub(crate) status_kopf_keys: Vec<String>,
+    /// Whether kopf handled the object's last change, as far as can be seen.
+    pub(crate) handling: Handling,
+}
+
+/// What an object shows of whether kopf handled its last change.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Handling {
+    /// kopf stored a diff-base (annotation or status).
+    pub(crate) diffbase: bool,
+    /// Its essence differs from the stored diff-base: a change kopf has not handled.
+    pub(crate) differs: bool,
+    /// kopf's progress annotations (or status) are on it: handling is under way.
+    pub(crate) in_progress: bool,
+    /// When a manager other than kopf last changed it (`metadata.managedFields`).
+    pub(crate) changed_by_others: Option<Timestamp>,
+    /// When kopf last changed it (manager `kopf`, from its User-Agent `kopf/<version>`).
+    pub(crate) changed_by_kopf: Option<Timestamp>,
 }
 
 impl ObjectSample {

@@ -4,6 +4,7 @@
 //! resolves to ([`settings`]), Kubernetes quantities and Go durations.
 //! Nothing here performs I/O.
 
+pub(crate) mod diffbase;
 pub(crate) mod duration;
 pub(crate) mod evidence;
 pub(crate) mod handled;

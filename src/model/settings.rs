@@ -13,6 +13,9 @@ pub(crate) const DEFAULT_EVENT_REPEATS: usize = 3;
 pub(crate) const DEFAULT_MEMORY_REQUEST: f64 = 256.0 * 1024.0 * 1024.0;
 /// The memory limit below which a finding fires.
 pub(crate) const DEFAULT_MEMORY_LIMIT: f64 = 512.0 * 1024.0 * 1024.0;
+/// How long a handled object may stay unhandled unless `spec.thresholds.unhandledAfter`
+/// says otherwise.
+pub(crate) const DEFAULT_UNHANDLED_AFTER: Duration = Duration::from_secs(600);
 /// The log window unless `spec.logs.window` says otherwise.
 pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(600);
 /// The byte cap per container and audit unless `spec.logs.limitBytes` says otherwise.
@@ -48,6 +51,8 @@ pub(crate) struct CheckSettings {
     pub(crate) workload: WorkloadThresholds,
     /// Identical events in the window that count as spam.
     pub(crate) event_repeats: usize,
+    /// How long a changed object may stay unhandled.
+    pub(crate) unhandled_after: Duration,
     /// When the evidence was gathered.
     pub(crate) now: jiff::Timestamp,
 }
@@ -70,6 +75,12 @@ impl CheckSettings {
                 .thresholds
                 .event_repeats
                 .map_or(DEFAULT_EVENT_REPEATS, |n| n as usize),
+            unhandled_after: spec
+                .thresholds
+                .unhandled_after
+                .as_deref()
+                .and_then(duration::parse)
+                .unwrap_or(DEFAULT_UNHANDLED_AFTER),
             now,
         }
     }

@@ -77,6 +77,7 @@ fn compliant_target() -> (Deployment, Pod) {
         "metadata": {"name": "op", "namespace": NS},
         "spec": {
             "replicas": 1,
+            "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": {"app": "op"}},
             "template": {
                 "metadata": {"labels": {"app": "op"}},

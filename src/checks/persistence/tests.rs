@@ -16,6 +16,7 @@ fn object(annotations: &[(&str, usize)], finalizers: &[&str]) -> ObjectSample {
         finalizers: finalizers.iter().map(|s| s.to_string()).collect(),
         deletion_timestamp: None,
         status_kopf_keys: Vec::new(),
+        handling: Default::default(),
     }
 }
 

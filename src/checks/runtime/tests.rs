@@ -1,7 +1,7 @@
 //! Tests of the runtime checks.
 
 use super::*;
-use crate::model::evidence::KopfEvidence;
+use crate::model::evidence::{Handling, KopfEvidence};
 use crate::model::kopf_run::{Peering, Scope};
 use crate::model::testing::run;
 
@@ -15,11 +15,24 @@ pub(crate) fn parse(lines: &[&str]) -> LogEvidence {
     while let Some(r) = parser.finish() {
         records.push(r);
     }
+    let stats = parser.stats();
     LogEvidence {
         records,
-        stats: parser.stats(),
+        version: stats.kopf_version,
+        stats,
         ..Default::default()
     }
+}
+
+/// A log kopf really wrote (`crates/kopf-log/tests/data/captured/NAME`), as the
+/// pods/log API serves it.
+fn captured(name: &str) -> LogEvidence {
+    let path = format!(
+        "{}/crates/kopf-log/tests/data/captured/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    parse(&text.lines().filter(|l| !l.is_empty()).collect::<Vec<_>>())
 }
 
 fn target_with(logs: LogEvidence) -> (TargetEvidence, KopfEvidence) {
@@ -32,7 +45,18 @@ fn target_with(logs: LogEvidence) -> (TargetEvidence, KopfEvidence) {
 
 fn ids(lines: &[&str]) -> Vec<CheckId> {
     let (t, k) = target_with(parse(lines));
-    check(&t, &k).into_iter().map(|r| r.finding.check).collect()
+    check(&t, &k, &settings())
+        .into_iter()
+        .map(|r| r.finding.check)
+        .collect()
+}
+
+fn settings() -> CheckSettings {
+    CheckSettings::from_spec(&crate::api::KopfAuditSpec::for_deployment("op"), now())
+}
+
+fn now() -> jiff::Timestamp {
+    "2026-12-01T12:00:00Z".parse().expect("a timestamp")
 }
 
 const FULL_FAIL: &str = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/a] Handler 'reconcile' failed temporarily: backend down";
@@ -78,7 +102,250 @@ fn the_same_failure_twice_is_one_finding_naming_each_object_once() {
 #[test]
 fn quiet_log_has_no_findings_and_noise_is_reported_as_unparsed() {
     let ok = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
-    assert!(ids(&[ok]).is_empty());
+    assert!(!ids(&[ok]).contains(&CheckId::RuntimeUnparsedLogs));
     let noise: Vec<&str> = std::iter::repeat_n("hello from print()", 30).collect();
     assert_eq!(ids(&noise), vec![CheckId::RuntimeUnparsedLogs]);
+}
+
+// --- runtime.dead-watcher, on what kopf 1.38.0 and 1.45.2 really print -------------
+
+#[test]
+fn a_dead_watcher_of_an_old_kopf_is_blind_until_restarted() {
+    let logs = captured("kopf-1.38.0-handlers.json.log");
+    let found = dead_watcher("op", &logs);
+    assert!(!found.is_empty());
+    let watcher = found
+        .iter()
+        .find(|f| {
+            f.message
+                .contains("watcher for beacons.v1.capture.kopf-audit.dev@capture")
+        })
+        .unwrap_or_else(|| panic!("{found:#?}"));
+    assert_eq!(watcher.severity, Severity::Error);
+    assert!(
+        watcher.message.contains("does not respawn it"),
+        "{}",
+        watcher.message
+    );
+    // Without the DEBUG banner, the JSON log's wording bounds the release from above.
+    assert!(
+        watcher.message.contains("or older does not respawn"),
+        "{}",
+        watcher.message
+    );
+    let evidence = watcher.evidence.as_deref().unwrap_or_default();
+    assert!(evidence.contains("has failed"), "{evidence}");
+}
+
+#[test]
+fn a_failed_peering_keep_alive_is_a_dead_task_too() {
+    let found = dead_watcher("op", &captured("kopf-1.43.0-peering.plain.log"));
+    assert!(
+        found
+            .iter()
+            .any(|f| f.message.contains("peering keep-alive for default@capture")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn kopf_1_45_exits_on_a_dead_watcher_and_the_previous_log_says_why() {
+    let crashed = captured("crashloop.full.log");
+    let mut logs = captured("crashloop.full.restart1.log");
+    logs.records.retain(|r| r.kind.background_task().is_none());
+    logs.version = crashed.version;
+    logs.version.narrow(VersionRange {
+        at_least: Some(KopfVersion::new(1, 45, 0)),
+        at_most: None,
+    });
+    logs.previous.insert("op-0".into(), crashed.records);
+    let found = dead_watcher("op", &logs);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].message.contains("stops the whole operator"),
+        "{}",
+        found[0].message
+    );
+
+    // Up to 1.44 the restart revived the watcher: the previous log is history.
+    logs.version = VersionRange {
+        at_least: None,
+        at_most: Some(KopfVersion::new(1, 44, 6)),
+    };
+    assert!(dead_watcher("op", &logs).is_empty());
+}
+
+#[test]
+fn a_healthy_log_has_no_dead_watcher() {
+    let ok = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
+    assert!(dead_watcher("op", &parse(&[ok])).is_empty());
+}
+
+// --- runtime.kopf-version ------------------------------------------------------------
+
+#[test]
+fn the_version_is_read_from_the_wording_and_old_ones_warn() {
+    for (file, severity, shown) in [
+        (
+            "kopf-1.38.0-handlers.full.log",
+            Severity::Warning,
+            "kopf 1.38.0",
+        ),
+        (
+            "kopf-1.43.0-handlers.full.log",
+            Severity::Warning,
+            "kopf 1.43.0",
+        ),
+        (
+            "kopf-1.45.2-handlers.full.log",
+            Severity::Info,
+            "kopf 1.45.2",
+        ),
+    ] {
+        let f = kopf_version("op", &captured(file)).unwrap_or_else(|| panic!("{file}"));
+        assert_eq!(f.severity, severity, "{file}: {}", f.message);
+        assert!(f.message.contains(shown), "{file}: {}", f.message);
+    }
+    let ok = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
+    let unknown = parse(&[ok]);
+    if unknown.version.is_unbounded() {
+        assert!(kopf_version("op", &unknown).is_none());
+    }
+}
+
+// --- runtime.not-handling ------------------------------------------------------------
+
+fn running_pod(container: &str, running: bool) -> Pod {
+    let state = if running {
+        serde_json::json!({"running": {"startedAt": "2026-12-01T10:00:00Z"}})
+    } else {
+        serde_json::json!({"waiting": {"reason": "CrashLoopBackOff"}})
+    };
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "op-0"},
+        "status": {"containerStatuses": [{
+            "name": container, "image": "x", "imageID": "", "ready": running,
+            "restartCount": 0, "state": state,
+        }]},
+    }))
+    .expect("a pod")
+}
+
+fn changed(name: &str, minutes_ago: i64, handling: Handling) -> ObjectSample {
+    let at = now() - jiff::SignedDuration::from_mins(minutes_ago);
+    ObjectSample {
+        resource: 0,
+        namespace: "ns".into(),
+        name: name.into(),
+        annotations: BTreeMap::new(),
+        finalizers: Vec::new(),
+        deletion_timestamp: None,
+        status_kopf_keys: Vec::new(),
+        handling: Handling {
+            changed_by_others: Some(at),
+            ..handling
+        },
+    }
+}
+
+fn unhandled() -> Handling {
+    Handling {
+        diffbase: true,
+        differs: true,
+        ..Handling::default()
+    }
+}
+
+#[test]
+fn a_change_unhandled_for_longer_than_the_threshold_while_running_is_not_handling() {
+    let objects = [
+        changed("late", 25, unhandled()),
+        changed("recent", 3, unhandled()),
+        changed(
+            "handled",
+            60,
+            Handling {
+                differs: false,
+                ..unhandled()
+            },
+        ),
+        changed(
+            "no-diffbase",
+            60,
+            Handling {
+                diffbase: false,
+                ..unhandled()
+            },
+        ),
+    ];
+    let pods = [running_pod("operator", true)];
+    let logs = captured("kopf-1.45.2-handlers.full.log");
+    let f = not_handling("op", &objects, &pods, "operator", &logs, &settings()).expect("a finding");
+    assert_eq!(f.check, CheckId::RuntimeNotHandling);
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.message.contains("ns/late (over 25 min)"), "{}", f.message);
+    for quiet in ["ns/recent", "ns/handled", "ns/no-diffbase"] {
+        assert!(!f.message.contains(quiet), "{quiet}: {}", f.message);
+    }
+    assert_eq!(
+        f.evidence.as_deref(),
+        Some("1 handled object(s) changed and not handled")
+    );
+}
+
+#[test]
+fn a_pod_that_does_not_run_is_another_check_s_business() {
+    let objects = [changed("late", 25, unhandled())];
+    let crashing = [running_pod("operator", false)];
+    let logs = LogEvidence::default();
+    assert!(not_handling("op", &objects, &crashing, "operator", &logs, &settings()).is_none());
+    // The threshold is the spec's.
+    let mut spec = crate::api::KopfAuditSpec::for_deployment("op");
+    spec.thresholds.unhandled_after = Some("30m".into());
+    let patient = CheckSettings::from_spec(&spec, now());
+    let running = [running_pod("operator", true)];
+    assert!(not_handling("op", &objects, &running, "operator", &logs, &patient).is_none());
+}
+
+#[test]
+fn likely_causes_follow_the_log_and_the_objects() {
+    // kopf 1.38 without watch timeouts: a silently frozen stream; a dead watcher.
+    let old = likely_causes(&captured("kopf-1.38.0-handlers.json.log"), false);
+    assert!(old.contains("dead watcher"), "{old}");
+    assert!(old.contains("froze silently"), "{old}");
+    // A peering paused in favour of another operator, last thing said.
+    let paused = likely_causes(&captured("kopf-1.45.2-peering.plain.log"), false);
+    let last_turn = captured("kopf-1.45.2-peering.plain.log")
+        .records
+        .iter()
+        .filter(|r| matches!(r.kind, EventKind::PeeringPaused | EventKind::PeeringResumed))
+        .last()
+        .map(|r| matches!(r.kind, EventKind::PeeringPaused));
+    assert_eq!(
+        paused.contains("paused peering"),
+        last_turn == Some(true),
+        "{paused}"
+    );
+    // kopf wrote to the object after the change: a handler that does not finish.
+    let stuck = likely_causes(&LogEvidence::default(), true);
+    assert!(stuck.contains("does not finish"), "{stuck}");
+    let objects = [changed(
+        "retried",
+        25,
+        Handling {
+            changed_by_kopf: Some(now() - jiff::SignedDuration::from_mins(1)),
+            ..unhandled()
+        },
+    )];
+    let pods = [running_pod("operator", true)];
+    let f = not_handling(
+        "op",
+        &objects,
+        &pods,
+        "operator",
+        &LogEvidence::default(),
+        &settings(),
+    )
+    .expect("a finding");
+    assert!(f.message.contains("does not finish"), "{}", f.message);
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::model::kopf_run::{KopfLogFormat, parse_in_namespace};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateTerminated, ContainerStateWaiting, HTTPGetAction, PodSpec,
     PodStatus, PodTemplateSpec, ResourceRequirements,
@@ -64,6 +64,10 @@ fn target(container: &Container, replicas: i32, sa: Option<&str>) -> TargetEvide
             },
             spec: DeploymentSpec {
                 replicas: Some(replicas),
+                strategy: Some(DeploymentStrategy {
+                    type_: Some("Recreate".into()),
+                    ..Default::default()
+                }),
                 template: PodTemplateSpec {
                     spec: Some(PodSpec {
                         containers: vec![container.clone()],
@@ -100,6 +104,7 @@ fn settings() -> CheckSettings {
     CheckSettings {
         workload: WorkloadThresholds::default(),
         event_repeats: 3,
+        unhandled_after: crate::model::settings::DEFAULT_UNHANDLED_AFTER,
         now: jiff::Timestamp::UNIX_EPOCH,
     }
 }
@@ -290,4 +295,114 @@ fn a_healthy_pod_is_no_crash_loop() {
     t.pods = vec![pod_with(status)];
     assert!(crash_loop("op", &t.pods, "operator", &Ok(LogEvidence::default())).is_none());
     assert!(oom_killed("op", &t.pods, "operator").is_none());
+}
+
+// --- workload.rollout-overlap ---------------------------------------------------------
+
+/// The good container with other arguments.
+fn good_with(args: &[&str]) -> Container {
+    let mut c = good_container();
+    c.args = Some(args.iter().map(|s| s.to_string()).collect());
+    c
+}
+
+fn with_strategy(mut t: TargetEvidence, strategy: serde_json::Value) -> TargetEvidence {
+    t.deployment.spec.strategy = Some(serde_json::from_value(strategy).expect("a strategy"));
+    t
+}
+
+#[test]
+fn a_rolling_update_with_surge_runs_two_leaders_at_once() {
+    let default_rolling = with_strategy(
+        target(&good_container(), 1, Some("op")),
+        serde_json::json!({"type": "RollingUpdate"}),
+    );
+    let kopf = default_rolling.kopf.as_ref().expect("kopf");
+    let f = rollout_overlap("op", &default_rolling, &kopf.run).expect("a finding");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(
+        f.evidence.as_deref(),
+        Some("strategy: RollingUpdate, maxSurge: 25% (default)")
+    );
+    assert!(f.message.contains("Recreate"), "{}", f.message);
+
+    // No strategy at all is RollingUpdate with 25% surge too.
+    let mut unset = target(&good_container(), 1, Some("op"));
+    unset.deployment.spec.strategy = None;
+    assert!(run_checks(&unset).contains(&CheckId::WorkloadRolloutOverlap));
+
+    // maxSurge 0 replaces the pod before starting the next: one at a time.
+    let no_surge = with_strategy(
+        target(&good_container(), 1, Some("op")),
+        serde_json::json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}),
+    );
+    assert!(!run_checks(&no_surge).contains(&CheckId::WorkloadRolloutOverlap));
+    let no_surge_percent = with_strategy(
+        target(&good_container(), 1, Some("op")),
+        serde_json::json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "0%"}}),
+    );
+    assert!(!run_checks(&no_surge_percent).contains(&CheckId::WorkloadRolloutOverlap));
+}
+
+#[test]
+fn standalone_overlap_handles_twice_and_peered_replicas_are_not_single_leaders() {
+    let standalone = with_strategy(
+        target(&good_container(), 1, Some("op")),
+        serde_json::json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}),
+    );
+    let kopf = standalone.kopf.as_ref().expect("kopf");
+    assert_eq!(
+        kopf.run.peering,
+        Peering::Standalone,
+        "the good container is standalone"
+    );
+    let f = rollout_overlap("op", &standalone, &kopf.run).expect("a finding");
+    assert!(
+        f.message.contains("both handle every object"),
+        "{}",
+        f.message
+    );
+
+    let peered = good_with(&[
+        "-n",
+        "ns",
+        "--liveness=http://0.0.0.0:8080/healthz",
+        "/app/op.py",
+    ]);
+    let replicas = with_strategy(
+        target(&peered, 3, Some("op")),
+        serde_json::json!({"type": "RollingUpdate"}),
+    );
+    let kopf = replicas.kopf.as_ref().expect("kopf");
+    assert!(rollout_overlap("op", &replicas, &kopf.run).is_none());
+}
+
+// --- workload.debug-logging ------------------------------------------------------------
+
+#[test]
+fn debug_flags_or_a_debug_flood_are_debug_logging() {
+    for flag in ["-v", "--verbose", "-d", "--debug"] {
+        let c = good_with(&["--standalone", flag, "/app/op.py"]);
+        let t = target(&c, 1, Some("op"));
+        let kopf = t.kopf.as_ref().expect("kopf");
+        let f = debug_logging("op", &kopf.run, &kopf.logs).unwrap_or_else(|| panic!("{flag}"));
+        assert!(
+            f.message.starts_with(&format!("kopf runs with {flag}")),
+            "{}",
+            f.message
+        );
+    }
+    let t = target(&good_container(), 1, Some("op"));
+    let kopf = t.kopf.as_ref().expect("kopf");
+    let mut logs = LogEvidence::default();
+    logs.stats.records = 100;
+    logs.stats.debug_records = 40;
+    assert!(debug_logging("op", &kopf.run, &Ok(logs.clone())).is_none());
+    logs.stats.debug_records = 60;
+    let f = debug_logging("op", &kopf.run, &Ok(logs.clone())).expect("a flood");
+    assert!(!f.message.contains("60"), "no counts: {}", f.message);
+    // Too few records say nothing.
+    logs.stats.records = 10;
+    logs.stats.debug_records = 10;
+    assert!(debug_logging("op", &kopf.run, &Ok(logs)).is_none());
 }
