@@ -9,7 +9,7 @@ use crate::model::evidence::{KopfEvidence, LogEvidence, ObjectSample, TargetEvid
 use crate::model::settings::CheckSettings;
 use k8s_openapi::api::core::v1::Pod;
 use kopf_log::{BackgroundTask, EventKind, KopfVersion, PermissionScope, Record, VersionRange};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// From kopf 1.45 a failed watcher stops the operator (`_core/reactor/orchestration.py`
 /// re-raises a failed ensemble task); up to 1.44.6 the dead task stays registered and
@@ -256,13 +256,25 @@ fn not_handling(
         return None;
     }
     let threshold = jiff::SignedDuration::try_from(settings.unhandled_after).unwrap_or_default();
+    // Resources whose objects carry diff-bases: kopf has change handlers for them.
+    let diffed: BTreeSet<usize> = objects
+        .iter()
+        .filter(|o| o.handling.diffbase)
+        .map(|o| o.resource)
+        .collect();
     let mut waiting: Vec<(String, jiff::SignedDuration, bool)> = objects
         .iter()
         .filter_map(|o| {
             let h = &o.handling;
-            // Without a diff-base (daemons, timers, event handlers only) nothing tells
-            // whether a change was handled.
-            let since = (h.diffbase && h.differs).then_some(h.changed_by_others?)?;
+            let since = if h.diffbase {
+                h.differs.then_some(h.changed_by_others?)?
+            } else {
+                // The second signal, managedFields: kopf wrote to the object, others
+                // changed it later. Only where kopf diffs the resource at all (not for
+                // daemons, timers or event handlers alone, which store no diff-base).
+                let kopf = h.changed_by_kopf.filter(|_| diffed.contains(&o.resource))?;
+                h.changed_by_others.filter(|others| *others > kopf)?
+            };
             let waited = settings.now.duration_since(since);
             // kopf wrote to it after the change: it noticed, its handlers did not finish.
             let noticed = h.changed_by_kopf.is_some_and(|kopf| kopf > since);

@@ -122,8 +122,9 @@ fn handling(object: &DynamicObject) -> Handling {
         let now = diffbase::essence(&body, &diffbase::extra_fields(b));
         !diffbase::same(b, &now)
     });
+    let prefix = format!("{}/", diffbase::prefix(&body));
     let in_progress = object.metadata.annotations.iter().flatten().any(|(k, _)| {
-        k.strip_prefix("kopf.zalando.org/").is_some_and(|rest| {
+        k.strip_prefix(prefix.as_str()).is_some_and(|rest| {
             !rest.starts_with("last-handled-configuration") && rest != "touch-dummy"
         })
     }) || body

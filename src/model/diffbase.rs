@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 const PREFIX: &str = "kopf.zalando.org";
 /// The diff-base annotation (AnnotationsDiffBaseStorage, kopf's default).
 pub(crate) const ANNOTATION: &str = "kopf.zalando.org/last-handled-configuration";
+/// The diff-base's key under the prefix.
+const KEY: &str = "last-handled-configuration";
 /// kubectl's annotation, which kopf leaves out of the essence.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -18,13 +20,35 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// variant for ReplicaSets of Deployments), else `status.kopf.last-handled-configuration`
 /// (StatusDiffBaseStorage); both hold JSON of the essence.
 pub(crate) fn stored(body: &Value) -> Option<Value> {
+    let prefix = prefix(body);
+    let annotation = format!("{prefix}/{KEY}");
     let annotations = body.pointer("/metadata/annotations");
-    let text = [ANNOTATION.to_string(), format!("{ANNOTATION}-ofDRS")]
+    let text = [annotation.clone(), format!("{annotation}-ofDRS")]
         .iter()
         .find_map(|k| annotations.and_then(|a| a.get(k.as_str())))
         .or_else(|| body.pointer("/status/kopf/last-handled-configuration"))
         .and_then(Value::as_str)?;
-    serde_json::from_str::<Value>(text.trim()).ok().map(clear)
+    serde_json::from_str::<Value>(text.trim())
+        .ok()
+        .map(|e| clear(e, &prefix))
+}
+
+/// The annotation prefix kopf stores under on this object: kopf's default, or the one
+/// an `AnnotationsDiffBaseStorage(prefix=...)` setting chose (the prefix of a
+/// `<prefix>/last-handled-configuration` annotation).
+pub(crate) fn prefix(body: &Value) -> String {
+    let Some(Value::Object(annotations)) = body.pointer("/metadata/annotations") else {
+        return PREFIX.to_string();
+    };
+    let custom = annotations
+        .keys()
+        .filter_map(|k| k.split_once('/'))
+        .find(|(p, name)| name.starts_with(KEY) && *p != PREFIX)
+        .map(|(p, _)| p.to_string());
+    match annotations.contains_key(ANNOTATION) {
+        true => PREFIX.to_string(),
+        false => custom.unwrap_or_else(|| PREFIX.to_string()),
+    }
 }
 
 /// The essence of an object as kopf builds it: everything but `apiVersion`, `kind`,
@@ -45,7 +69,8 @@ pub(crate) fn essence(body: &Value, extra: &[Vec<String>]) -> Value {
         metadata.insert("labels".into(), labels.clone());
     }
     if let Some(Value::Object(annotations)) = body.pointer("/metadata/annotations") {
-        let marked = marked_prefixes(annotations.keys());
+        let mut marked = marked_prefixes(annotations.keys());
+        marked.push(prefix(body));
         let kept: Map<String, Value> = annotations
             .iter()
             .filter(|(k, _)| {
@@ -64,7 +89,7 @@ pub(crate) fn essence(body: &Value, extra: &[Vec<String>]) -> Value {
         }
     }
     drop_empty(&mut e);
-    clear(e)
+    clear(e, &prefix(body))
 }
 
 /// The extra fields a stored essence carries beyond what [`essence`] builds: the paths
@@ -137,10 +162,13 @@ fn marked_prefixes<'a>(keys: impl Iterator<Item = &'a String>) -> Vec<String> {
     out
 }
 
-/// SmartProgressStorage.clear: drops kopf's annotations and `status.kopf.progress`.
-fn clear(mut e: Value) -> Value {
+/// SmartProgressStorage.clear: drops kopf's annotations (under its prefix) and
+/// `status.kopf.progress`.
+fn clear(mut e: Value, prefix: &str) -> Value {
     if let Some(Value::Object(annotations)) = e.pointer_mut("/metadata/annotations") {
-        annotations.retain(|k, _| !k.starts_with(&format!("{PREFIX}/")));
+        annotations.retain(|k, _| {
+            !k.starts_with(&format!("{PREFIX}/")) && !k.starts_with(&format!("{prefix}/"))
+        });
     }
     drop_empty(&mut e);
     if let Some(Value::Object(kopf)) = e.pointer_mut("/status/kopf") {
@@ -264,5 +292,20 @@ mod tests {
         assert_eq!(extra, vec![vec!["status".to_string(), "phase".to_string()]]);
         assert!(same(&base, &essence(&body, &extra)));
         assert!(stored(&widget(json!({}), json!({}))).is_none());
+    }
+
+    #[test]
+    fn a_custom_annotation_prefix_is_kopf_s_too() {
+        let handled = json!({"spec": {"size": 1}, "metadata": {"labels": {"app": "w"}}});
+        let mut body = widget(json!({"size": 1}), json!({}));
+        body["metadata"]["annotations"] = json!({
+            "my-op.example.com/last-handled-configuration": serde_json::to_string(&handled).expect("json"),
+            "my-op.example.com/reconcile": "{\"started\": \"2026-12-01T10:00:00\"}",
+        });
+        assert_eq!(prefix(&body), "my-op.example.com");
+        let base = stored(&body).expect("under the custom prefix");
+        assert!(same(&base, &essence(&body, &extra_fields(&base))));
+        body["spec"]["size"] = json!(2);
+        assert!(!same(&base, &essence(&body, &extra_fields(&base))));
     }
 }

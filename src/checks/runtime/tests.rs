@@ -349,3 +349,26 @@ fn likely_causes_follow_the_log_and_the_objects() {
     .expect("a finding");
     assert!(f.message.contains("does not finish"), "{}", f.message);
 }
+
+#[test]
+fn without_a_diff_base_managed_fields_are_the_second_signal() {
+    let kopf_wrote = |minutes_ago: i64| Handling {
+        diffbase: false,
+        differs: false,
+        changed_by_kopf: Some(now() - jiff::SignedDuration::from_mins(minutes_ago)),
+        ..Handling::default()
+    };
+    let pods = [running_pod("operator", true)];
+    let logs = LogEvidence::default();
+    // kopf wrote 40 minutes ago, someone else 25 minutes ago, no diff-base.
+    let lone = [changed("lost", 25, kopf_wrote(40))];
+    // Alone, the resource may have daemons or timers only: nothing to judge.
+    assert!(not_handling("op", &lone, &pods, "operator", &logs, &settings()).is_none());
+    // Next to an object with a diff-base, kopf diffs the resource.
+    let diffed = [lone[0].clone(), changed("fine", 60, Handling { differs: false, ..unhandled() })];
+    let f = not_handling("op", &diffed, &pods, "operator", &logs, &settings()).expect("a finding");
+    assert!(f.message.contains("ns/lost (over 25 min)"), "{}", f.message);
+    // kopf wrote after the other change: nothing waits.
+    let answered = [changed("answered", 25, kopf_wrote(5)), diffed[1].clone()];
+    assert!(not_handling("op", &answered, &pods, "operator", &logs, &settings()).is_none());
+}
