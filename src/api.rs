@@ -263,7 +263,8 @@ pub struct KopfAuditStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
 
-    /// Checks skipped by exemption annotations, with their reasons.
+    /// Checks skipped (by exemption annotations, or out of the auditor's reach), with
+    /// their reasons.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedCheck>,
 }
@@ -352,15 +353,18 @@ pub struct Finding {
     pub absent_since: Option<Time>,
 }
 
-/// A check not run because of an exemption annotation.
+/// A check not run: exempted by an annotation, or its evidence out of the auditor's
+/// reach (cluster-scoped objects without the cross-namespace allowance, or a read the
+/// auditor's RBAC forbids).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkippedCheck {
     /// The exempted check.
     pub check: CheckId,
-    /// The target whose annotation exempts it.
+    /// The target it was skipped for.
     pub target: String,
-    /// The reason given in the annotation, or why the exemption was refused.
+    /// The reason given in the annotation, why the exemption was refused, or what the
+    /// check would need to read.
     pub reason: String,
     /// False when the exemption was refused (no reason given, or exemptions disabled):
     /// the check then ran as usual.

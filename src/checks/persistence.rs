@@ -9,7 +9,7 @@ use crate::model::evidence::{
     HandledResource, KopfEvidence, LogEvidence, ObjectSample, TargetEvidence,
 };
 use crate::model::settings::CheckSettings;
-use kopf_log::EventKind;
+use kopf_log::{EventKind, KopfVersion, VersionRange};
 
 /// kopf's annotation prefix for progress, diff-base and touch-dummy.
 pub(crate) const KOPF_PREFIX: &str = "kopf.zalando.org/";
@@ -36,9 +36,11 @@ pub(crate) fn check(
     out.extend(progress_annotations(name, objects));
     out.extend(diffbase_annotation(name, objects));
     out.extend(default_finalizer(name, objects));
-    out.extend(status_schema(name, handled, objects));
+    let version = kopf.logs.as_ref().ok().map(|l| l.version);
+    out.extend(status_schema(name, handled, objects, version));
     out.extend(stuck_finalizer(name, objects, settings.now));
     out.extend(annotation_size(name, objects));
+    out.extend(orphaned_finalizers(target, handled, objects));
     if let Ok(logs) = &kopf.logs {
         out.extend(patch_inconsistencies(name, logs));
     }
@@ -102,10 +104,34 @@ fn default_finalizer(target: &str, objects: &[ObjectSample]) -> Option<Finding> 
     ))
 }
 
+/// The first release whose default progress storage writes annotations only (kopf 1.44
+/// `_cogs/configs/progress.py` SmartProgressStorage); up to 1.43 it also wrote
+/// `status.kopf.progress`.
+const PROGRESS_ANNOTATIONS_ONLY: KopfVersion = KopfVersion::new(1, 44, 0);
+
+/// What kopf of this version writes into status by default, for the message.
+fn status_writes(version: Option<VersionRange>) -> &'static str {
+    let version = version.unwrap_or_default();
+    if version
+        .at_least
+        .is_some_and(|v| v >= PROGRESS_ANNOTATIONS_ONLY)
+    {
+        "kopf writes handler results to status.<handler id> (from kopf 1.44 its progress goes to annotations unless StatusProgressStorage is chosen)"
+    } else if version
+        .at_most
+        .is_some_and(|v| v < PROGRESS_ANNOTATIONS_ONLY)
+    {
+        "kopf writes handler results to status.<handler id> and, up to kopf 1.43, its progress to status.kopf.progress"
+    } else {
+        "kopf writes handler results to status.<handler id> (and up to kopf 1.43 its progress to status.kopf.progress)"
+    }
+}
+
 fn status_schema(
     target: &str,
     handled: &[HandledResource],
     objects: &[ObjectSample],
+    version: Option<VersionRange>,
 ) -> Vec<Finding> {
     handled
         .iter()
@@ -128,8 +154,9 @@ fn status_schema(
                 CheckId::PersistenceStatusSchema,
                 target,
                 format!(
-                    "CRD {} {problem}, so kopf's progress and diff-base in status.kopf are dropped silently: enable the status subresource and add `x-kubernetes-preserve-unknown-fields: true` under status in the CRD's schema.",
-                    crd.name
+                    "CRD {} {problem}: {}, and with status storage its progress and diff-base under status.kopf; what the schema does not keep is dropped silently. Enable the status subresource and add `x-kubernetes-preserve-unknown-fields: true` under status in the CRD's schema.",
+                    crd.name,
+                    status_writes(version)
                 ),
                 Some(format!("CRD {}: {problem}", crd.name)),
             );
@@ -155,6 +182,115 @@ fn stuck_finalizer(
         "A handled object has been deleting for over 10 minutes and still carries a finalizer: its deletion handler keeps failing or the operator is down; read the operator's log for that object (removing the finalizer by hand skips the cleanup).".to_string(),
         Some(format!("{} finalizers {:?}", object.qualified_name(), object.finalizers)),
     ))
+}
+
+/// At most this many objects are named in a finding.
+const NAMED_OBJECTS: usize = 5;
+
+/// `persistence.orphaned-finalizers`: objects carry the operator's finalizer while no
+/// instance of it runs to release them (error), or live in the operator's own
+/// namespace, which cannot be deleted cleanly (info).
+fn orphaned_finalizers(
+    target: &TargetEvidence,
+    handled: &[HandledResource],
+    objects: &[ObjectSample],
+) -> Vec<Finding> {
+    let finalized: Vec<&ObjectSample> = objects
+        .iter()
+        .filter(|o| {
+            let group = handled.get(o.resource).map(|h| h.group.as_str());
+            o.finalizers.iter().any(|f| is_kopf_finalizer(f, group))
+        })
+        .collect();
+    if finalized.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if let Some(down) = operator_down(target) {
+        let deleting = finalized
+            .iter()
+            .filter(|o| o.deletion_timestamp.is_some())
+            .count();
+        let already = match deleting {
+            0 => String::new(),
+            _ => " Some are being deleted already and hang.".to_string(),
+        };
+        out.push(finding(
+            CheckId::PersistenceOrphanedFinalizers,
+            target.name(),
+            format!(
+                "Handled objects carry the operator's finalizer while {down}, so deleting any of them hangs until the operator runs again: {}.{already} Bring the operator back (or, to give the objects up for good, remove its finalizer from them).",
+                named(&finalized)
+            ),
+            Some(format!("finalizers {:?}", finalized[0].finalizers)),
+        ));
+    }
+    let at_home: Vec<&ObjectSample> = finalized
+        .iter()
+        .copied()
+        .filter(|o| o.namespace == target.namespace())
+        .collect();
+    if !at_home.is_empty() {
+        let mut f = finding(
+            CheckId::PersistenceOrphanedFinalizers,
+            target.name(),
+            format!(
+                "The operator finalizes objects in its own namespace {}: deleting that namespace removes the operator before it can release them, and the namespace hangs in Terminating: {}. Delete such objects before the namespace, or keep them elsewhere (common and usually fine).",
+                target.namespace(),
+                named(&at_home)
+            ),
+            None,
+        );
+        f.severity = Severity::Info;
+        out.push(f);
+    }
+    out
+}
+
+/// kopf's default finalizer, one that says kopf, or `<the resource's group>/...`
+/// (`settings.persistence.finalizer`, kopf's docs suggest `<group>/finalizer`).
+fn is_kopf_finalizer(finalizer: &str, group: Option<&str>) -> bool {
+    finalizer == DEFAULT_FINALIZER
+        || finalizer.to_ascii_lowercase().contains("kopf")
+        || group.is_some_and(|g| !g.is_empty() && finalizer.starts_with(&format!("{g}/")))
+}
+
+/// Why no instance of the operator runs, if none does: scaled to zero, no pods, or every
+/// pod's kopf container crash-looping.
+fn operator_down(target: &TargetEvidence) -> Option<String> {
+    if target.deployment.spec.replicas == Some(0) {
+        return Some("its Deployment is scaled to 0 replicas".into());
+    }
+    if target.pods.is_empty() {
+        return Some("its Deployment has no pods".into());
+    }
+    let container = target.kopf.as_ref().map(|k| k.run.container.as_str())?;
+    let crash_looping = target.pods.iter().all(|p| {
+        p.status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .filter(|cs| cs.name == container)
+            .any(|cs| {
+                cs.state
+                    .as_ref()
+                    .and_then(|s| s.waiting.as_ref())
+                    .and_then(|w| w.reason.as_deref())
+                    == Some("CrashLoopBackOff")
+            })
+    });
+    crash_looping.then(|| "every pod of it crash-loops".into())
+}
+
+/// `ns/a, ns/b and 3 more`.
+fn named(objects: &[&ObjectSample]) -> String {
+    let mut names: Vec<String> = objects.iter().map(|o| o.qualified_name()).collect();
+    names.sort();
+    let more = match names.len().saturating_sub(NAMED_OBJECTS) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    names.truncate(NAMED_OBJECTS);
+    format!("{}{more}", names.join(", "))
 }
 
 fn annotation_size(target: &str, objects: &[ObjectSample]) -> Option<Finding> {

@@ -4,7 +4,9 @@
 use super::finding;
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
-use crate::model::evidence::{Gathered, KopfEvidence, LogEvidence, TargetEvidence};
+use crate::model::evidence::{
+    Gathered, HandledResource, KopfEvidence, LogEvidence, TargetEvidence, Webhook, WebhookConfig,
+};
 use crate::model::kopf_run::{KopfRun, LivenessEndpoint, Peering, Scope, Verbosity};
 use crate::model::quantity;
 use crate::model::settings::{CheckSettings, WorkloadThresholds};
@@ -47,6 +49,14 @@ pub(crate) fn check(
     findings.extend(no_scope_flag(name, run));
     findings.extend(rollout_overlap(name, target, run));
     findings.extend(debug_logging(name, run, &kopf.logs));
+    if let (Ok(handled), Ok(webhooks)) = (&kopf.handled, &kopf.webhooks) {
+        findings.extend(webhook_blast_radius(
+            target,
+            &container.name,
+            handled,
+            webhooks,
+        ));
+    }
     findings
 }
 
@@ -425,6 +435,122 @@ fn rollout_overlap(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Op
             })
         )),
     ))
+}
+
+/// Hosts of the tunnels and local addresses kopf's dev-mode webhook servers use
+/// (kopf `_kits/webhooks.py`: WebhookK3dServer, WebhookMinikubeServer,
+/// WebhookDockerDesktopServer, WebhookNgrokTunnel, a plain WebhookServer's localhost).
+const DEV_TUNNEL_HOSTS: [&str; 9] = [
+    ".ngrok.io",
+    ".ngrok-free.app",
+    ".ngrok.app",
+    "host.k3d.internal",
+    "host.minikube.internal",
+    "host.docker.internal",
+    "localhost",
+    "127.0.0.1",
+    "[::1]",
+];
+
+/// `workload.webhook-blast-radius`: kopf-managed admission webhooks for the handled
+/// resources that make the API server refuse writes whenever the operator is down.
+/// One finding per configuration, naming what makes it fragile.
+fn webhook_blast_radius(
+    target: &TargetEvidence,
+    container: &str,
+    handled: &[HandledResource],
+    configs: &[WebhookConfig],
+) -> Vec<Finding> {
+    let replicas = target.deployment.spec.replicas.unwrap_or(1);
+    let ready = target
+        .pods
+        .iter()
+        .flat_map(|p| {
+            p.status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+        })
+        .filter(|cs| cs.name == container && cs.ready)
+        .count();
+    configs
+        .iter()
+        .filter_map(|config| {
+            let ours: Vec<&Webhook> = config
+                .webhooks
+                .iter()
+                .filter(|w| serves_this_operator(w, target.namespace(), handled))
+                .collect();
+            let mut problems: Vec<String> = Vec::new();
+            let closed = ours.iter().any(|w| w.fails_closed);
+            if closed && replicas <= 1 {
+                problems.push(format!("failurePolicy: Fail with {replicas} replica(s): every restart or rollout of the operator refuses writes to the handled resources"));
+            } else if closed && ready == 0 {
+                problems.push("failurePolicy: Fail while no pod of the operator is Ready: writes to the handled resources are refused now".into());
+            }
+            if ours.iter().any(|w| w.fails_closed && !w.spares_kube_system) {
+                problems.push("no namespaceSelector leaving kube-system out (kopf sets none): an outage blocks writes there too".into());
+            }
+            let tunnels: Vec<String> = ours.iter().filter_map(|w| dev_tunnel(w.url.as_deref()?)).collect();
+            if let Some(host) = tunnels.first() {
+                problems.push(format!("clientConfig.url points at {host}, a development tunnel or local address the API server cannot rely on"));
+            }
+            if problems.is_empty() {
+                return None;
+            }
+            Some(finding(
+                CheckId::WorkloadWebhookBlastRadius,
+                target.name(),
+                format!(
+                    "kopf's {} {} admits writes for this operator: {}. Set ignore_failures=True on non-critical admission handlers, run 2+ ready replicas behind the Service, give the configuration a namespaceSelector excluding kube-system, and serve it from the cluster (kopf.WebhookServer with a Service), not a tunnel.",
+                    config.kind.as_str(),
+                    config.name,
+                    problems.join("; ")
+                ),
+                Some(format!(
+                    "{} webhook(s) for the handled resources, {} with failurePolicy Fail",
+                    ours.len(),
+                    ours.iter().filter(|w| w.fails_closed).count()
+                )),
+            ))
+        })
+        .collect()
+}
+
+/// Whether a webhook belongs to this operator: its rules cover a handled resource, and
+/// it calls a Service in the operator's namespace, or a URL.
+fn serves_this_operator(webhook: &Webhook, namespace: &str, handled: &[HandledResource]) -> bool {
+    let covers = webhook.resources.iter().any(|(group, plural)| {
+        handled
+            .iter()
+            .any(|h| (group == "*" || *group == h.group) && (plural == "*" || *plural == h.plural))
+    });
+    covers
+        && webhook
+            .service_namespace
+            .as_deref()
+            .is_none_or(|ns| ns == namespace)
+}
+
+/// The host of a URL, if it is a development tunnel or a local address.
+fn dev_tunnel(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(_) => host.split_once(']').map_or(host, |(h, _)| h).to_string() + "]",
+        None => host.split(':').next().unwrap_or_default().to_string(),
+    };
+    let host = host.to_ascii_lowercase();
+    DEV_TUNNEL_HOSTS
+        .iter()
+        .any(|t| {
+            if t.starts_with('.') {
+                host.ends_with(t)
+            } else {
+                host == *t
+            }
+        })
+        .then_some(host)
 }
 
 /// Below this many records the share of DEBUG ones says nothing.

@@ -56,7 +56,7 @@ pub(crate) fn next_status(
     let merged = match outcome {
         Outcome::Evaluated(eval) => {
             let merged = merge_findings(&eval.findings, &old.findings, now, resolve_after, |f| {
-                eval.is_complete(&f.target, f.check.area())
+                eval.is_complete(&f.target, f.check)
             });
             status.targets = eval.targets.clone();
             status.skipped = eval.skipped.clone();

@@ -4,6 +4,7 @@
 use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
 use crate::catalog::{Area, CheckId, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
+use crate::model::evidence::Obstacle;
 use crate::model::evidence::{Evidence, Gathered, KopfEvidence, TargetEvidence, Unavailable};
 use crate::model::settings::CheckSettings;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +45,9 @@ pub(crate) struct Evaluation {
     pub(crate) targets: Vec<TargetStatus>,
     /// How far each area of each target (by Deployment name) was evaluated.
     pub(crate) areas: BTreeMap<(String, Area), AreaState>,
+    /// Checks whose own evidence could not be read this time (a transient failure):
+    /// their stored findings are kept, stale, rather than resolved.
+    pub(crate) unread: BTreeSet<(String, CheckId)>,
 }
 
 impl Evaluation {
@@ -73,10 +77,11 @@ impl Evaluation {
     }
 
     /// Whether an area of a target was looked at completely.
-    pub(crate) fn is_complete(&self, target: &str, area: Area) -> bool {
+    pub(crate) fn is_complete(&self, target: &str, check: CheckId) -> bool {
         self.areas
-            .get(&(target.to_string(), area))
+            .get(&(target.to_string(), check.area()))
             .is_none_or(AreaState::is_complete)
+            && !self.unread.contains(&(target.to_string(), check))
     }
 }
 
@@ -133,6 +138,9 @@ fn evaluate_target(
             raised.push(Raised::alone(workload::not_kopf(target, wanted)));
         }
     }
+    if let Some(kopf) = &target.kopf {
+        out_of_reach(target, kopf, eval);
+    }
     let exemptions = exemptions(target, policy);
     let honoured: BTreeSet<CheckId> = exemptions
         .iter()
@@ -142,6 +150,34 @@ fn evaluate_target(
     raised.retain(|r| !honoured.contains(&r.finding.check));
     eval.skipped.extend(exemptions);
     eval.findings.extend(one_per_cause(raised));
+}
+
+/// The checks that read evidence of their own beyond their area's: peering objects and
+/// webhook configurations. Out of the auditor's reach (forbidden, or cluster-scoped
+/// without the cross-namespace allowance), the check is listed as skipped with the
+/// reason; after a transient failure its stored findings are kept.
+fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluation) {
+    let optional = [
+        (CheckId::RuntimeForeignPeer, kopf.peering.as_ref().err()),
+        (
+            CheckId::WorkloadWebhookBlastRadius,
+            kopf.webhooks.as_ref().err(),
+        ),
+    ];
+    for (check, why) in optional {
+        let Some(why) = why else { continue };
+        match why.why {
+            Obstacle::Failed => {
+                eval.unread.insert((target.name().to_string(), check));
+            }
+            Obstacle::Forbidden | Obstacle::OutsideNamespace => eval.skipped.push(SkippedCheck {
+                check,
+                target: target.name().to_string(),
+                reason: format!("not run: {}", why.message),
+                honoured: true,
+            }),
+        }
+    }
 }
 
 /// Whether the evidence an area needs was gathered, or why not.

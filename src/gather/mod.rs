@@ -9,7 +9,9 @@ pub(crate) mod events;
 pub(crate) mod handled;
 pub(crate) mod logs;
 pub(crate) mod objects;
+pub(crate) mod peering;
 pub(crate) mod rbac;
+pub(crate) mod webhooks;
 
 use crate::api::{AuditTarget, KopfAuditSpec};
 use crate::catalog::ConditionReason;
@@ -305,6 +307,8 @@ async fn gather_kopf(
         ),
         Err(why) => (Err(why.clone()), Err(why.clone())),
     };
+    let peering = peering::gather(client, &run, reach).await;
+    let webhooks = webhooks::gather(client, reach).await;
     KopfEvidence {
         run,
         handled,
@@ -312,6 +316,8 @@ async fn gather_kopf(
         logs,
         events,
         objects,
+        peering,
+        webhooks,
     }
 }
 

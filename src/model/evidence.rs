@@ -100,6 +100,11 @@ pub(crate) struct KopfEvidence {
     pub(crate) events: Gathered<EventEvidence>,
     /// A bounded sample of handled objects.
     pub(crate) objects: Gathered<Vec<ObjectSample>>,
+    /// The peering objects the operator takes part in (none when standalone, or when
+    /// kopf's peering CRDs are not installed).
+    pub(crate) peering: Gathered<Vec<PeeringObject>>,
+    /// The admission webhook configurations kopf manages for the handled resources.
+    pub(crate) webhooks: Gathered<Vec<WebhookConfig>>,
 }
 
 impl KopfEvidence {
@@ -113,6 +118,8 @@ impl KopfEvidence {
             logs: Err(unread()),
             events: Err(unread()),
             objects: Err(unread()),
+            peering: Err(unread()),
+            webhooks: Err(unread()),
         }
     }
 }
@@ -404,4 +411,87 @@ impl fmt::Display for Obstacle {
             Obstacle::Failed => "failed",
         })
     }
+}
+
+/// One `KopfPeering` (namespaced) or `ClusterKopfPeering`: kopf's operators that share
+/// it see each other in its `status` and pause for higher or equal priorities (kopf
+/// 1.38-1.45 `_core/engines/peering.py`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PeeringObject {
+    /// Its namespace (`None` for a `ClusterKopfPeering`).
+    pub(crate) namespace: Option<String>,
+    /// Its name (the operator's `--peering`, `default` otherwise).
+    pub(crate) name: String,
+    /// The peers in its status.
+    pub(crate) peers: Vec<Peer>,
+}
+
+/// One entry of a peering object's status: `{id: {priority, lifetime, lastseen}}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Peer {
+    /// The identity: `POD_ID` if set, else `user@host/YYYYmmddHHMMSS/xyz`, or
+    /// `user@host` for `kopf freeze` (kopf `detect_own_id`).
+    pub(crate) id: String,
+    /// Its peering priority (666 with `--dev`; 0 by default; 100 for `kopf freeze`).
+    pub(crate) priority: i64,
+    /// How long after `lastseen` it counts as alive, in seconds (kopf: 60).
+    pub(crate) lifetime_seconds: i64,
+    /// When it last renewed its entry.
+    pub(crate) lastseen: Option<Timestamp>,
+}
+
+impl Peer {
+    /// Whether kopf counts it as alive at `now` (`lastseen + lifetime > now`).
+    pub(crate) fn alive_at(&self, now: Timestamp) -> bool {
+        self.lastseen
+            .is_some_and(|seen| seen + jiff::SignedDuration::from_secs(self.lifetime_seconds) > now)
+    }
+}
+
+/// Which kind of admission webhook configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum WebhookKind {
+    /// `ValidatingWebhookConfiguration` (`@kopf.on.validate`).
+    Validating,
+    /// `MutatingWebhookConfiguration` (`@kopf.on.mutate`).
+    Mutating,
+}
+
+impl WebhookKind {
+    /// The Kubernetes kind.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            WebhookKind::Validating => "ValidatingWebhookConfiguration",
+            WebhookKind::Mutating => "MutatingWebhookConfiguration",
+        }
+    }
+}
+
+/// An admission webhook configuration last written by kopf (field manager `kopf`),
+/// reduced to what decides its blast radius.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WebhookConfig {
+    /// Validating or mutating.
+    pub(crate) kind: WebhookKind,
+    /// Its name (kopf's `settings.admission.managed`).
+    pub(crate) name: String,
+    /// Its webhooks.
+    pub(crate) webhooks: Vec<Webhook>,
+}
+
+/// One webhook of a configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Webhook {
+    /// Its name (`<handler id>.<configuration name>`).
+    pub(crate) name: String,
+    /// `failurePolicy: Fail` (kopf's default unless `ignore_failures=True`).
+    pub(crate) fails_closed: bool,
+    /// A namespaceSelector that leaves kube-system out (kopf never sets one).
+    pub(crate) spares_kube_system: bool,
+    /// `clientConfig.url`, if the webhook calls a URL rather than a Service.
+    pub(crate) url: Option<String>,
+    /// `clientConfig.service` namespace, if it calls a Service.
+    pub(crate) service_namespace: Option<String>,
+    /// `(apiGroup, resource)` pairs of its rules, subresources stripped.
+    pub(crate) resources: Vec<(String, String)>,
 }

@@ -171,6 +171,18 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         grant("apiextensions.k8s.io", "customresourcedefinitions", "get"),
         grant("wgpolicyk8s.io", "policyreports", "create"),
         grant("wgpolicyk8s.io", "policyreports", "patch"),
+        grant("kopf.dev", "kopfpeerings", "get"),
+        grant("zalando.org", "clusterkopfpeerings", "list"),
+        grant(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "list",
+        ),
+        grant(
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            "list",
+        ),
     ] {
         assert!(granted.contains(&g), "missing {g:?} in {granted:?}");
     }

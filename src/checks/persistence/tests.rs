@@ -61,13 +61,13 @@ fn annotations_storage_and_default_finalizer() {
 fn pruning_status_schema_is_an_error_when_status_storage_is_used() {
     let mut with_status = object(&[], &[]);
     with_status.status_kopf_keys = vec!["progress".into()];
-    let f = status_schema("op", &[resource(true, false)], &[with_status]);
+    let f = status_schema("op", &[resource(true, false)], &[with_status], None);
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].severity, Severity::Error);
     let annotated = object(&[(DIFFBASE, 10)], &[]);
-    let f = status_schema("op", &[resource(false, false)], &[annotated]);
+    let f = status_schema("op", &[resource(false, false)], &[annotated], None);
     assert_eq!(f[0].severity, Severity::Warning);
-    assert!(status_schema("op", &[resource(true, true)], &[]).is_empty());
+    assert!(status_schema("op", &[resource(true, true)], &[], None).is_empty());
 }
 
 #[test]
@@ -89,4 +89,138 @@ fn stuck_deletion_and_annotation_size() {
         Severity::Warning
     );
     assert!(annotation_size("op", &[object(&[(DIFFBASE, 1000)], &[])]).is_none());
+}
+
+// --- persistence.orphaned-finalizers ---------------------------------------------------
+
+/// Deployment `op` in `home` with `replicas` and pods whose kopf container is in `state`.
+fn operator(replicas: i32, states: &[serde_json::Value]) -> TargetEvidence {
+    let deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "op", "namespace": "home"},
+        "spec": {"replicas": replicas, "selector": {}, "template": {"spec": {"containers": [
+            {"name": "operator", "command": ["kopf", "run"], "args": ["-A", "/app/op.py"]}
+        ]}}},
+    }))
+    .expect("a deployment");
+    let pods = states
+        .iter()
+        .enumerate()
+        .map(|(i, state)| {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("op-7d9f8c6b5-pod{i}"), "namespace": "home"},
+                "status": {"containerStatuses": [{"name": "operator", "image": "", "imageID": "",
+                    "ready": state.get("running").is_some(), "restartCount": 3, "state": state}]},
+            }))
+            .expect("a pod")
+        })
+        .collect();
+    TargetEvidence::new(deployment, pods, None)
+}
+
+fn finalized(namespace: &str, name: &str, finalizer: &str) -> ObjectSample {
+    ObjectSample {
+        namespace: namespace.into(),
+        name: name.into(),
+        ..object(&[], &[finalizer])
+    }
+}
+
+fn running() -> serde_json::Value {
+    serde_json::json!({"running": {"startedAt": "2026-12-01T10:00:00Z"}})
+}
+
+fn crash_looping() -> serde_json::Value {
+    serde_json::json!({"waiting": {"reason": "CrashLoopBackOff"}})
+}
+
+#[test]
+fn finalized_objects_of_a_stopped_operator_are_orphaned() {
+    let handled = [resource(true, true)];
+    let objects = [
+        finalized("apps", "w1", DEFAULT_FINALIZER),
+        finalized("apps", "w2", "example.com/finalizer"),
+        finalized("apps", "plain", "kubernetes.io/pvc-protection"),
+    ];
+    for (target, why) in [
+        (operator(0, &[]), "scaled to 0 replicas"),
+        (operator(1, &[]), "has no pods"),
+        (
+            operator(2, &[crash_looping(), crash_looping()]),
+            "every pod of it crash-loops",
+        ),
+    ] {
+        let found = orphaned_finalizers(&target, &handled, &objects);
+        assert_eq!(found.len(), 1, "{why}: {found:#?}");
+        let f = &found[0];
+        assert_eq!(f.severity, Severity::Error);
+        assert!(f.message.contains(why), "{}", f.message);
+        assert!(f.message.contains("apps/w1, apps/w2"), "{}", f.message);
+        assert!(
+            !f.message.contains("plain"),
+            "not kopf's finalizer: {}",
+            f.message
+        );
+    }
+    // One running pod releases them.
+    let alive = operator(2, &[crash_looping(), running()]);
+    assert!(orphaned_finalizers(&alive, &handled, &objects).is_empty());
+    // Without kopf's finalizer there is nothing to orphan.
+    let plain = [finalized("apps", "plain", "kubernetes.io/pvc-protection")];
+    assert!(orphaned_finalizers(&operator(0, &[]), &handled, &plain).is_empty());
+}
+
+#[test]
+fn finalizing_objects_in_the_operator_s_own_namespace_is_worth_knowing() {
+    let handled = [resource(true, true)];
+    let objects = [
+        finalized("home", "w1", DEFAULT_FINALIZER),
+        finalized("apps", "w2", DEFAULT_FINALIZER),
+    ];
+    let found = orphaned_finalizers(&operator(1, &[running()]), &handled, &objects);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].severity, Severity::Info);
+    assert!(
+        found[0].message.contains("own namespace home"),
+        "{}",
+        found[0].message
+    );
+    assert!(found[0].message.contains("home/w1"), "{}", found[0].message);
+    assert!(
+        !found[0].message.contains("apps/w2"),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn the_status_schema_message_says_what_this_kopf_writes() {
+    let old = VersionRange {
+        at_least: None,
+        at_most: Some(KopfVersion::new(1, 43, 0)),
+    };
+    let new = VersionRange {
+        at_least: Some(KopfVersion::new(1, 45, 2)),
+        at_most: None,
+    };
+    let annotated = object(&[(DIFFBASE, 100)], &[]);
+    let said = |v| {
+        status_schema(
+            "op",
+            &[resource(true, false)],
+            std::slice::from_ref(&annotated),
+            Some(v),
+        )[0]
+        .message
+        .clone()
+    };
+    assert!(
+        said(old).contains("up to kopf 1.43, its progress to status.kopf.progress"),
+        "{}",
+        said(old)
+    );
+    assert!(
+        said(new).contains("from kopf 1.44 its progress goes to annotations"),
+        "{}",
+        said(new)
+    );
 }

@@ -406,3 +406,87 @@ fn debug_flags_or_a_debug_flood_are_debug_logging() {
     logs.stats.debug_records = 10;
     assert!(debug_logging("op", &kopf.run, &Ok(logs)).is_none());
 }
+
+// --- workload.webhook-blast-radius -----------------------------------------------------
+
+fn widgets() -> Vec<HandledResource> {
+    vec![crate::model::testing::widget(true, true)]
+}
+
+fn kopf_webhook(fails_closed: bool, url: Option<&str>, service_namespace: Option<&str>) -> Webhook {
+    Webhook {
+        name: "validate-widget.auto.kopf.dev".into(),
+        fails_closed,
+        spares_kube_system: false,
+        url: url.map(str::to_string),
+        service_namespace: service_namespace.map(str::to_string),
+        resources: vec![("example.com".into(), "widgets".into())],
+    }
+}
+
+fn configuration(webhooks: Vec<Webhook>) -> WebhookConfig {
+    WebhookConfig {
+        kind: crate::model::evidence::WebhookKind::Validating,
+        name: "auto.kopf.dev".into(),
+        webhooks,
+    }
+}
+
+#[test]
+fn a_failing_closed_webhook_of_a_single_replica_blocks_writes() {
+    let t = target(&good_container(), 1, Some("op"));
+    let configs = [configuration(vec![kopf_webhook(true, None, None)])];
+    let found = webhook_blast_radius(&t, "operator", &widgets(), &configs);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f.check, CheckId::WorkloadWebhookBlastRadius);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message
+            .contains("ValidatingWebhookConfiguration auto.kopf.dev"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message.contains("failurePolicy: Fail with 1 replica(s)"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("kube-system"), "{}", f.message);
+
+    // Ignore: an outage does not block writes.
+    let ignoring = [configuration(vec![kopf_webhook(false, None, None)])];
+    assert!(webhook_blast_radius(&t, "operator", &widgets(), &ignoring).is_empty());
+}
+
+#[test]
+fn a_dev_tunnel_url_is_flagged_and_other_operators_webhooks_are_not() {
+    let t = target(&good_container(), 3, Some("op"));
+    let tunnel = [configuration(vec![kopf_webhook(
+        false,
+        Some("https://abcd-1-2.ngrok-free.app/validate-widget"),
+        None,
+    )])];
+    let f = webhook_blast_radius(&t, "operator", &widgets(), &tunnel);
+    assert!(
+        f[0].message.contains("abcd-1-2.ngrok-free.app"),
+        "{}",
+        f[0].message
+    );
+    for url in [
+        "https://host.k3d.internal:9443/x",
+        "https://localhost:443/x",
+        "https://[::1]:9443/x",
+        "https://127.0.0.1/x",
+    ] {
+        assert!(dev_tunnel(url).is_some(), "{url}");
+    }
+    assert!(dev_tunnel("https://op.home.svc:443/x").is_none());
+    // A webhook for resources the operator does not handle, or calling a Service in
+    // another namespace, is another operator's.
+    let mut gadgets = kopf_webhook(true, None, None);
+    gadgets.resources = vec![("example.com".into(), "gadgets".into())];
+    let elsewhere = kopf_webhook(true, None, Some("other"));
+    let theirs = [configuration(vec![gadgets, elsewhere])];
+    assert!(webhook_blast_radius(&t, "operator", &widgets(), &theirs).is_empty());
+}

@@ -1,0 +1,208 @@
+//! Reads the admission webhook configurations kopf manages (`settings.admission.managed`,
+//! kopf 1.38-1.45 `_core/engines/admission.py` `configuration_manager`): those whose
+//! managed fields name the manager `kopf`. They are cluster-scoped, so they are read
+//! only with the cross-namespace allowance.
+
+use super::{Reach, obstacle};
+use crate::model::evidence::{Gathered, Webhook, WebhookConfig, WebhookKind};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhookConfiguration,
+    WebhookClientConfig,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kube::Client;
+use kube::api::{Api, ListParams};
+
+/// The field manager of kopf's requests (the User-Agent `kopf/<version>`).
+const KOPF_MANAGER: &str = "kopf";
+/// The label every namespace carries with its own name (Kubernetes 1.21+).
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Every webhook configuration kopf last wrote.
+pub(crate) async fn gather(client: &Client, reach: &Reach) -> Gathered<Vec<WebhookConfig>> {
+    if !reach.cross_namespace {
+        return Err(reach.outside("admission webhook configurations (cluster-scoped)"));
+    }
+    let denied = |e: kube::Error| {
+        obstacle(
+            &e,
+            "list admission webhook configurations",
+            "list on validatingwebhookconfigurations and mutatingwebhookconfigurations (admissionregistration.k8s.io)",
+        )
+    };
+    let params = ListParams::default();
+    let validating = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .list(&params)
+        .await
+        .map_err(denied)?;
+    let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .list(&params)
+        .await
+        .map_err(denied)?;
+    let mut out = Vec::new();
+    for c in validating.items.iter().filter(|c| by_kopf(&c.metadata)) {
+        let hooks = c.webhooks.iter().flatten().map(|w| {
+            webhook(
+                &w.name,
+                w.failure_policy.as_deref(),
+                w.namespace_selector.as_ref(),
+                &w.client_config,
+                w.rules.as_deref(),
+            )
+        });
+        out.push(config(
+            WebhookKind::Validating,
+            &c.metadata,
+            hooks.collect(),
+        ));
+    }
+    for c in mutating.items.iter().filter(|c| by_kopf(&c.metadata)) {
+        let hooks = c.webhooks.iter().flatten().map(|w| {
+            webhook(
+                &w.name,
+                w.failure_policy.as_deref(),
+                w.namespace_selector.as_ref(),
+                &w.client_config,
+                w.rules.as_deref(),
+            )
+        });
+        out.push(config(WebhookKind::Mutating, &c.metadata, hooks.collect()));
+    }
+    Ok(out)
+}
+
+/// Whether kopf wrote the configuration (a managed-fields entry of manager `kopf`).
+fn by_kopf(meta: &ObjectMeta) -> bool {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .any(|m| m.manager.as_deref() == Some(KOPF_MANAGER))
+}
+
+fn config(kind: WebhookKind, meta: &ObjectMeta, webhooks: Vec<Webhook>) -> WebhookConfig {
+    WebhookConfig {
+        kind,
+        name: meta.name.clone().unwrap_or_default(),
+        webhooks,
+    }
+}
+
+/// One webhook, reduced.
+pub(crate) fn webhook(
+    name: &str,
+    failure_policy: Option<&str>,
+    namespace_selector: Option<&LabelSelector>,
+    client: &WebhookClientConfig,
+    rules: Option<&[RuleWithOperations]>,
+) -> Webhook {
+    let resources = rules
+        .into_iter()
+        .flatten()
+        .flat_map(|r| {
+            let groups = r.api_groups.clone().unwrap_or_default();
+            let plurals = r.resources.clone().unwrap_or_default();
+            groups.into_iter().flat_map(move |g| {
+                plurals.clone().into_iter().map(move |p| {
+                    (
+                        g.clone(),
+                        p.split('/').next().unwrap_or_default().to_string(),
+                    )
+                })
+            })
+        })
+        .collect();
+    Webhook {
+        name: name.to_string(),
+        // The API server's default is Fail, as is kopf's.
+        fails_closed: failure_policy.is_none_or(|p| p == "Fail"),
+        spares_kube_system: namespace_selector.is_some_and(spares_kube_system),
+        url: client.url.clone(),
+        service_namespace: client.service.as_ref().map(|s| s.namespace.clone()),
+        resources,
+    }
+}
+
+/// Whether a namespaceSelector leaves kube-system out: it selects by labels
+/// (kube-system carries only its name label), or excludes kube-system by name.
+fn spares_kube_system(selector: &LabelSelector) -> bool {
+    let by_labels = selector.match_labels.as_ref().is_some_and(|l| {
+        l.keys().any(|k| k != NAMESPACE_NAME_LABEL)
+            || l.get(NAMESPACE_NAME_LABEL)
+                .is_some_and(|v| v != "kube-system")
+    });
+    let by_expressions = selector.match_expressions.iter().flatten().any(|e| {
+        let names_kube_system = e.values.iter().flatten().any(|v| v == "kube-system");
+        match (e.key.as_str(), e.operator.as_str()) {
+            (NAMESPACE_NAME_LABEL, "NotIn") => names_kube_system,
+            (NAMESPACE_NAME_LABEL, "In") => !names_kube_system,
+            (_, "In" | "Exists") => true,
+            _ => false,
+        }
+    });
+    by_labels || by_expressions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selector(value: serde_json::Value) -> LabelSelector {
+        serde_json::from_value(value).expect("a selector")
+    }
+
+    #[test]
+    fn which_namespace_selectors_spare_kube_system() {
+        for (value, spares) in [
+            (serde_json::json!({}), false),
+            (serde_json::json!({"matchLabels": {"team": "a"}}), true),
+            (
+                serde_json::json!({"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", "kube-public"]}]}),
+                true,
+            ),
+            (
+                serde_json::json!({"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["default"]}]}),
+                false,
+            ),
+            (
+                serde_json::json!({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}),
+                false,
+            ),
+        ] {
+            assert_eq!(
+                spares_kube_system(&selector(value.clone())),
+                spares,
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn kopf_s_webhook_is_reduced_to_its_blast_radius() {
+        let hook: k8s_openapi::api::admissionregistration::v1::ValidatingWebhook =
+            serde_json::from_value(serde_json::json!({
+                "name": "check-widget.auto.kopf.dev",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": "https://abcd.ngrok-free.app/check-widget"},
+                "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets/status"], "operations": ["*"], "scope": "*"}],
+            }))
+            .expect("a webhook");
+        let w = webhook(
+            &hook.name,
+            hook.failure_policy.as_deref(),
+            hook.namespace_selector.as_ref(),
+            &hook.client_config,
+            hook.rules.as_deref(),
+        );
+        assert!(w.fails_closed, "the default policy is Fail");
+        assert!(!w.spares_kube_system);
+        assert_eq!(
+            w.resources,
+            vec![("example.com".to_string(), "widgets".to_string())]
+        );
+        assert_eq!(
+            w.url.as_deref(),
+            Some("https://abcd.ngrok-free.app/check-widget")
+        );
+    }
+}
