@@ -48,7 +48,7 @@ fn respond(path: &str, metrics: &Metrics, ready: &Readiness) -> Response<Full<By
         "/readyz" => (
             StatusCode::SERVICE_UNAVAILABLE,
             "text/plain",
-            "caches not synced\n".to_string(),
+            format!("caches not synced: {}\n", ready.waiting_for().join(", ")),
         ),
         _ => (
             StatusCode::NOT_FOUND,

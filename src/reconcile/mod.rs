@@ -233,27 +233,33 @@ pub(crate) async fn run(
     let wc = watcher::Config::default();
 
     let (deployments, dep_writer) = reflector::store();
-    let dep_stream = watcher(api_for::<Deployment>(&client, ns.as_deref()), wc.clone())
-        .default_backoff()
-        .modify(watches::strip_deployment)
-        .reflect(dep_writer)
-        .touched_objects();
+    let dep_stream = watches::warn_on_error(
+        "deployments",
+        watcher(api_for::<Deployment>(&client, ns.as_deref()), wc.clone()).default_backoff(),
+    )
+    .modify(watches::strip_deployment)
+    .reflect(dep_writer)
+    .touched_objects();
     let (pods, pod_writer) = reflector::store();
-    let pod_stream = watcher(api_for::<Pod>(&client, ns.as_deref()), wc.clone())
-        .default_backoff()
-        .modify(watches::strip_pod)
-        .reflect(pod_writer)
-        .touched_objects();
+    let pod_stream = watches::warn_on_error(
+        "pods",
+        watcher(api_for::<Pod>(&client, ns.as_deref()), wc.clone()).default_backoff(),
+    )
+    .modify(watches::strip_pod)
+    .reflect(pod_writer)
+    .touched_objects();
     let (rbac_stores, rbac_streams) = watches::rbac_watches(&client, ns.as_deref());
 
     let (audit_store, audit_writer) = reflector::store();
-    let audit_stream = watcher(api_for::<KopfAudit>(&client, ns.as_deref()), wc.clone())
-        .default_backoff()
-        .modify(|a: &mut KopfAudit| a.managed_fields_mut().clear())
-        .reflect(audit_writer)
-        .applied_objects()
-        // A status write (ours) changes no generation: it must not trigger an audit.
-        .predicate_filter(kube::runtime::predicates::generation, Default::default());
+    let audit_stream = watches::warn_on_error(
+        "kopfaudits",
+        watcher(api_for::<KopfAudit>(&client, ns.as_deref()), wc.clone()).default_backoff(),
+    )
+    .modify(|a: &mut KopfAudit| a.managed_fields_mut().clear())
+    .reflect(audit_writer)
+    .applied_objects()
+    // A status write (ours) changes no generation: it must not trigger an audit.
+    .predicate_filter(kube::runtime::predicates::generation, Default::default());
 
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -333,19 +339,34 @@ fn sync_futures(
     pods: &Store<Pod>,
     audits: &Store<KopfAudit>,
     rbac: &RbacStores,
-) -> Vec<readiness::SyncFuture> {
-    fn synced<K>(store: &Store<K>) -> readiness::SyncFuture
+) -> Vec<(&'static str, readiness::SyncFuture)> {
+    fn synced<K>(name: &'static str, store: &Store<K>) -> (&'static str, readiness::SyncFuture)
     where
         K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
     {
         let store = store.clone();
-        Box::pin(async move { store.wait_until_ready().await.is_ok() })
+        (
+            name,
+            Box::pin(async move { store.wait_until_ready().await.is_ok() }),
+        )
     }
-    let mut out = vec![synced(deployments), synced(pods), synced(audits)];
-    out.extend(rbac.cluster_role_bindings.iter().map(synced));
-    out.extend(rbac.cluster_roles.iter().map(synced));
-    out.extend(rbac.role_bindings.iter().map(|(s, _)| synced(s)));
-    out.extend(rbac.roles.iter().map(|(s, _)| synced(s)));
+    let mut out = vec![
+        synced("deployments", deployments),
+        synced("pods", pods),
+        synced("kopfaudits", audits),
+    ];
+    out.extend(
+        rbac.cluster_role_bindings
+            .iter()
+            .map(|s| synced("clusterrolebindings", s)),
+    );
+    out.extend(rbac.cluster_roles.iter().map(|s| synced("clusterroles", s)));
+    out.extend(
+        rbac.role_bindings
+            .iter()
+            .map(|(s, _)| synced("rolebindings", s)),
+    );
+    out.extend(rbac.roles.iter().map(|(s, _)| synced("roles", s)));
     out
 }
 

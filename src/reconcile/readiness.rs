@@ -5,8 +5,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 const STARTING: u8 = 0;
 const STANDBY: u8 = 1;
@@ -16,10 +16,15 @@ const SYNCED: u8 = 2;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Readiness {
     state: Arc<AtomicU8>,
+    /// The caches not synced yet, named, for `/readyz` and the log.
+    waiting: Arc<Mutex<Vec<&'static str>>>,
 }
 
 /// A future that resolves to whether one cache synced.
 pub(crate) type SyncFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// How often the caches still waited for are logged.
+const WAITING_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Readiness {
     /// Whether `/readyz` answers 200.
@@ -37,15 +42,50 @@ impl Readiness {
         self.state.store(STARTING, Ordering::SeqCst);
     }
 
-    /// Marks ready once every cache has synced; logs it.
-    pub(crate) async fn when_synced(self, caches: Vec<SyncFuture>) {
-        for synced in caches {
-            if !synced.await {
-                return;
+    /// The caches not synced yet (empty once synced).
+    pub(crate) fn waiting_for(&self) -> Vec<&'static str> {
+        self.waiting.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+
+    /// Marks ready once every named cache has synced; logs it, and every 30 s the
+    /// caches still waited for (a missing CRD or a forbidden list shows there).
+    pub(crate) async fn when_synced(self, caches: Vec<(&'static str, SyncFuture)>) {
+        self.set_waiting(caches.iter().map(|(name, _)| *name).collect());
+        let each = caches.into_iter().map(|(name, synced)| {
+            let me = self.clone();
+            async move {
+                let ok = synced.await;
+                if ok {
+                    me.set_waiting(
+                        me.waiting_for()
+                            .into_iter()
+                            .filter(|n| *n != name)
+                            .collect(),
+                    );
+                }
+                ok
             }
+        });
+        let all = futures::future::join_all(each);
+        tokio::pin!(all);
+        let results = loop {
+            tokio::select! {
+                results = &mut all => break results,
+                _ = tokio::time::sleep(WAITING_LOG_EVERY) => {
+                    tracing::warn!(caches = ?self.waiting_for(), "still waiting for the first list of these watch caches");
+                }
+            }
+        };
+        if results.into_iter().all(|ok| ok) {
+            self.state.store(SYNCED, Ordering::SeqCst);
+            tracing::info!("caches synced");
         }
-        self.state.store(SYNCED, Ordering::SeqCst);
-        tracing::info!("caches synced");
+    }
+
+    fn set_waiting(&self, names: Vec<&'static str>) {
+        if let Ok(mut w) = self.waiting.lock() {
+            *w = names;
+        }
     }
 }
 
@@ -58,13 +98,21 @@ mod tests {
         let r = Readiness::default();
         assert!(!r.is_ready());
         r.clone()
-            .when_synced(vec![Box::pin(async { true }), Box::pin(async { false })])
+            .when_synced(vec![
+                ("pods", Box::pin(async { true })),
+                ("roles", Box::pin(async { false })),
+            ])
             .await;
         assert!(!r.is_ready(), "one cache never synced");
+        assert_eq!(r.waiting_for(), vec!["roles"]);
         r.clone()
-            .when_synced(vec![Box::pin(async { true }), Box::pin(async { true })])
+            .when_synced(vec![
+                ("pods", Box::pin(async { true })),
+                ("roles", Box::pin(async { true })),
+            ])
             .await;
         assert!(r.is_ready());
+        assert!(r.waiting_for().is_empty());
         r.leading();
         assert!(!r.is_ready());
         r.standby();

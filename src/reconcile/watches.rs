@@ -13,7 +13,7 @@ use crate::gather::Shared;
 use crate::gather::rbac::{RbacStores, reaches};
 use crate::model::kopf_run::find_kopf;
 use crate::model::rbac::ServiceAccountRef;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef};
@@ -178,8 +178,26 @@ fn strip_meta<K: Resource>(o: &mut K) {
     }
 }
 
+/// Logs a watch's errors (a forbidden list, a missing CRD, a lost connection) as
+/// warnings: kube's watcher retries them with back-off (at most every 30 s) and says
+/// nothing itself, so without this a cache that never syncs shows no cause.
+pub(super) fn warn_on_error<E, S>(
+    resource: &'static str,
+    stream: S,
+) -> impl Stream<Item = Result<E, watcher::Error>> + Send
+where
+    S: Stream<Item = Result<E, watcher::Error>> + Send,
+{
+    stream.inspect(move |event| {
+        if let Err(error) = event {
+            tracing::warn!(resource, %error, "watch failed; retrying with back-off");
+        }
+    })
+}
+
 /// A reflector stream of `api`, stripped, re-emitting only changed objects.
 fn reflected<K>(
+    resource: &'static str,
     api: Api<K>,
     writer: reflector::store::Writer<K>,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
@@ -192,15 +210,17 @@ where
         + Sync
         + 'static,
 {
-    watcher(api, watcher::Config::default())
-        .default_backoff()
-        .modify(strip_meta::<K>)
-        .reflect(writer)
-        .touched_objects()
-        .predicate_filter(
-            kube::runtime::predicates::resource_version,
-            Default::default(),
-        )
+    warn_on_error(
+        resource,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    )
+    .modify(strip_meta::<K>)
+    .reflect(writer)
+    .touched_objects()
+    .predicate_filter(
+        kube::runtime::predicates::resource_version,
+        Default::default(),
+    )
 }
 
 /// Everything the RBAC mapper reads: the audits, their targets, the RBAC caches, the
@@ -486,8 +506,8 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
         ..Default::default()
     };
     let mut streams = RbacStreams {
-        role_bindings: Box::pin(reflected(rb_api, rb_writer)),
-        roles: Box::pin(reflected(role_api, role_writer)),
+        role_bindings: Box::pin(reflected("rolebindings", rb_api, rb_writer)),
+        roles: Box::pin(reflected("roles", role_api, role_writer)),
         cluster_role_bindings: None,
         cluster_roles: None,
     };
@@ -497,10 +517,12 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
         stores.cluster_role_bindings = Some(crb_store);
         stores.cluster_roles = Some(cr_store);
         streams.cluster_role_bindings = Some(Box::pin(reflected(
+            "clusterrolebindings",
             Api::<ClusterRoleBinding>::all(client.clone()),
             crb_writer,
         )));
         streams.cluster_roles = Some(Box::pin(reflected(
+            "clusterroles",
             Api::<ClusterRole>::all(client.clone()),
             cr_writer,
         )));
