@@ -387,13 +387,23 @@ def remap_url(url: str, port: int) -> str:
     return urllib.parse.urlunsplit((u.scheme or 'http', f'127.0.0.1:{port}', u.path, u.query, u.fragment))
 
 
+def kopf_venv_bin(version: str | None) -> Path:
+    """The bin directory of the venv with kopf VERSION (hack/kopf-venv.sh VERSION), or this one."""
+    if not version:
+        return Path(sys.executable).parent
+    script = Path(__file__).resolve().parent / 'kopf-venv.sh'
+    res = subprocess.run([str(script), version], stdout=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        raise FixtureError(f'hack/kopf-venv.sh {version} failed')
+    return Path(res.stdout.strip().splitlines()[-1]) / 'bin'
+
+
 def local_argv(container: dict[str, Any], env: dict[str, str], fixture_dir: Path,
-               log_format: str | None) -> tuple[list[str], dict[str, str], list[str]]:
+               log_format: str | None, venv_bin: Path) -> tuple[list[str], dict[str, str], list[str]]:
     """The container's command line as a local process: returns argv, extra env, notes."""
     argv = [expand(a, env) for a in (container.get('command') or []) + (container.get('args') or [])]
     if not argv:
         raise FixtureError(f"container {container['name']}: no command/args (the image's entrypoint is unknown here)")
-    venv_bin = Path(sys.executable).parent
     notes: list[str] = []
 
     def map_path(a: str) -> str:
@@ -406,7 +416,7 @@ def local_argv(container: dict[str, Any], env: dict[str, str], fixture_dir: Path
     if exe == 'kopf':
         argv[0] = str(venv_bin / 'kopf')
     elif re.fullmatch(r'python(3(\.\d+)?)?', exe):
-        argv[0] = sys.executable
+        argv[0] = str(venv_bin / 'python')
     elif argv[0] in ('sh', 'bash', '/bin/sh', '/bin/bash'):
         pass
     else:
@@ -555,6 +565,8 @@ class PodSupervisor:
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, preexec_fn=_set_pdeathsig)
+        # The running process, for tests that signal it (SIGSTOP: Running, yet frozen).
+        (self.log_dir / 'pid').write_text(str(self.proc.pid))
         pumps = [threading.Thread(target=self._pump, args=(self.proc.stdout, 'stdout', fh), daemon=True),
                  threading.Thread(target=self._pump, args=(self.proc.stderr, 'stderr', fh), daemon=True)]
         for t in pumps:
@@ -660,6 +672,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         docs = load_manifests(fixture_dir, ns)
         expect = load_expect(fixture_dir)
         exit_reason = args.exit_reason or (expect.get('harness') or {}).get('exitReason')
+        kopf_version = args.kopf_version or (expect.get('harness') or {}).get('kopfVersion')
+        venv_bin = kopf_venv_bin(kopf_version)
+        log(f'kopf from {venv_bin}')
         deploys = [d for d in docs if d.get('kind') == 'Deployment']
         if len(deploys) != 1:
             raise FixtureError(f'{fixture_dir}/manifests.yaml must hold exactly one Deployment, has {len(deploys)}')
@@ -674,9 +689,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         for pod in pods:
             container = kopf_container(pod['spec'])
             env = container_env(kube, ns, pod, container)
-            argv, extra_env, notes = local_argv(container, env, fixture_dir, args.log_format)
+            argv, extra_env, notes = local_argv(container, env, fixture_dir, args.log_format, venv_bin)
             proc_env = {
-                'PATH': f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                'PATH': f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
                 'HOME': os.environ.get('HOME', '/root'),
                 'LANG': os.environ.get('LANG', 'C.UTF-8'),
                 'HOSTNAME': pod['metadata']['name'],
@@ -759,6 +774,8 @@ def main() -> int:
     r.add_argument('--workdir', help='default: $KOPF_AUDIT_WORKDIR or <repo>/.e2e')
     r.add_argument('--exit-reason', choices=['Error', 'OOMKilled'],
                    help='reason recorded when the process exits (default Error; expect.yaml harness.exitReason)')
+    r.add_argument('--kopf-version', help='run the operator on this kopf (hack/kopf-venv.sh VERSION; '
+                   'default: expect.yaml harness.kopfVersion, else the pinned one)')
     r.add_argument('--echo', action='store_true', help="also copy the operator's output to stderr")
     s = sub.add_parser('set-state', help="set a pod container's state in pods/status")
     s.add_argument('--kubeconfig', required=True)

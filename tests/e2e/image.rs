@@ -517,7 +517,7 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
             format!("watchNamespace={}", fixture_ns.name),
             format!("httpPort={port}"),
             // The auditor's own debug lines, for the log shown when something fails.
-            "logLevel=info\\,kopf_audit=debug".to_string(),
+            "logLevel=info\\,kopf_audit=debug\\,kube_runtime=debug\\,kube_client=debug".to_string(),
             format!("rbac.handledResources[0].apiGroups[0]={group}"),
             format!("rbac.handledResources[0].resources[0]={plural}"),
         ],

@@ -10,6 +10,7 @@ mod kubectl;
 mod leader;
 mod logs;
 mod operator;
+mod production;
 mod prometheus;
 mod rbac;
 mod redaction;

@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kopf_audit::api::{KopfAudit, KopfAuditStatus};
-use kopf_audit::catalog::REPORTING_CONTROLLER;
+use kopf_audit::catalog::{REPORTING_CONTROLLER, Severity};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt, ResourceExt};
 use std::collections::BTreeSet;
@@ -43,7 +43,7 @@ pub async fn ensure_crd(client: &Client) {
 }
 
 /// Creates a KopfAudit from JSON.
-async fn create_audit(
+pub async fn create_audit(
     client: &Client,
     ns: &str,
     body: serde_json::Value,
@@ -62,7 +62,8 @@ fn audit_for(name: &str, deployment: &str, interval: &str) -> serde_json::Value 
     })
 }
 
-fn condition<'a>(status: &'a KopfAuditStatus, type_: &str) -> Option<(&'a str, &'a str)> {
+/// A condition's (status, reason).
+pub fn condition<'a>(status: &'a KopfAuditStatus, type_: &str) -> Option<(&'a str, &'a str)> {
     status
         .conditions
         .iter()
@@ -71,7 +72,7 @@ fn condition<'a>(status: &'a KopfAuditStatus, type_: &str) -> Option<(&'a str, &
 }
 
 /// Waits until the audit's status satisfies `ok`.
-async fn wait_status(
+pub async fn wait_status(
     client: &Client,
     ns: &str,
     name: &str,
@@ -113,7 +114,8 @@ fn reasons(events: &[Event]) -> Vec<String> {
     events.iter().filter_map(|e| e.reason.clone()).collect()
 }
 
-fn found_checks(status: &KopfAuditStatus) -> BTreeSet<String> {
+/// The check IDs of the findings in a status.
+pub fn found_checks(status: &KopfAuditStatus) -> BTreeSet<String> {
     status
         .findings
         .iter()
@@ -122,7 +124,7 @@ fn found_checks(status: &KopfAuditStatus) -> BTreeSet<String> {
 }
 
 /// The Deployment a fixture created (each fixture has one).
-async fn fixture_deployment(client: &Client, ns: &str) -> Deployment {
+pub async fn fixture_deployment(client: &Client, ns: &str) -> Deployment {
     let list = Api::<Deployment>::namespaced(client.clone(), ns)
         .list(&ListParams::default())
         .await
@@ -455,7 +457,12 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
         metrics.contains("kopf_audit_api_requests_total"),
         "{metrics}"
     );
-    assert_eq!(auditor.http_get("/readyz").trim(), "ready");
+    // An audit needs only the target caches; readiness waits for the RBAC caches too.
+    wait_for("/readyz ready", Duration::from_secs(60), || {
+        let ready = auditor.http_get("/readyz").trim() == "ready";
+        async move { ready.then_some(()) }
+    })
+    .await;
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_kopf-audit"))
         .args([
             "check",
@@ -581,10 +588,12 @@ async fn cross_namespace_targets_are_refused_and_exemptions_are_reported() {
         found_checks(&status).contains("workload.memory-limit"),
         "other checks still run"
     );
-    assert_eq!(
-        status.skipped[0].reason,
-        "CPU limits are cluster policy here"
-    );
+    let cpu_limit = status
+        .skipped
+        .iter()
+        .find(|k| k.check.as_str() == "workload.cpu-limit")
+        .expect("the exemption is listed");
+    assert_eq!(cpu_limit.reason, "CPU limits are cluster policy here");
 }
 
 #[tokio::test]
@@ -748,5 +757,15 @@ async fn the_well_behaved_operator_is_compliant_in_every_area() {
             status.conditions
         );
     }
-    assert!(status.findings.is_empty(), "{:#?}", status.findings);
+    // The one finding a well-behaved operator may carry: it finalizes objects in
+    // its own namespace (info, "common and usually fine"), which is how the
+    // fixture is deployed.
+    let unexpected: Vec<_> = status
+        .findings
+        .iter()
+        .filter(|f| {
+            f.check.as_str() != "persistence.orphaned-finalizers" || f.severity != Severity::Info
+        })
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:#?}");
 }

@@ -1,0 +1,361 @@
+//! The production failures kopf teams hit, on real kopf processes: an operator that
+//! stops handling while its pod runs (SIGSTOP), a dead watcher on kopf 1.38, a sloppy
+//! Deployment, a developer's `kopf run --dev` joining production's peering, and
+//! finalized objects of an operator scaled to zero.
+
+use crate::operator::{
+    audit_fixture, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
+    wait_status,
+};
+use crate::support::{self, Auditor, Fixture, TestNamespace, say};
+use k8s_openapi::api::apps::v1::Deployment;
+use kopf_audit::api::{Finding, KopfAuditStatus};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Client, ResourceExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const ALL_AREAS: [&str; 5] = ["workload.", "rbac.", "events.", "persistence.", "runtime."];
+
+#[tokio::test]
+async fn a_sloppy_deployment_overlaps_rollouts_logs_debug_and_binds_liveness_to_localhost() {
+    let status = audit_fixture("sloppy", &ALL_AREAS, None).await;
+    let liveness = finding(&status, "workload.liveness");
+    assert!(
+        liveness.message.contains("0.0.0.0"),
+        "the fix is named: {}",
+        liveness.message
+    );
+    let version = finding(&status, "runtime.kopf-version");
+    assert!(
+        version.message.contains("kopf 1.45.2"),
+        "{}",
+        version.message
+    );
+}
+
+#[tokio::test]
+async fn kopf_1_38_leaves_a_watcher_dead_and_its_wording_dates_the_log() {
+    let status = audit_fixture("blind-watcher", &ALL_AREAS, None).await;
+    let dead = finding(&status, "runtime.dead-watcher");
+    assert!(
+        dead.message
+            .contains("watcher for widgets.v1.blind-watcher.fixtures.kopf-audit.dev"),
+        "{}",
+        dead.message
+    );
+    assert!(
+        dead.message.contains("does not respawn it"),
+        "{}",
+        dead.message
+    );
+    let version = finding(&status, "runtime.kopf-version");
+    assert_eq!(
+        version.severity,
+        kopf_audit::catalog::Severity::Warning,
+        "{}",
+        version.message
+    );
+    assert!(version.message.contains("or older"), "{}", version.message);
+}
+
+fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
+    status
+        .findings
+        .iter()
+        .find(|f| f.check.as_str() == id)
+        .unwrap_or_else(|| panic!("no {id} in {:#?}", status.findings))
+}
+
+/// A KopfAudit every 30 s with its own thresholds, resolving at once.
+fn audit(deployment: &str, unhandled_after: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": "audit"},
+        "spec": {
+            "target": {"deployment": deployment},
+            "interval": "30s",
+            "thresholds": {"unhandledAfter": unhandled_after, "resolveAfter": "0s"},
+        }
+    })
+}
+
+/// The kopf process of a fixture's pod (hack/fixture.py writes its pid next to its log).
+fn kopf_pid(fixture: &Fixture) -> String {
+    let path = fixture.log.parent().expect("a log directory").join("pid");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
+
+/// A stopped process: continued when dropped, so that a failing test leaves none.
+struct Stopped(String);
+
+impl Stopped {
+    fn stop(pid: String) -> Stopped {
+        signal("-STOP", &pid);
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal("-CONT", &self.0);
+    }
+}
+
+fn signal(which: &str, pid: &str) {
+    let ok = Command::new("kill")
+        .args([which, pid])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {which} {pid}");
+}
+
+fn widgets(client: &Client, ns: &str, group: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", "Widget");
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+    )
+}
+
+/// Waits until kopf has stored a diff-base on the widget (it handled it).
+async fn wait_handled(api: &Api<DynamicObject>, name: &str, size: i64) {
+    support::wait_for(
+        &format!("kopf to handle widget {name} at size {size}"),
+        Duration::from_secs(90),
+        || {
+            let api = api.clone();
+            async move {
+                let w = api.get(name).await.ok()?;
+                let base = w.data.pointer("/status/kopf/last-handled-configuration")?;
+                let base: serde_json::Value = serde_json::from_str(base.as_str()?).ok()?;
+                (base.pointer("/spec/size")?.as_i64()? == size).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_frozen_operator_is_not_handling_until_it_resumes_and_scaled_to_zero_orphans_its_finalizers()
+ {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "frozen").await;
+    let kopf = Fixture::start("good", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let widgets = widgets(&client, &ns.name, "good.fixtures.kopf-audit.dev");
+    wait_handled(&widgets, "alpha", 1).await;
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(&client, &ns.name, audit(&deployment, "1m"))
+        .await
+        .expect("creating the KopfAudit");
+    let audited = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "a first audit",
+        Duration::from_secs(90),
+        |s| condition(s, "Ready") == Some(("True", "AuditSucceeded")),
+    )
+    .await;
+    let first = found_checks(audited.status.as_ref().expect("status"));
+    assert!(!first.contains("runtime.not-handling"), "{first:?}");
+
+    // Frozen: the pod stays Running, its liveness endpoint does not matter here, and
+    // nothing handles the change.
+    let stopped = Stopped::stop(kopf_pid(&kopf));
+    say("kopf stopped (SIGSTOP); changing widget alpha");
+    widgets
+        .patch(
+            "alpha",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"size": 4}})),
+        )
+        .await
+        .expect("patching alpha");
+    let raised = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "runtime.not-handling once the change waited over 1m",
+        Duration::from_secs(240),
+        |s| found_checks(s).contains("runtime.not-handling"),
+    )
+    .await;
+    let status = raised.status.expect("status");
+    let f = finding(&status, "runtime.not-handling");
+    assert!(
+        f.message.contains(&format!("{}/alpha (over", ns.name)),
+        "{}",
+        f.message
+    );
+    assert!(
+        !f.message.contains("/beta"),
+        "beta was not changed: {}",
+        f.message
+    );
+    assert_eq!(f.severity, kopf_audit::catalog::Severity::Error);
+
+    // Continued, kopf handles the change and the finding resolves.
+    drop(stopped);
+    say("kopf continued (SIGCONT)");
+    wait_handled(&widgets, "alpha", 4).await;
+    wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "runtime.not-handling to resolve",
+        Duration::from_secs(120),
+        |s| !found_checks(s).contains("runtime.not-handling"),
+    )
+    .await;
+
+    // Scaled to zero with finalized widgets: every deletion would hang.
+    Api::<Deployment>::namespaced(client.clone(), &ns.name)
+        .patch(
+            &deployment,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"replicas": 0}})),
+        )
+        .await
+        .expect("scaling to 0");
+    let orphaned = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "persistence.orphaned-finalizers as an error",
+        Duration::from_secs(120),
+        |s| {
+            s.findings.iter().any(|f| {
+                f.check.as_str() == "persistence.orphaned-finalizers"
+                    && f.severity == kopf_audit::catalog::Severity::Error
+            })
+        },
+    )
+    .await;
+    let status = orphaned.status.expect("status");
+    let f = status
+        .findings
+        .iter()
+        .find(|f| {
+            f.check.as_str() == "persistence.orphaned-finalizers"
+                && f.severity == kopf_audit::catalog::Severity::Error
+        })
+        .expect("the error");
+    assert!(f.message.contains("scaled to 0 replicas"), "{}", f.message);
+    assert!(f.message.contains("/alpha"), "{}", f.message);
+    drop(kopf);
+    ns.delete(&client).await;
+}
+
+/// `kopf run --dev` from a developer's machine (the admin kubeconfig, this host's name)
+/// in the fixture's peering; killed when dropped.
+struct DevRun(Child, PathBuf);
+
+impl DevRun {
+    fn start(ns: &str, peering: &str, operator: &Path) -> DevRun {
+        let venv = Command::new(support::repo().join("hack/kopf-venv.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("hack/kopf-venv.sh");
+        let venv = String::from_utf8_lossy(&venv.stdout)
+            .lines()
+            .last()
+            .expect("the venv path")
+            .trim()
+            .to_string();
+        let log = support::workdir().join(format!("dev-run-{ns}.log"));
+        let file = std::fs::File::create(&log).expect("a log file");
+        let child = Command::new(Path::new(&venv).join("bin/kopf"))
+            .args(["run", "--dev", "-n", ns, "--peering", peering])
+            .arg(operator)
+            .env("KUBECONFIG", support::kubeconfig_path())
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file)
+            .spawn()
+            .expect("starting kopf run --dev");
+        say(format!("kopf run --dev started (log {})", log.display()));
+        DevRun(child, log)
+    }
+}
+
+impl Drop for DevRun {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_developer_s_dev_run_in_production_s_peering_is_a_foreign_peer() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "foreign-peer").await;
+    let kopf = Fixture::start("sloppy", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(&client, &ns.name, audit(&deployment, "10m"))
+        .await
+        .expect("creating the KopfAudit");
+    let alone = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "a first audit",
+        Duration::from_secs(90),
+        |s| condition(s, "RuntimeHealthy").is_some_and(|c| c.0 != "Unknown"),
+    )
+    .await;
+    let alone = found_checks(alone.status.as_ref().expect("status"));
+    assert!(!alone.contains("runtime.foreign-peer"), "{alone:?}");
+
+    let operator = support::repo().join("tests/fixtures/kopf/sloppy/operator.py");
+    let dev = DevRun::start(&ns.name, "sloppy", &operator);
+    let raised = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "runtime.foreign-peer naming the --dev run",
+        Duration::from_secs(180),
+        |s| {
+            s.findings.iter().any(|f| {
+                f.check.as_str() == "runtime.foreign-peer" && f.message.contains("log confirms")
+            })
+        },
+    )
+    .await;
+    let status = raised.status.expect("status");
+    let f = finding(&status, "runtime.foreign-peer");
+    assert!(
+        f.message.contains("priority 666, what --dev sets"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message
+            .contains(&format!("KopfPeering {}/sloppy", ns.name)),
+        "{}",
+        f.message
+    );
+    assert!(
+        !f.message.contains(&kopf.pod),
+        "its own pod is not foreign: {}",
+        f.message
+    );
+    let evidence = f.evidence.as_deref().unwrap_or_default();
+    assert!(
+        evidence.contains("Pausing operations in favour of"),
+        "{evidence}"
+    );
+    say(format!("dev run log: {}", dev.1.display()));
+    drop(dev);
+    drop(kopf);
+    ns.delete(&client).await;
+}
