@@ -24,6 +24,13 @@ pub(crate) fn markdown() -> String {
         let _ = writeln!(out, "| `{}` | {} |", r.as_str(), r.meaning());
     }
     out.push_str("\n## Checks\n\n");
+    out.push_str(&checks_tables());
+    out
+}
+
+/// The check tables, one per area: also the README's check list (a test keeps the two equal).
+fn checks_tables() -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "IDs are public API. Disable one with `spec.checks.disable`, change its severity with `spec.checks.severity`, or exempt one Deployment with the annotation `{SKIP_ANNOTATION_PREFIX}<check-id>: <reason>`.\n"
@@ -58,6 +65,16 @@ mod tests {
         assert!(
             committed == super::markdown(),
             "docs/reference.md is stale: run `cargo run -- reference > docs/reference.md`"
+        );
+    }
+
+    #[test]
+    fn the_readme_lists_every_check() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+        let readme = std::fs::read_to_string(path).expect("README.md exists");
+        assert!(
+            readme.contains(&super::checks_tables()),
+            "the README's check tables are stale: copy them from the Checks section of docs/reference.md"
         );
     }
 }

@@ -1,8 +1,8 @@
 //! The reconcile layer: a kube-runtime Controller over KopfAudits that also watches the
 //! target Deployments, their pods and RBAC through shared caches, so a thousand audits
 //! do not mean a thousand lists. Each reconcile is the pipeline in [`pipeline`]; it
-//! always requeues after `spec.interval`; transient errors back off per object
-//! ([`backoff`]).
+//! requeues after `spec.interval` at a phase of its own (spread over the interval);
+//! transient errors back off per object ([`backoff`]).
 
 pub(crate) mod backoff;
 pub(crate) mod http;

@@ -207,7 +207,8 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         [
             "--log-format=json",
             "--log-level=info",
-            "--http-addr=0.0.0.0:8080"
+            "--http-addr=0.0.0.0:8080",
+            "--max-concurrent-audits=8"
         ],
         "the image's entrypoint is `/kopf-audit run`"
     );
