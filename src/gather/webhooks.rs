@@ -1,7 +1,9 @@
 //! Reads the admission webhook configurations kopf manages (`settings.admission.managed`,
 //! kopf 1.38-1.45 `_core/engines/admission.py` `configuration_manager`): those whose
-//! managed fields name the manager `kopf`. They are cluster-scoped, so they are read
-//! only with the cross-namespace allowance.
+//! managed fields name the manager `kopf`, or whose webhooks are all named the way kopf
+//! names them (`_normalize_name`: `<handler id>.<configuration name>`; an API server
+//! does not always record managed fields for kopf's writes). They are cluster-scoped,
+//! so they are read only with the cross-namespace allowance.
 
 use super::{Reach, obstacle};
 use crate::model::evidence::{Gathered, Webhook, WebhookConfig, WebhookKind};
@@ -40,7 +42,16 @@ pub(crate) async fn gather(client: &Client, reach: &Reach) -> Gathered<Vec<Webho
         .await
         .map_err(denied)?;
     let mut out = Vec::new();
-    for c in validating.items.iter().filter(|c| by_kopf(&c.metadata)) {
+    for c in validating.items.iter().filter(|c| {
+        by_kopf(
+            &c.metadata,
+            &c.webhooks
+                .iter()
+                .flatten()
+                .map(|w| w.name.clone())
+                .collect::<Vec<_>>(),
+        )
+    }) {
         let hooks = c.webhooks.iter().flatten().map(|w| {
             webhook(
                 &w.name,
@@ -56,7 +67,16 @@ pub(crate) async fn gather(client: &Client, reach: &Reach) -> Gathered<Vec<Webho
             hooks.collect(),
         ));
     }
-    for c in mutating.items.iter().filter(|c| by_kopf(&c.metadata)) {
+    for c in mutating.items.iter().filter(|c| {
+        by_kopf(
+            &c.metadata,
+            &c.webhooks
+                .iter()
+                .flatten()
+                .map(|w| w.name.clone())
+                .collect::<Vec<_>>(),
+        )
+    }) {
         let hooks = c.webhooks.iter().flatten().map(|w| {
             webhook(
                 &w.name,
@@ -71,12 +91,21 @@ pub(crate) async fn gather(client: &Client, reach: &Reach) -> Gathered<Vec<Webho
     Ok(out)
 }
 
-/// Whether kopf wrote the configuration (a managed-fields entry of manager `kopf`).
-fn by_kopf(meta: &ObjectMeta) -> bool {
-    meta.managed_fields
+/// Whether kopf wrote the configuration: a managed-fields entry of manager `kopf`, or
+/// every webhook named `<handler id>.<configuration name>` as kopf names them.
+fn by_kopf(meta: &ObjectMeta, webhook_names: &[String]) -> bool {
+    let managed = meta
+        .managed_fields
         .iter()
         .flatten()
-        .any(|m| m.manager.as_deref() == Some(KOPF_MANAGER))
+        .any(|m| m.manager.as_deref() == Some(KOPF_MANAGER));
+    let suffix = format!(".{}", meta.name.as_deref().unwrap_or_default());
+    let named = !webhook_names.is_empty()
+        && suffix.len() > 1
+        && webhook_names
+            .iter()
+            .all(|n| n.len() > suffix.len() && n.ends_with(&suffix));
+    managed || named
 }
 
 fn config(kind: WebhookKind, meta: &ObjectMeta, webhooks: Vec<Webhook>) -> WebhookConfig {
@@ -148,6 +177,38 @@ mod tests {
 
     fn selector(value: serde_json::Value) -> LabelSelector {
         serde_json::from_value(value).expect("a selector")
+    }
+
+    #[test]
+    fn kopf_s_configurations_are_known_by_manager_or_by_kopf_s_webhook_names() {
+        let meta = |name: &str, manager: Option<&str>| ObjectMeta {
+            name: Some(name.into()),
+            managed_fields: manager.map(|m| {
+                vec![
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+                        manager: Some(m.into()),
+                        ..Default::default()
+                    },
+                ]
+            }),
+            ..Default::default()
+        };
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cfg = "auto.example.dev";
+        assert!(by_kopf(&meta(cfg, Some("kopf")), &[]));
+        assert!(by_kopf(
+            &meta(cfg, None),
+            &names(&["validate.auto.example.dev", "check-size.auto.example.dev"])
+        ));
+        assert!(!by_kopf(
+            &meta(cfg, None),
+            &names(&["validate.auto.example.dev", "other.webhook.io"])
+        ));
+        assert!(!by_kopf(
+            &meta(cfg, Some("helm")),
+            &names(&["auto.example.dev"])
+        ));
+        assert!(!by_kopf(&meta(cfg, None), &[]));
     }
 
     #[test]

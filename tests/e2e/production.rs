@@ -1,13 +1,15 @@
 //! The production failures kopf teams hit, on real kopf processes: an operator that
 //! stops handling while its pod runs (SIGSTOP), a dead watcher on kopf 1.38, a sloppy
 //! Deployment, a developer's `kopf run --dev` joining production's peering, and
-//! finalized objects of an operator scaled to zero.
+//! finalized objects of an operator scaled to zero, kopf-managed admission webhooks that
+//! fail closed.
 
 use crate::operator::{
     audit_fixture, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
     wait_status,
 };
-use crate::support::{self, Auditor, Fixture, TestNamespace, say};
+use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kopf_audit::api::{Finding, KopfAuditStatus};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -358,4 +360,124 @@ async fn a_developer_s_dev_run_in_production_s_peering_is_a_foreign_peer() {
     drop(dev);
     drop(kopf);
     ns.delete(&client).await;
+}
+
+/// A cluster-scoped webhook configuration, deleted when dropped (kopf removes its own on
+/// a graceful stop; a failing test must leave none behind either). kubectl, not the
+/// test's client: a drop cannot wait on the runtime it runs in.
+struct DeleteWebhookConfiguration(String);
+
+impl Drop for DeleteWebhookConfiguration {
+    fn drop(&mut self) {
+        let _ = Command::new(support::kubectl())
+            .arg("--kubeconfig")
+            .arg(support::kubeconfig_path())
+            .args([
+                "delete",
+                "validatingwebhookconfiguration",
+                &self.0,
+                "--ignore-not-found",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn kopf_managed_webhooks_failing_closed_on_one_replica_are_a_blast_radius() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "webhooks").await;
+    // kopf names each webhook `<handler>.<this>`: a domain of three segments or more.
+    let configuration = format!("{}.webhooks.fixtures.kopf-audit.dev", ns.name);
+    let _delete = DeleteWebhookConfiguration(configuration.clone());
+    let _kopf = Fixture::start("webhooks", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+
+    // kopf creates the configuration and serves it: a negative size is refused by the
+    // operator's handler, through the API server.
+    let configs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    wait_for(
+        "kopf's ValidatingWebhookConfiguration",
+        Duration::from_secs(90),
+        || {
+            let (configs, name) = (configs.clone(), configuration.clone());
+            async move {
+                let c = configs.get_opt(&name).await.ok()??;
+                c.webhooks.filter(|w| !w.is_empty()).map(|_| ())
+            }
+        },
+    )
+    .await;
+    let gizmos = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("webhooks.fixtures.kopf-audit.dev", "v1", "Gizmo"),
+            "gizmos",
+        ),
+    );
+    let refused = wait_for(
+        "the webhook refusing a negative size",
+        Duration::from_secs(60),
+        || {
+            let gizmos = gizmos.clone();
+            async move {
+                let bad: DynamicObject = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "webhooks.fixtures.kopf-audit.dev/v1", "kind": "Gizmo",
+                    "metadata": {"name": "negative"}, "spec": {"size": -1},
+                }))
+                .ok()?;
+                match gizmos.create(&Default::default(), &bad).await {
+                    Err(kube::Error::Api(e)) if e.message.contains("size must not be negative") => {
+                        Some(e.message)
+                    }
+                    Ok(_) => {
+                        let _ = gizmos.delete("negative", &Default::default()).await;
+                        None
+                    }
+                    Err(_) => None,
+                }
+            }
+        },
+    )
+    .await;
+    say(format!("refused by kopf's webhook: {refused}"));
+
+    let _auditor = Auditor::start(
+        &support::kubeconfig_path(),
+        &ns.name,
+        &["--allow-cross-namespace"],
+    );
+    create_audit(&client, &ns.name, audit(&deployment, "10m"))
+        .await
+        .expect("creating the KopfAudit");
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "workload.webhook-blast-radius",
+        Duration::from_secs(120),
+        |s| found_checks(s).contains("workload.webhook-blast-radius"),
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let blast = finding(&status, "workload.webhook-blast-radius");
+    for part in [
+        configuration.as_str(),
+        "failurePolicy: Fail with 1 replica(s)",
+        "kube-system",
+        "127.0.0.1",
+    ] {
+        assert!(blast.message.contains(part), "{part}: {}", blast.message);
+    }
+    assert!(
+        !status
+            .skipped
+            .iter()
+            .any(|k| k.check.as_str() == "workload.webhook-blast-radius"),
+        "read with the allowance: {:#?}",
+        status.skipped
+    );
 }

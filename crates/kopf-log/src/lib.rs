@@ -626,16 +626,19 @@ impl EventKind {
 
     /// True for handler failures (temporary, exception, permanent, timeout,
     /// retries exceeded): what `events.silent-failures` and
-    /// `runtime.handler-failures` count.
+    /// `runtime.handler-failures` count. A webhook's permanent failure is not one: it
+    /// is how an admission handler denies a request (`kopf.AdmissionError` is a
+    /// `PermanentError`, kopf `_core/engines/admission.py`), logged as
+    /// `Webhook 'x' failed permanently: <the denial>`.
     pub fn is_handler_failure(&self) -> bool {
-        matches!(
-            self,
+        match self {
+            EventKind::HandlerFailedPermanently { handler } => handler.kind != HandlerKind::Webhook,
             EventKind::HandlerFailedTemporarily { .. }
-                | EventKind::HandlerFailedWithException { .. }
-                | EventKind::HandlerFailedPermanently { .. }
-                | EventKind::HandlerTimedOut { .. }
-                | EventKind::HandlerRetriesExceeded { .. }
-        )
+            | EventKind::HandlerFailedWithException { .. }
+            | EventKind::HandlerTimedOut { .. }
+            | EventKind::HandlerRetriesExceeded { .. } => true,
+            _ => false,
+        }
     }
 
     /// The level kopf logs this kind at; used to fill in [`Record::level`] for

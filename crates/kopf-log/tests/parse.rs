@@ -439,6 +439,23 @@ fn ansi_colours_are_stripped() {
     assert_eq!(r.message, "Handler 'x' failed permanently: boom");
 }
 
+#[test]
+fn an_admission_denial_is_not_a_handler_failure() {
+    // What kopf 1.45.2 printed when its validating handler raised kopf.AdmissionError.
+    let denial = one(
+        "[2026-12-01 13:29:14,662] kopf.objects         [ERROR   ] [e2e-webhooks-9010/negative] Webhook 'validate' failed permanently: size must not be negative",
+    );
+    assert!(matches!(
+        denial.kind,
+        EventKind::HandlerFailedPermanently { .. }
+    ));
+    assert!(!denial.kind.is_handler_failure(), "{:?}", denial.kind);
+    let handler = one(
+        "[2026-12-01 13:29:14,662] kopf.objects         [ERROR   ] [ns/name] Handler 'create_fn' failed permanently: boom",
+    );
+    assert!(handler.kind.is_handler_failure());
+}
+
 // ---------------------------------------------------------------------------
 // Tracebacks.
 
