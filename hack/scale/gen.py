@@ -520,6 +520,12 @@ KUBELET_REASONS = [
     ('Started', 'Normal', 'Started container app', 3),
     ('Killing', 'Normal', 'Stopping container app', 2),
 ]
+POD_START = [
+    ('Scheduled', 'Successfully assigned {ns}/{pod} to {node}', 'default-scheduler'),
+    ('Pulled', 'Container image "{image}" already present on machine', 'kubelet'),
+    ('Created', 'Created container: operator', 'kubelet'),
+    ('Started', 'Started container operator', 'kubelet'),
+]
 CONTROLLER_REASONS = [
     ('deployment-controller', 'Deployment', 'ScalingReplicaSet', 'Normal', 'Scaled up replica set {name}-7c9f8b6d5 from 2 to 3', 5),
     ('replicaset-controller', 'ReplicaSet', 'SuccessfulCreate', 'Normal', 'Created pod: {name}-7c9f8b6d5-x2x7q', 5),
@@ -559,9 +565,10 @@ def _event(ns: str, name: str, obj: dict[str, Any], etype: str, reason: str, mes
 
 
 def events(plan: Plan, count: int, now: float, rng: random.Random, pods: dict[str, list[str]],
-           spread_s: float = 3300.0, tag: str = '') -> Iterator[tuple[str, dict[str, Any]]]:
+           spread_s: float = 3300.0, tag: str = '', pod_starts: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
     """`count` Events (namespace, body): ~12% about the audit targets' own objects (by
-    their profile), the rest in the noise namespaces: kubelet-style (BackOff, probes,
+    their profile; with pod_starts, the start-up Events of their pods, once each), the rest
+    in the noise namespaces: kubelet-style (BackOff, probes,
     pulls) on noise pods, other controllers, and kopf's `Logging` Events of the
     operators that serve those namespaces. lastTimestamp spread over `spread_s`."""
     serving: dict[str, list[Target]] = {}
@@ -572,6 +579,7 @@ def events(plan: Plan, count: int, now: float, rng: random.Random, pods: dict[st
     noisy = [t for t in plan.targets if t.events != 'quiet']
     n = 0
     serial = 0
+    started: dict[str, int] = {}
 
     def name(base: str) -> str:
         nonlocal serial
@@ -597,9 +605,19 @@ def events(plan: Plan, count: int, now: float, rng: random.Random, pods: dict[st
             yield t.ns, _event(t.ns, name('kopf-event-'), thing, 'Error', 'Logging',
                                "Handler 'reconcile' failed temporarily: backend answered 503", 'kopf', last, 1, kopf=True)
         else:
+            # The kubelet's start-up Events of the operator's pod, each once.
+            k = started.get(t.ns, 0) if pod_starts else len(POD_START)
+            if k >= len(POD_START):
+                if not noisy:
+                    break
+                continue
+            started[t.ns] = k + 1
             pod = t.pod or f'{t.name}-6d5f7c8b9-abcde'
             obj = {'apiVersion': 'v1', 'kind': 'Pod', 'namespace': t.ns, 'name': pod, 'fieldPath': 'spec.containers{operator}'}
-            yield t.ns, _event(t.ns, name(pod), obj, 'Normal', 'Started', 'Started container operator', 'kubelet', last, 1)
+            reason, msg, comp = POD_START[k]
+            yield t.ns, _event(t.ns, name(pod), obj, 'Normal', reason,
+                               msg.format(pod=pod, ns=t.ns, node='scale-node-000', image=f'registry.example.com/operators/{t.name}'),
+                               comp, last, 1)
         n += 1
     if not plan.noise_ns:
         return

@@ -97,13 +97,14 @@ class Kube:
         return c
 
     def request(self, method: str, path: str, body: Any = None, *, content_type: str = 'application/json',
-                ok: Iterable[int] = (), retries: int = 8, raw: bool = False) -> Any:
+                ok: Iterable[int] = (), retries: int = 8, raw: bool = False,
+                accept: str = 'application/json') -> Any:
         """Returns the decoded JSON body (or text with raw=True); raises ApiError unless the
         status is 2xx or in `ok` (then None is returned)."""
         data = None if body is None else (body if isinstance(body, (bytes, str)) else json.dumps(body))
         if isinstance(data, str):
             data = data.encode()
-        headers = {'Accept': 'application/json'}
+        headers = {'Accept': accept}
         if data is not None:
             headers['Content-Type'] = content_type
         if self.token:
@@ -192,7 +193,7 @@ class Kube:
         while not stop.is_set():
             q = {'watch': '1', 'allowWatchBookmarks': 'true', 'resourceVersion': rv,
                  'timeoutSeconds': str(timeout)}
-            conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=30)
+            conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=150)
             try:
                 headers = {'Accept': 'application/json'}
                 if self.token:
@@ -206,10 +207,7 @@ class Kube:
                     time.sleep(1)
                     continue
                 while not stop.is_set():
-                    try:
-                        line = r.readline()
-                    except TimeoutError:
-                        continue  # idle: no change for 30 s
+                    line = r.readline()  # bookmarks come every minute: a timeout reconnects
                     if not line:
                         break
                     ev = json.loads(line)
