@@ -286,6 +286,26 @@ class Sampler(threading.Thread):
         return [v for t, v in self.samples if t0 <= t <= t1]
 
 
+def changed(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The status fields that differ (findings and conditions by their inner fields)."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) == b.get(k):
+            continue
+        if k in ('findings', 'conditions') and isinstance(a.get(k), list) and isinstance(b.get(k), list) \
+                and len(a[k]) == len(b[k]):
+            inner = {f for x, y in zip(a[k], b[k]) for f in set(x) | set(y) if x.get(f) != y.get(f)}
+            out += [f'{k}.{f}' for f in sorted(inner)]
+        else:
+            out.append(k)
+    return out
+
+
+def changed_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    d = {k: v - a.get(k, 0) for k, v in b.items() if v - a.get(k, 0)}
+    return dict(sorted(d.items(), key=lambda x: -x[1]))
+
+
 class AuditWatch(threading.Thread):
     """A watch on every KopfAudit: when each became Ready=True, how often its status
     changed, and its last status."""
@@ -297,6 +317,7 @@ class AuditWatch(threading.Thread):
         self.lock = threading.Lock()
         self.objs: dict[str, dict[str, Any]] = {}   # uid -> {ns, name, ready_at, writes: [t], status}
         self.relists = 0
+        self.changed: dict[str, int] = {}           # what status writes changed, by field
 
     @staticmethod
     def _ready(obj: dict[str, Any]) -> bool:
@@ -320,6 +341,8 @@ class AuditWatch(threading.Thread):
             st = obj.get('status')
             if o['status'] is not None and st != o['status'] or o['status'] is None and st:
                 o['writes'].append(t)
+                for k in changed(o['status'] or {}, st or {}):
+                    self.changed[k] = self.changed.get(k, 0) + 1
             o['status'] = st
             if o['ready_at'] is None and self._ready(obj):
                 o['ready_at'] = t
@@ -614,6 +637,7 @@ class Bench:
         self.kwok_pid = self._pid(cdir / 'pids' / 'kwok-controller.pid')
         self.api_port = kube.port
         self.auditor: Auditor | None = None
+        self.watch: AuditWatch | None = None
         self.rss = Sampler(1.0, self._rss)
         self.rss.start()
 
@@ -695,6 +719,7 @@ class Bench:
         assert a
         c0, m0 = self.cpu(), counters(a.metrics())
         e0 = a.errors
+        ch0 = dict(self.watch.changed) if self.watch else {}
         t0 = now_s()
         samplers: list[Sampler] = []
         if fast:
@@ -711,6 +736,8 @@ class Bench:
             s.halt.set()
         out: dict[str, Any] = {'counters': delta(m0, m1), 'cpu': self.cpu_delta(c0, c1),
                                'log_errors': a.errors - e0}
+        if self.watch:
+            out['status_fields_changed'] = changed_counts(ch0, self.watch.changed)
         rss = [v for v in self.rss.between(t0, t1) if v[0] == a.pid]
         if rss:
             out['rss_kib_end'] = rss[-1][1]
@@ -735,6 +762,7 @@ class Bench:
         self.delete_audits()
         watch = AuditWatch(kube)
         watch.start()
+        self.watch = watch
         appender = LogAppender(self.plan.targets)
         churn = EventChurn(kube, self.plan, self.plan.events / 3600.0, pods)
         audits = [(t.ns, t.name) for t in self.plan.targets]
@@ -758,6 +786,7 @@ class Bench:
         # 2. N KopfAudits created.
         log(f'creating {n} KopfAudits (interval {args.interval})')
         c0, m0, cpu0, e0 = now_s(), counters(a.metrics()), self.cpu(), a.errors
+        ch0 = dict(watch.changed)
         parallel(lambda x: kube.create(f'{KA}/namespaces/{x[0]}/kopfaudits', gen.kopf_audit(x[0], x[1], args.interval)),
                  audits, args.workers, 'KopfAudits', log=log)
         created = now_s()
@@ -785,6 +814,7 @@ class Bench:
         cr['counters'] = delta(m0, m1)
         cr['cpu'] = self.cpu_delta(cpu0, self.cpu())
         cr['log_errors'] = a.errors - e0
+        cr['status_fields_changed'] = changed_counts(ch0, watch.changed)
         cr['log_error_kinds'] = dict(sorted(a.error_kinds.items(), key=lambda x: -x[1])[:4])
         snap = [o for o in watch.snapshot() if o['created'] >= c0 - 5]
         writes = [len(o['writes']) for o in snap]
@@ -1070,6 +1100,8 @@ def summary(res: dict[str, Any]) -> str:
             line('steady: by verb per audit', {k: round(v / sc2['audits'], 1) for k, v in sc2['requests'].items()})
         line('steady: watches opened', sc2['watches'])
         line('steady: status writes', sc2['status_writes'])
+        if stdy.get('status_fields_changed'):
+            line('steady: status fields the writes changed (watch)', dict(list(stdy['status_fields_changed'].items())[:6]))
         line('steady: mean audit duration (s)', sc2.get('mean_audit_s'))
         line('steady: RSS at the end / max in the window', f"{mib(stdy.get('rss_kib_end'))} / {mib(stdy.get('rss_kib_max'))}")
         line('steady: API server CPU (cores)', stdy['cpu'].get('apiserver_cores'))
