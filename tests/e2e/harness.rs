@@ -172,7 +172,7 @@ async fn default_persistence_leaves_kopf_annotations() {
     let resource = fixture_resource("annotations-storage");
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);
     let keys = wait_for(
-        "kopf.zalando.org/ annotations on a handled object",
+        "kopf's diff-base annotation on a handled object",
         Duration::from_secs(90),
         || {
             let api = api.clone();
@@ -185,7 +185,11 @@ async fn default_persistence_leaves_kopf_annotations() {
                     .map(|(k, _)| k.clone())
                     .filter(|k| k.starts_with("kopf.zalando.org/"))
                     .collect();
-                (!keys.is_empty()).then_some(keys)
+                // kopf writes its progress annotations first and the diff-base in a
+                // later patch: wait for the diff-base itself.
+                keys.iter()
+                    .any(|k| k == "kopf.zalando.org/last-handled-configuration")
+                    .then_some(keys)
             }
         },
     )
