@@ -428,28 +428,6 @@ async fn fixture_deployment(client: &Client, ns: &str) -> String {
         .name_any()
 }
 
-/// The custom resource (group, plural) of a fixture's CRD.
-fn fixture_crd(fixture: &str) -> (String, String) {
-    let path = support::repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml"));
-    let text = std::fs::read_to_string(&path).expect("manifests");
-    serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|doc| <Value as serde::Deserialize>::deserialize(doc).ok())
-        .find(|v| kind(v) == "CustomResourceDefinition")
-        .map(|crd| {
-            (
-                crd["spec"]["group"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                crd["spec"]["names"]["plural"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            )
-        })
-        .unwrap_or_else(|| panic!("fixture {fixture} has no CRD"))
-}
-
 #[test]
 fn a_403_inside_a_timestamp_is_no_refusal() {
     assert!(
@@ -566,7 +544,7 @@ async fn a_namespaced_install_audits_its_namespace_with_a_role_and_reads_nothing
     let fullname = format!("{release}-kopf-audit");
     let watched = TestNamespace::create(&admin, "good").await;
     let _kopf = Fixture::start("good", &watched.name, None);
-    let (group, plural) = fixture_crd("good");
+    let (group, plural) = support::fixture_crd("good");
     let values = values_file(
         &release,
         serde_json::json!({
@@ -663,7 +641,7 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
     let handled: Vec<serde_json::Value> = fixtures[..2]
         .iter()
         .map(|f| {
-            let (group, plural) = fixture_crd(f);
+            let (group, plural) = support::fixture_crd(f);
             serde_json::json!({"apiGroups": [group], "resources": [plural]})
         })
         .collect();
@@ -682,7 +660,7 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
             "replicas=2",
         ],
     );
-    let (tunnel_group, tunnel_plural) = fixture_crd(fixtures[2]);
+    let (tunnel_group, tunnel_plural) = support::fixture_crd(fixtures[2]);
     let aggregated_source: Value = serde_yaml::to_value(serde_json::json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {
@@ -726,7 +704,7 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
             let (roles, aggregated, group) = (
                 roles.clone(),
                 aggregated.clone(),
-                fixture_crd(fixtures[2]).0,
+                support::fixture_crd(fixtures[2]).0,
             );
             async move {
                 let role = roles.get(&aggregated).await.ok()?;

@@ -369,28 +369,6 @@ pub fn apply_rbac(objects: &[Value]) -> ClusterObjects {
     cleanup
 }
 
-/// The custom resource (group, plural) of a fixture's CRD.
-pub fn fixture_crd(fixture: &str) -> (String, String) {
-    let path = support::repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml"));
-    let text = std::fs::read_to_string(&path).expect("manifests");
-    serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|doc| <Value as serde::Deserialize>::deserialize(doc).ok())
-        .find(|v| kind(v) == "CustomResourceDefinition")
-        .map(|crd| {
-            (
-                crd["spec"]["group"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                crd["spec"]["names"]["plural"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            )
-        })
-        .unwrap_or_else(|| panic!("fixture {fixture} has no CRD"))
-}
-
 /// Creates KopfAudit `name` in `ns` targeting `deployment`, re-audited every 30s.
 pub async fn create_audit(client: &kube::Client, ns: &str, name: &str, deployment: &str) {
     let audit: KopfAudit = serde_json::from_value(serde_json::json!({
@@ -507,7 +485,7 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
     let release = format!("r{}", release_ns.name.trim_start_matches("e2e-image-"));
     let fullname = format!("{release}-kopf-audit");
     let port = support::free_port();
-    let (group, plural) = fixture_crd("bad-resources");
+    let (group, plural) = support::fixture_crd("bad-resources");
     // Values a user would set: the namespace to watch (so that this auditor audits
     // only this test's KopfAudit), the handled resources, and a free port (host network).
     let objects = render(

@@ -551,3 +551,20 @@ pub async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBu
         .expect("write kubeconfig");
     path
 }
+
+/// The custom resource (group, plural) of a fixture's CRD.
+pub fn fixture_crd(fixture: &str) -> (String, String) {
+    let path = repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml"));
+    let text = std::fs::read_to_string(&path).expect("manifests");
+    serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|doc| <serde_yaml::Value as serde::Deserialize>::deserialize(doc).ok())
+        .find(|v| v["kind"].as_str() == Some("CustomResourceDefinition"))
+        .map(|crd| {
+            let field = |v: &serde_yaml::Value| v.as_str().unwrap_or_default().to_string();
+            (
+                field(&crd["spec"]["group"]),
+                field(&crd["spec"]["names"]["plural"]),
+            )
+        })
+        .unwrap_or_else(|| panic!("fixture {fixture} has no CRD"))
+}
