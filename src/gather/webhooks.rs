@@ -41,17 +41,8 @@ pub(crate) async fn gather(client: &Client, reach: &Reach) -> Gathered<Vec<Webho
         .list(&params)
         .await
         .map_err(denied)?;
-    let mut out = Vec::new();
-    for c in validating.items.iter().filter(|c| {
-        by_kopf(
-            &c.metadata,
-            &c.webhooks
-                .iter()
-                .flatten()
-                .map(|w| w.name.clone())
-                .collect::<Vec<_>>(),
-        )
-    }) {
+    // The two kinds are different types with the same webhook fields.
+    let validating = validating.items.iter().filter_map(|c| {
         let hooks = c.webhooks.iter().flatten().map(|w| {
             webhook(
                 &w.name,
@@ -61,22 +52,9 @@ pub(crate) async fn gather(client: &Client, reach: &Reach) -> Gathered<Vec<Webho
                 w.rules.as_deref(),
             )
         });
-        out.push(config(
-            WebhookKind::Validating,
-            &c.metadata,
-            hooks.collect(),
-        ));
-    }
-    for c in mutating.items.iter().filter(|c| {
-        by_kopf(
-            &c.metadata,
-            &c.webhooks
-                .iter()
-                .flatten()
-                .map(|w| w.name.clone())
-                .collect::<Vec<_>>(),
-        )
-    }) {
+        config(WebhookKind::Validating, &c.metadata, hooks.collect())
+    });
+    let mutating = mutating.items.iter().filter_map(|c| {
         let hooks = c.webhooks.iter().flatten().map(|w| {
             webhook(
                 &w.name,
@@ -86,9 +64,9 @@ pub(crate) async fn gather(client: &Client, reach: &Reach) -> Gathered<Vec<Webho
                 w.rules.as_deref(),
             )
         });
-        out.push(config(WebhookKind::Mutating, &c.metadata, hooks.collect()));
-    }
-    Ok(out)
+        config(WebhookKind::Mutating, &c.metadata, hooks.collect())
+    });
+    Ok(validating.chain(mutating).collect())
 }
 
 /// Whether kopf wrote the configuration: a managed-fields entry of manager `kopf`, or
@@ -108,12 +86,14 @@ fn by_kopf(meta: &ObjectMeta, webhook_names: &[String]) -> bool {
     managed || named
 }
 
-fn config(kind: WebhookKind, meta: &ObjectMeta, webhooks: Vec<Webhook>) -> WebhookConfig {
-    WebhookConfig {
+/// The configuration, if kopf wrote it.
+fn config(kind: WebhookKind, meta: &ObjectMeta, webhooks: Vec<Webhook>) -> Option<WebhookConfig> {
+    let names: Vec<String> = webhooks.iter().map(|w| w.name.clone()).collect();
+    by_kopf(meta, &names).then(|| WebhookConfig {
         kind,
         name: meta.name.clone().unwrap_or_default(),
         webhooks,
-    }
+    })
 }
 
 /// One webhook, reduced.

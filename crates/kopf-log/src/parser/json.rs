@@ -122,7 +122,7 @@ impl<'de> Visitor<'de> for LineSeed<'_> {
 
 /// The `visit_*` methods of a visitor whose value is an `Option`: booleans,
 /// numbers and `null` read as `None` (serde's defaults refuse them). Written
-/// once for the seeds that want only a string, a map or a list.
+/// once for the `DeserializeSeed` visitors that want only a string, a map or a list.
 macro_rules! scalars_are_none {
     () => {
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
