@@ -65,12 +65,9 @@ pub(crate) async fn check(
         own: namespace.to_string(),
         cross_namespace: true,
     };
-    let target_ns = gather::resolve_target_namespace(&spec.target, &reach)
-        .unwrap_or(namespace)
-        .to_string();
-    let (deployments, pods) = gather::list_candidates(client, &target_ns).await?;
+    let candidates = gather::read_candidates(client, &spec.target, &reach).await?;
     let shared = Shared::default();
-    let outcome = run_audit(client, &spec, &reach, &shared, &deployments, &pods, policy).await;
+    let outcome = run_audit(client, &spec, &reach, &shared, Ok(candidates), policy).await;
     let now = Time(Timestamp::now());
     let resolve_after = settings::resolve_after(&spec);
     Ok(evaluate::next_status(None, &outcome, None, &now, resolve_after).status)

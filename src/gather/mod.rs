@@ -1,5 +1,5 @@
-//! The gather layer: API I/O only. Targets and pods come from the shared watch caches
-//! (or one list each in the CLI); then, per kopf target, its logs, the resources it
+//! The gather layer: API I/O only. Targets and pods are read live, a list each (no
+//! cache of the cluster's Deployments and pods); then, per kopf target, its logs, the resources it
 //! handles, its ServiceAccount's permissions, the Events about its objects and a sample
 //! of those objects. A read that fails makes only its area unavailable, with the reason;
 //! nothing outside the KopfAudit's namespace is read without the cross-namespace
@@ -28,8 +28,8 @@ use kube::core::{Selector, SelectorExt};
 use kube::{Client, ResourceExt};
 use std::collections::BTreeSet;
 
-/// Why the CLI could not read the candidate targets (the operator reads them from its
-/// caches and cannot fail here).
+/// Why the target Deployments or their pods could not be read (the audit then fails
+/// and is retried with back-off; the CLI exits with the reason).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum GatherError {
     /// Listing Deployments or pods failed.
@@ -200,47 +200,95 @@ fn target_not_found(target: &AuditTarget, namespace: &str) -> Stall {
     }
 }
 
-/// The candidate Deployments and pods of a namespace, listed (for the CLI, which has no
-/// watch caches).
-pub(crate) async fn list_candidates(
-    client: &Client,
-    namespace: &str,
-) -> Result<(Vec<Deployment>, Vec<Pod>), GatherError> {
-    let lp = ListParams::default();
-    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
-        .list(&lp)
-        .await
-        .map_err(|source| GatherError::List {
-            what: format!("listing Deployments in {namespace}"),
-            source,
-        })?
-        .items;
-    let pods = Api::<Pod>::namespaced(client.clone(), namespace)
-        .list(&lp)
-        .await
-        .map_err(|source| GatherError::List {
-            what: format!("listing pods in {namespace}"),
-            source,
-        })?
-        .items;
-    Ok((deployments, pods))
+/// The Deployments a KopfAudit's target names and the pods of each, read live: the
+/// operator keeps no cache of the cluster's Deployments and pods (its memory follows
+/// what is audited, not the cluster), and the CLI reads the same way.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Candidates {
+    /// The Deployments the target names (by name or selector), in its namespace.
+    pub(crate) deployments: Vec<Deployment>,
+    /// The pods their selectors match.
+    pub(crate) pods: Vec<Pod>,
 }
 
-/// Gathers the evidence for an audit from candidate Deployments and pods (from caches
-/// or lists).
+/// Reads the target's Deployments (one list by name or by the target's selector) and
+/// their pods (one list per Deployment, by its selector). Nothing is read when the target
+/// is out of reach or its selector is invalid: [`gather`] then stalls with the reason.
+pub(crate) async fn read_candidates(
+    client: &Client,
+    target: &AuditTarget,
+    reach: &Reach,
+) -> Result<Candidates, GatherError> {
+    let Ok(namespace) = resolve_target_namespace(target, reach) else {
+        return Ok(Candidates::default());
+    };
+    let params = match (&target.deployment, &target.selector) {
+        (Some(name), _) => ListParams::default().fields(&format!("metadata.name={name}")),
+        (None, Some(selector)) => match Selector::try_from(selector.clone()) {
+            Ok(selector) => ListParams::default().labels_from(&selector),
+            Err(_) => return Ok(Candidates::default()),
+        },
+        (None, None) => return Ok(Candidates::default()),
+    };
+    let deployments: Vec<Deployment> =
+        list(Api::namespaced(client.clone(), namespace), &params, || {
+            format!("listing the target Deployments in {namespace}")
+        })
+        .await?;
+    let pod_api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let mut pods: Vec<Pod> = Vec::new();
+    for deployment in &deployments {
+        let Ok(selector) = Selector::try_from(deployment.spec.selector.clone()) else {
+            continue;
+        };
+        let params = ListParams::default().labels_from(&selector);
+        for pod in list(pod_api.clone(), &params, || {
+            format!(
+                "listing the pods of Deployment {namespace}/{}",
+                deployment.name_any()
+            )
+        })
+        .await?
+        {
+            if !pods.iter().any(|p| p.metadata.uid == pod.metadata.uid) {
+                pods.push(pod);
+            }
+        }
+    }
+    Ok(Candidates { deployments, pods })
+}
+
+/// One list, its failure named by `what`.
+async fn list<K>(
+    api: Api<K>,
+    params: &ListParams,
+    what: impl FnOnce() -> String,
+) -> Result<Vec<K>, GatherError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(params)
+        .await
+        .map(|l| l.items)
+        .map_err(|source| GatherError::List {
+            what: what(),
+            source,
+        })
+}
+
+/// Gathers the evidence for an audit from its candidate Deployments and pods.
 pub(crate) async fn gather(
     client: &Client,
     spec: &KopfAuditSpec,
     reach: &Reach,
     shared: &Shared,
-    deployments: &[Deployment],
-    pods: &[Pod],
+    candidates: &Candidates,
 ) -> Observation {
     if spec.suspend {
         return Observation::Suspended;
     }
     let selected = resolve_target_namespace(&spec.target, reach).and_then(|namespace| {
-        let selected = select_targets(&spec.target, namespace, deployments)?;
+        let selected = select_targets(&spec.target, namespace, &candidates.deployments)?;
         if selected.is_empty() {
             return Err(target_not_found(&spec.target, namespace));
         }
@@ -252,7 +300,7 @@ pub(crate) async fn gather(
     };
     let mut targets = Vec::with_capacity(selected.len());
     for deployment in selected {
-        let target_pods = pods_of(&deployment, pods);
+        let target_pods = pods_of(&deployment, &candidates.pods);
         let mut target =
             TargetEvidence::new(deployment, target_pods, spec.target.container.as_deref());
         if let Some(kopf) = target.kopf.take() {

@@ -9,6 +9,7 @@ pub(crate) mod http;
 pub(crate) mod leader;
 pub(crate) mod pipeline;
 pub(crate) mod readiness;
+mod targets;
 mod watches;
 
 #[cfg(test)]
@@ -23,9 +24,6 @@ use crate::publish::EventPublisher;
 use crate::publish::metrics::Metrics;
 use backoff::Backoff;
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -66,44 +64,11 @@ impl Default for Settings {
 /// per-audit bound of the client's request budget, at most 32 requests in flight.
 pub(crate) const DEFAULT_MAX_CONCURRENT_AUDITS: u16 = 8;
 
-/// The shared watch caches of Deployments and pods.
-pub(crate) struct Caches {
-    deployments: Store<Deployment>,
-    pods: Store<Pod>,
-}
-
-impl Caches {
-    /// Waits until both caches hold their first list: an audit on half-filled caches
-    /// would find no target.
-    pub(crate) async fn wait_synced(&self) {
-        let _ = self.deployments.wait_until_ready().await;
-        let _ = self.pods.wait_until_ready().await;
-    }
-
-    /// The cached Deployments and pods of one namespace (clones only that namespace).
-    pub(crate) fn in_namespace(&self, namespace: &str) -> (Vec<Deployment>, Vec<Pod>) {
-        (
-            in_namespace(&self.deployments, namespace),
-            in_namespace(&self.pods, namespace),
-        )
-    }
-}
-
-fn in_namespace<K>(store: &Store<K>, namespace: &str) -> Vec<K>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    store
-        .state_filter(|o| o.meta().namespace.as_deref() == Some(namespace))
-        .iter()
-        .map(|o| (**o).clone())
-        .collect()
-}
-
-/// What every reconcile shares: the client, the caches, the publisher and the metrics.
+/// What every reconcile shares: the client, the targets last seen, the publisher and
+/// the metrics.
 pub(crate) struct Context {
     client: Client,
-    caches: Caches,
+    targets: Arc<targets::SeenTargets>,
     settings: Settings,
     events: EventPublisher,
     metrics: Arc<Metrics>,
@@ -180,37 +145,19 @@ impl Written {
 }
 
 impl Context {
-    /// A context over caches filled by the test, for reconciles against a fake API.
+    /// A context for reconciles against a fake API.
     #[cfg(test)]
-    pub(crate) fn for_test(
-        client: Client,
-        deployments: Store<Deployment>,
-        pods: Store<Pod>,
-        settings: Settings,
-    ) -> Context {
+    pub(crate) fn for_test(client: Client, settings: Settings) -> Context {
         Context {
             events: EventPublisher::new(client.clone(), settings.instance.clone()),
             client,
-            caches: Caches { deployments, pods },
+            targets: Arc::default(),
             settings,
             metrics: Arc::new(Metrics::new()),
             backoff: Backoff::default(),
             shared: Arc::new(Shared::default()),
             written: Written::default(),
         }
-    }
-}
-
-fn api_for<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
     }
 }
 
@@ -232,28 +179,16 @@ pub(crate) async fn run(
     // cache ignores the page size and arrives as one response of the whole cluster.
     let wc = watcher::Config::default();
 
-    let (deployments, dep_writer) = reflector::store();
-    let dep_stream = watches::warn_on_error(
-        "deployments",
-        watcher(api_for::<Deployment>(&client, ns.as_deref()), wc.clone()).default_backoff(),
-    )
-    .modify(watches::strip_deployment)
-    .reflect(dep_writer)
-    .touched_objects();
-    let (pods, pod_writer) = reflector::store();
-    let pod_stream = watches::warn_on_error(
-        "pods",
-        watcher(api_for::<Pod>(&client, ns.as_deref()), wc.clone()).default_backoff(),
-    )
-    .modify(watches::strip_pod)
-    .reflect(pod_writer)
-    .touched_objects();
     let (rbac_stores, rbac_streams) = watches::rbac_watches(&client, ns.as_deref());
 
     let (audit_store, audit_writer) = reflector::store();
     let audit_stream = watches::warn_on_error(
         "kopfaudits",
-        watcher(api_for::<KopfAudit>(&client, ns.as_deref()), wc.clone()).default_backoff(),
+        watcher(
+            watches::api_for::<KopfAudit>(&client, ns.as_deref()),
+            wc.clone(),
+        )
+        .default_backoff(),
     )
     .modify(|a: &mut KopfAudit| a.managed_fields_mut().clear())
     .reflect(audit_writer)
@@ -263,10 +198,7 @@ pub(crate) async fn run(
 
     let ctx = Arc::new(Context {
         client: client.clone(),
-        caches: Caches {
-            deployments: deployments.clone(),
-            pods: pods.clone(),
-        },
+        targets: Arc::default(),
         events: EventPublisher::new(client.clone(), settings.instance.clone()),
         backoff: Backoff::default(),
         shared: Arc::new(Shared {
@@ -282,25 +214,19 @@ pub(crate) async fn run(
         .debounce(Duration::from_secs(1))
         .concurrency(ctx.settings.max_concurrent_audits);
     let controller = Controller::for_stream(audit_stream, audit_store.clone()).with_config(config);
-    tokio::spawn(readiness.when_synced(sync_futures(
-        &deployments,
-        &pods,
-        &audit_store,
-        &rbac_stores,
-    )));
+    tokio::spawn(readiness.when_synced(sync_futures(&audit_store, &rbac_stores)));
     tokio::spawn(forget_deleted_audits(audit_store.clone(), ctx.clone()));
 
     let controller = watches::attach_targets(
         controller,
+        &client,
+        ns.as_deref(),
         &audit_store,
-        &deployments,
-        dep_stream,
-        pod_stream,
+        &ctx.targets,
     );
     let controller = watches::attach_rbac(
         controller,
-        &audit_store,
-        &deployments,
+        &ctx.targets,
         &ctx.shared,
         rbac_stores,
         rbac_streams,
@@ -335,8 +261,6 @@ pub(crate) async fn run(
 
 /// What readiness waits for: every watch cache's first list.
 fn sync_futures(
-    deployments: &Store<Deployment>,
-    pods: &Store<Pod>,
     audits: &Store<KopfAudit>,
     rbac: &RbacStores,
 ) -> Vec<(&'static str, readiness::SyncFuture)> {
@@ -350,11 +274,7 @@ fn sync_futures(
             Box::pin(async move { store.wait_until_ready().await.is_ok() }),
         )
     }
-    let mut out = vec![
-        synced("deployments", deployments),
-        synced("pods", pods),
-        synced("kopfaudits", audits),
-    ];
+    let mut out = vec![synced("kopfaudits", audits)];
     out.extend(
         rbac.cluster_role_bindings
             .iter()
@@ -411,6 +331,7 @@ async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
         ctx.metrics.retain_audits(&live);
         ctx.backoff.retain(&live);
         ctx.written.retain(&live);
+        ctx.targets.retain(&live);
         ctx.shared.logs.forget_unused(jiff::Timestamp::now());
     }
 }

@@ -1,18 +1,16 @@
 //! One reconcile of one KopfAudit, as a pipeline:
-//! first sight (pending status) → gather (caches, no lists) → evaluate (no client
-//! required) → next status (no client required) → publish (status, PolicyReport,
-//! Events) → metrics. Errors that only a spec change can fix are a Stalled status, not
+//! first sight (pending status) → gather (the target read live, then its areas) →
+//! evaluate (no client required) → next status (no client required) → publish (status,
+//! PolicyReport, Events) → metrics. Errors that only a spec change can fix are a Stalled status, not
 //! an error: the audit waits for the change, or the interval.
 
 use super::Context;
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
-use crate::gather::{self, Reach, Shared};
+use crate::gather::{self, Candidates, GatherError, Reach, Shared};
 use crate::model::settings;
 use crate::publish::{self, PublishError};
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::runtime::controller::Action;
@@ -33,19 +31,21 @@ pub(crate) enum ReconcileError {
     NoNamespace(String),
 }
 
-/// Gathers and evaluates one audit: the function the operator and `kopf-audit check`
-/// share.
+/// Gathers and evaluates one audit from its candidates (read by
+/// [`gather::read_candidates`]): the function the operator and `kopf-audit check` share.
 pub(crate) async fn run_audit(
     client: &Client,
     spec: &KopfAuditSpec,
     reach: &Reach,
     shared: &Shared,
-    deployments: &[Deployment],
-    pods: &[Pod],
+    candidates: Result<Candidates, GatherError>,
     policy: &Policy,
 ) -> Outcome {
-    let observation = gather::gather(client, spec, reach, shared, deployments, pods).await;
-    evaluate::evaluate(spec, Ok(observation), policy)
+    let observation = match candidates {
+        Ok(candidates) => Ok(gather::gather(client, spec, reach, shared, &candidates).await),
+        Err(e) => Err(e.to_string()),
+    };
+    evaluate::evaluate(spec, observation, policy)
 }
 
 /// Reconciles one KopfAudit.
@@ -58,21 +58,26 @@ pub(crate) async fn reconcile(
     let namespace = audit
         .namespace()
         .ok_or_else(|| ReconcileError::NoNamespace(audit.name_any()))?;
-    ctx.caches.wait_synced().await;
     let stored = first_sight(&audit, &namespace, &ctx).await?;
     let reach = Reach {
         own: namespace.clone(),
         cross_namespace: ctx.settings.allow_cross_namespace,
     };
-    let (deployments, pods) = ctx.caches.in_namespace(target_namespace(&audit, &reach));
+    let candidates = if audit.spec.suspend {
+        Ok(Candidates::default())
+    } else {
+        gather::read_candidates(&ctx.client, &audit.spec.target, &reach).await
+    };
+    if let Ok(candidates) = &candidates {
+        ctx.targets.remember(&audit, &candidates.deployments);
+    }
     let policy = &ctx.settings.policy;
     let outcome = run_audit(
         &ctx.client,
         &audit.spec,
         &reach,
         &ctx.shared,
-        &deployments,
-        &pods,
+        candidates,
         policy,
     )
     .await;
@@ -123,12 +128,6 @@ fn spread(interval: std::time::Duration, uid: &str, now: Timestamp) -> std::time
     // The first instant at or after `earliest` whose remainder is the phase.
     let offset = (phase + period - earliest % period) % period;
     std::time::Duration::from_millis(earliest + offset - now_ms)
-}
-
-/// The namespace whose caches the audit reads: its target's if the reach allows it,
-/// else its own (the gatherer then stalls with `CrossNamespaceRefused`).
-fn target_namespace<'a>(audit: &'a KopfAudit, reach: &'a Reach) -> &'a str {
-    gather::resolve_target_namespace(&audit.spec.target, reach).unwrap_or(&reach.own)
 }
 
 /// The stored status, or the pending status written on first sight.

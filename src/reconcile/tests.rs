@@ -6,7 +6,7 @@
 use super::pipeline::reconcile;
 use super::{Context, Settings};
 use crate::api::{KopfAudit, KopfAuditStatus};
-use crate::testing::{FakeApi, Seen, synced_store};
+use crate::testing::{FakeApi, Seen};
 use http::{Method, Response, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -26,6 +26,24 @@ fn list(kind: &str, api_version: &str) -> serde_json::Value {
     serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {}, "items": []})
 }
 
+fn list_of(
+    kind: &str,
+    api_version: &str,
+    item: Option<impl serde::Serialize>,
+) -> serde_json::Value {
+    let mut list = list(kind, api_version);
+    list["items"] = serde_json::json!(item.into_iter().collect::<Vec<_>>());
+    list
+}
+
+/// The same cluster without the target Deployment.
+fn answer_without_target(method: &Method, path: &str, body: &serde_json::Value) -> Response<Body> {
+    if method == Method::GET && path.contains("/deployments?") {
+        return json(StatusCode::OK, list("DeploymentList", "apps/v1"));
+    }
+    answer(method, path, body)
+}
+
 fn not_found() -> Response<Body> {
     json(
         StatusCode::NOT_FOUND,
@@ -38,6 +56,22 @@ fn answer(method: &Method, path: &str, body: &serde_json::Value) -> Response<Bod
     let is = |m: &Method, part: &str| method == m && path.contains(part);
     if is(&Method::GET, "/pods/op-1/log") {
         return Response::new(Body::from(GOOD_LOG.as_bytes().to_vec()));
+    }
+    if is(&Method::GET, "/apis/apps/v1/namespaces/ns/deployments?") {
+        let (deployment, _) = compliant_target();
+        let selected = path.contains("fieldSelector=metadata.name%3Dop");
+        return json(
+            StatusCode::OK,
+            list_of("DeploymentList", "apps/v1", selected.then_some(deployment)),
+        );
+    }
+    if is(&Method::GET, "/api/v1/namespaces/ns/pods?") {
+        let (_, pod) = compliant_target();
+        let selected = path.contains("labelSelector=app%3Dop");
+        return json(
+            StatusCode::OK,
+            list_of("PodList", "v1", selected.then_some(pod)),
+        );
     }
     if is(&Method::POST, "/subjectaccessreviews") {
         let mut review = body.clone();
@@ -119,11 +153,8 @@ fn audit_with(status: Option<KopfAuditStatus>) -> Arc<KopfAudit> {
 }
 
 fn context(client: Client) -> Arc<Context> {
-    let (deployment, pod) = compliant_target();
     Arc::new(Context::for_test(
         client,
-        synced_store(vec![deployment]),
-        synced_store(vec![pod]),
         Settings {
             instance: "test".into(),
             ..Default::default()
@@ -173,6 +204,16 @@ async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothi
         "{reads:#?}"
     );
     assert_eq!(seen.iter().filter(|s| s.path.contains("/log")).count(), 1);
+    // The target is read live, by name, and its pods by its selector: nothing else of
+    // the namespace's Deployments and pods.
+    let target_reads: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.path.contains("/deployments") || s.path.contains("/pods?"))
+        .map(|s| s.path.as_str())
+        .collect();
+    assert_eq!(target_reads.len(), 2, "{target_reads:#?}");
+    assert!(target_reads[0].contains("fieldSelector=metadata.name%3Dop"));
+    assert!(target_reads[1].contains("labelSelector=app%3Dop"));
 
     let second = reconcile(audit_with(Some(result)), ctx.clone()).await;
     assert!(second.is_ok(), "{second:?}");
@@ -211,13 +252,8 @@ async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothi
 
 #[tokio::test]
 async fn a_target_that_is_gone_stalls_without_backing_off() {
-    let (client, api) = FakeApi::start(NS, answer);
-    let ctx = Arc::new(Context::for_test(
-        client,
-        synced_store(Vec::<Deployment>::new()),
-        synced_store(Vec::<Pod>::new()),
-        Settings::default(),
-    ));
+    let (client, api) = FakeApi::start(NS, answer_without_target);
+    let ctx = Arc::new(Context::for_test(client, Settings::default()));
     let action = reconcile(audit_with(None), ctx).await;
     assert!(action.is_ok(), "a stall is not an error: {action:?}");
     let seen = api.take();

@@ -1,29 +1,32 @@
 //! What re-audits a KopfAudit at once besides its own spec: its target Deployment, the
 //! target's pods, and the RBAC objects that can change what its ServiceAccount may do.
 //! Each watch is narrowed to what can matter, so that the changes of a busy cluster do
-//! not become a herd of audits:
-//! - objects are stripped to what the checks read before they are cached;
+//! not become a herd of audits, nor a cache of the cluster:
+//! - Deployments and pods are not cached (an audit reads its targets live): their
+//!   watches only trigger, and only in the namespaces that KopfAudits target; the
+//!   Deployment watch carries metadata only;
+//! - RBAC objects are stripped to what the explanation reads before they are cached;
 //! - an object re-triggers only when what the checks read of it changed;
 //! - an RBAC change re-audits only the audits whose ServiceAccount the changed binding
 //!   (or a binding to the changed role, directly or through aggregation) reaches, and
 //!   forgets their remembered SubjectAccessReview answers.
 
+use super::targets::SeenTargets;
 use crate::api::KopfAudit;
 use crate::gather::Shared;
 use crate::gather::rbac::{RbacStores, reaches};
-use crate::model::kopf_run::find_kopf;
-use crate::model::rbac::ServiceAccountRef;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef};
 use kube::api::Api;
+use kube::core::PartialObjectMeta;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
@@ -36,95 +39,6 @@ fn hash_of(value: &impl serde::Serialize) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     Some(h.finish())
-}
-
-/// Drops what no check reads from a Deployment: status, managed fields, annotations other
-/// than exemptions, and all but the command line of containers that do not run kopf.
-pub(super) fn strip_deployment(d: &mut Deployment) {
-    d.managed_fields_mut().clear();
-    d.status = None;
-    if let Some(annotations) = d.metadata.annotations.as_mut() {
-        annotations.retain(|k, _| k.starts_with(KEPT_ANNOTATION_PREFIX));
-    }
-    d.spec.template.metadata = None;
-    let namespace = d.metadata.namespace.clone();
-    if let Some(spec) = d.spec.template.spec.as_mut() {
-        strip_pod_spec(spec, namespace.as_deref());
-    }
-}
-
-fn strip_pod_spec(spec: &mut PodSpec, namespace: Option<&str>) {
-    let kopf: Option<String> =
-        find_kopf(&spec.containers, None, namespace).map(|(c, _)| c.name.clone());
-    for c in spec.containers.iter_mut() {
-        if kopf.as_deref() != Some(c.name.as_str()) {
-            *c = Container {
-                name: std::mem::take(&mut c.name),
-                command: c.command.take(),
-                args: c.args.take(),
-                env: c.env.take(),
-                ..Default::default()
-            };
-        } else {
-            c.volume_mounts = None;
-            c.security_context = None;
-            c.startup_probe = None;
-            c.lifecycle = None;
-        }
-    }
-    spec.init_containers = None;
-    spec.volumes = None;
-    spec.affinity = None;
-    spec.tolerations = None;
-    spec.security_context = None;
-    spec.topology_spread_constraints = None;
-    spec.node_selector = None;
-    spec.image_pull_secrets = None;
-}
-
-/// Drops what no check reads from a pod: its spec, managed fields, annotations, owner
-/// references, conditions and addresses; the container statuses stay.
-pub(super) fn strip_pod(p: &mut Pod) {
-    p.managed_fields_mut().clear();
-    p.metadata.annotations = None;
-    p.metadata.owner_references = None;
-    p.spec = None;
-    if let Some(status) = p.status.as_mut() {
-        status.conditions = None;
-        status.host_ip = None;
-        status.host_ips = None;
-        status.pod_ip = None;
-        status.pod_ips = None;
-        status.init_container_statuses = None;
-        status.ephemeral_container_statuses = None;
-        status.message = None;
-        status.nominated_node_name = None;
-        status.qos_class = None;
-        status.start_time = None;
-        status.resize = None;
-        status.resource_claim_statuses = None;
-        for cs in status.container_statuses.iter_mut().flatten() {
-            cs.image = String::new();
-            cs.image_id = String::new();
-            cs.container_id = None;
-            cs.allocated_resources = None;
-            cs.resources = None;
-            cs.volume_mounts = None;
-            cs.user = None;
-            cs.allocated_resources_status = None;
-            if let Some(state) = cs.state.as_mut() {
-                if let Some(t) = state.terminated.as_mut() {
-                    t.message = None;
-                }
-                if let Some(w) = state.waiting.as_mut() {
-                    w.message = None;
-                }
-            }
-            if let Some(t) = cs.last_state.as_mut().and_then(|s| s.terminated.as_mut()) {
-                t.message = None;
-            }
-        }
-    }
 }
 
 /// What of a pod can change an audit: its labels, phase and container states (restart
@@ -162,11 +76,16 @@ fn pod_predicate(p: &Pod) -> Option<u64> {
 }
 
 /// What of a Deployment can change an audit: its spec (generation), labels, exemptions.
-fn deployment_predicate(d: &Deployment) -> Option<u64> {
+fn deployment_predicate(d: &PartialObjectMeta<Deployment>) -> Option<u64> {
+    let exemptions: Vec<_> = d
+        .annotations()
+        .iter()
+        .filter(|(k, _)| k.starts_with(KEPT_ANNOTATION_PREFIX))
+        .collect();
     hash_of(&(
         d.metadata.generation,
         d.metadata.labels.as_ref(),
-        d.metadata.annotations.as_ref(),
+        exemptions,
     ))
 }
 
@@ -223,12 +142,11 @@ where
     )
 }
 
-/// Everything the RBAC mapper reads: the audits, their targets, the RBAC caches, the
-/// shared answers to forget, and the subjects each binding had when last seen.
+/// Everything the RBAC mapper reads: the audits' targets as last seen, the RBAC caches,
+/// the shared answers to forget, and the subjects each binding had when last seen.
 #[derive(Clone)]
 struct RbacMapper {
-    audits: Store<KopfAudit>,
-    deployments: Store<Deployment>,
+    targets: Arc<SeenTargets>,
     stores: RbacStores,
     shared: Arc<Shared>,
     last_subjects: Arc<Mutex<HashMap<String, Vec<k8s_openapi::api::rbac::v1::Subject>>>>,
@@ -361,24 +279,11 @@ impl RbacMapper {
         if subjects.is_empty() {
             return Vec::new();
         }
-        let mut affected = BTreeSet::new();
-        let mut refs = Vec::new();
-        for audit in self.audits.state() {
-            let accounts = accounts_of(&audit, &self.deployments);
-            let reached: Vec<&ServiceAccountRef> = accounts
+        let (refs, affected) = self.targets.audits_of_accounts(|sa| {
+            subjects
                 .iter()
-                .filter(|sa| {
-                    subjects
-                        .iter()
-                        .any(|(ns, s)| reaches(s, sa, ns.as_deref()).is_some())
-                })
-                .collect();
-            if !reached.is_empty() {
-                affected.extend(reached.into_iter().cloned());
-                refs.push(ObjectRef::from_obj(audit.as_ref()));
-            }
-        }
-        let affected: Vec<ServiceAccountRef> = affected.into_iter().collect();
+                .any(|(ns, s)| reaches(s, sa, ns.as_deref()).is_some())
+        });
         self.shared.rbac.forget(&affected);
         if !refs.is_empty() {
             tracing::debug!(audits = refs.len(), "RBAC change re-audits");
@@ -387,43 +292,18 @@ impl RbacMapper {
     }
 }
 
-/// The ServiceAccounts a KopfAudit's target Deployments run as.
-fn accounts_of(audit: &KopfAudit, deployments: &Store<Deployment>) -> Vec<ServiceAccountRef> {
-    deployments
-        .state()
-        .iter()
-        .filter(|d| targets(audit, d))
-        .map(|d| {
-            let name = d
-                .spec
-                .template
-                .spec
-                .as_ref()
-                .and_then(|s| s.service_account_name.clone())
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| ServiceAccountRef::DEFAULT.to_string());
-            ServiceAccountRef {
-                namespace: d.namespace().unwrap_or_default(),
-                name,
-            }
-        })
-        .collect()
-}
-
 /// Starts the RBAC watch caches (all four kinds cluster-wide; in a namespaced install
 /// only Roles and RoleBindings of its namespace, cluster-scoped RBAC being listed per
 /// audit) and adds them to the controller.
 pub(super) fn attach_rbac(
     controller: Controller<KopfAudit>,
-    audits: &Store<KopfAudit>,
-    deployments: &Store<Deployment>,
+    targets: &Arc<SeenTargets>,
     shared: &Arc<Shared>,
     stores: RbacStores,
     streams: RbacStreams,
 ) -> Controller<KopfAudit> {
     let mapper = RbacMapper {
-        audits: audits.clone(),
-        deployments: deployments.clone(),
+        targets: targets.clone(),
         stores,
         shared: shared.clone(),
         last_subjects: Arc::default(),
@@ -530,29 +410,84 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
     (stores, streams)
 }
 
-/// Adds the target watches (Deployments, pods) that map to KopfAudits.
+/// Adds the target watches (Deployments, pods) that map to KopfAudits. They cache
+/// nothing: only objects in a namespace some KopfAudit targets pass, and only when what
+/// the checks read of them changed.
 pub(super) fn attach_targets(
     controller: Controller<KopfAudit>,
+    client: &Client,
+    namespace: Option<&str>,
     audits: &Store<KopfAudit>,
-    deployments: &Store<Deployment>,
-    dep_stream: impl Stream<Item = Result<Deployment, watcher::Error>> + Send + 'static,
-    pod_stream: impl Stream<Item = Result<Pod, watcher::Error>> + Send + 'static,
+    targets: &Arc<SeenTargets>,
 ) -> Controller<KopfAudit> {
+    let config = watcher::Config::default();
+    let deployments = warn_on_error(
+        "deployments",
+        watcher(
+            api_for::<PartialObjectMeta<Deployment>>(client, namespace),
+            config.clone(),
+        )
+        .default_backoff(),
+    )
+    .touched_objects();
+    let pods = warn_on_error(
+        "pods",
+        watcher(api_for::<Pod>(client, namespace), config).default_backoff(),
+    )
+    .touched_objects();
     controller
         .watches_stream(
-            dep_stream.predicate_filter(deployment_predicate, Default::default()),
+            in_audited_namespaces(audits, deployments)
+                .predicate_filter(deployment_predicate, Default::default()),
             {
                 let audits = audits.clone();
-                move |d: Deployment| audits_for_deployment(&audits, &d)
+                move |d: PartialObjectMeta<Deployment>| audits_for_deployment(&audits, &d)
             },
         )
         .watches_stream(
-            pod_stream.predicate_filter(pod_predicate, Default::default()),
+            in_audited_namespaces(audits, pods).predicate_filter(pod_predicate, Default::default()),
             {
-                let (audits, deployments) = (audits.clone(), deployments.clone());
-                move |p: Pod| audits_for_pod(&audits, &deployments, &p)
+                let targets = targets.clone();
+                move |p: Pod| targets.audits_for_pod(&p)
             },
         )
+}
+
+/// An API for one namespace, or for all.
+pub(super) fn api_for<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Keeps the objects of the namespaces some KopfAudit targets (and every error): the
+/// others are dropped as they arrive, never hashed nor kept.
+fn in_audited_namespaces<K, S>(
+    audits: &Store<KopfAudit>,
+    stream: S,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource + Send + 'static,
+    S: Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+{
+    let audits = audits.clone();
+    stream.filter(move |event| {
+        let keep = match event {
+            Ok(object) => {
+                let namespace = object.meta().namespace.as_deref().unwrap_or_default();
+                audits.find(|a| target_namespace(a) == namespace).is_some()
+            }
+            Err(_) => true,
+        };
+        std::future::ready(keep)
+    })
 }
 
 /// The namespace a KopfAudit's target lives in.
@@ -566,12 +501,13 @@ fn target_namespace(audit: &KopfAudit) -> String {
 }
 
 /// Whether a KopfAudit targets this Deployment (by name or selector, same namespace).
-fn targets(audit: &KopfAudit, deployment: &Deployment) -> bool {
-    if deployment.metadata.namespace.as_deref() != Some(target_namespace(audit).as_str()) {
+fn targets<D: Resource>(audit: &KopfAudit, deployment: &D) -> bool {
+    let deployment = deployment.meta();
+    if deployment.namespace.as_deref() != Some(target_namespace(audit).as_str()) {
         return false;
     }
     if let Some(name) = &audit.spec.target.deployment {
-        return deployment.metadata.name.as_ref() == Some(name);
+        return deployment.name.as_ref() == Some(name);
     }
     audit
         .spec
@@ -579,33 +515,18 @@ fn targets(audit: &KopfAudit, deployment: &Deployment) -> bool {
         .selector
         .clone()
         .and_then(|s| Selector::try_from(s).ok())
-        .is_some_and(|s| s.matches(deployment.labels()))
+        .is_some_and(|s| s.matches(deployment.labels.as_ref().unwrap_or(&Default::default())))
 }
 
 fn audits_for_deployment(
     audits: &Store<KopfAudit>,
-    deployment: &Deployment,
+    deployment: &PartialObjectMeta<Deployment>,
 ) -> Vec<ObjectRef<KopfAudit>> {
     audits
         .state()
         .iter()
-        .filter(|a| targets(a, deployment))
+        .filter(|a| targets(a.as_ref(), deployment))
         .map(|a| ObjectRef::from_obj(a.as_ref()))
-        .collect()
-}
-
-fn audits_for_pod(
-    audits: &Store<KopfAudit>,
-    deployments: &Store<Deployment>,
-    pod: &Pod,
-) -> Vec<ObjectRef<KopfAudit>> {
-    let owners = deployments.state_filter(|d| {
-        d.metadata.namespace == pod.metadata.namespace
-            && Selector::try_from(d.spec.selector.clone()).is_ok_and(|s| s.matches(pod.labels()))
-    });
-    owners
-        .iter()
-        .flat_map(|d| audits_for_deployment(audits, d))
         .collect()
 }
 

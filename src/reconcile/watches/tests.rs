@@ -1,5 +1,6 @@
 //! Tests of what re-audits what: RBAC changes reach only the audits whose
-//! ServiceAccount they can affect; stripped objects keep what the checks read.
+//! ServiceAccount they can affect; Deployments and pods re-trigger only on what the checks
+//! read of them.
 
 use super::*;
 use crate::testing::synced_store;
@@ -58,11 +59,15 @@ fn cluster_role(name: &str, labels: serde_json::Value, aggregates: Option<&str>)
 /// Two audited operators (a in ns-a as sa-a, b in ns-b as sa-b); `op-a` bound to the
 /// ClusterRole `op-a-role`, which aggregates the ones labelled `aggregate-to-op-a`.
 fn mapper() -> RbacMapper {
-    let audits = synced_store(vec![audit("ns-a", "a", "op-a"), audit("ns-b", "b", "op-b")]);
-    let deployments = synced_store(vec![
-        deployment("ns-a", "op-a", "sa-a"),
-        deployment("ns-b", "op-b", "sa-b"),
-    ]);
+    let targets = Arc::new(SeenTargets::default());
+    targets.remember(
+        &audit("ns-a", "a", "op-a"),
+        &[deployment("ns-a", "op-a", "sa-a")],
+    );
+    targets.remember(
+        &audit("ns-b", "b", "op-b"),
+        &[deployment("ns-b", "op-b", "sa-b")],
+    );
     let stores = RbacStores {
         cluster_role_bindings: Some(synced_store(vec![
             binding("op-a", "op-a-role", "ns-a", "sa-a"),
@@ -80,8 +85,7 @@ fn mapper() -> RbacMapper {
         roles: Some((synced_store(Vec::new()), None)),
     };
     RbacMapper {
-        audits,
-        deployments,
+        targets,
         stores,
         shared: Arc::new(Shared::default()),
         last_subjects: Arc::default(),
@@ -162,28 +166,28 @@ fn a_binding_change_reaches_its_old_and_new_subjects() {
 }
 
 #[test]
-fn a_stripped_deployment_keeps_what_the_checks_read() {
-    let mut d = deployment("ns-a", "op-a", "sa-a");
-    strip_deployment(&mut d);
-    let annotations = d.metadata.annotations.clone().unwrap_or_default();
-    assert_eq!(
-        annotations.keys().collect::<Vec<_>>(),
-        vec!["skip.kopfaudit.dev/workload.cpu-limit"]
+fn a_deployment_re_triggers_on_its_spec_labels_or_exemptions_only() {
+    let meta = |generation: i64, annotations: serde_json::Value| -> PartialObjectMeta<Deployment> {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {"name": "op", "namespace": "ns", "generation": generation,
+                "labels": {"app": "op"}, "annotations": annotations}
+        }))
+        .expect("metadata")
+    };
+    let base = meta(1, serde_json::json!({}));
+    let revision = meta(
+        1,
+        serde_json::json!({"deployment.kubernetes.io/revision": "2"}),
     );
-    let spec = d.spec.template.spec.expect("pod spec");
-    let operator = &spec.containers[0];
-    assert!(
-        operator.resources.is_some(),
-        "the kopf container keeps its resources"
+    let exempted = meta(
+        1,
+        serde_json::json!({"skip.kopfaudit.dev/workload.cpu-limit": "policy"}),
     );
-    assert!(operator.volume_mounts.is_none());
-    let sidecar = &spec.containers[1];
-    assert_eq!(sidecar.command.as_deref(), Some(&["envoy".to_string()][..]));
-    assert!(
-        sidecar.resources.is_none(),
-        "other containers keep their command only"
-    );
-    assert_eq!(spec.service_account_name.as_deref(), Some("sa-a"));
+    let rolled = meta(2, serde_json::json!({}));
+    assert_eq!(deployment_predicate(&base), deployment_predicate(&revision));
+    assert_ne!(deployment_predicate(&base), deployment_predicate(&exempted));
+    assert_ne!(deployment_predicate(&base), deployment_predicate(&rolled));
 }
 
 #[test]
@@ -197,10 +201,7 @@ fn pod_churn_that_no_check_reads_does_not_re_trigger() {
         }))
         .expect("pod")
     };
-    let (mut a, mut b, mut c) = (pod(true, 0), pod(false, 0), pod(true, 1));
-    for p in [&mut a, &mut b, &mut c] {
-        strip_pod(p);
-    }
+    let (a, b, c) = (pod(true, 0), pod(false, 0), pod(true, 1));
     assert_eq!(pod_predicate(&a), pod_predicate(&b), "readiness churn");
     assert_ne!(pod_predicate(&a), pod_predicate(&c), "a restart");
 }

@@ -1,0 +1,192 @@
+//! What each audit's last run found of its targets: their namespace, pod selector and
+//! ServiceAccount. The watches map a pod change or an RBAC change to the audits it can
+//! affect with this, so the auditor needs no cache of the cluster's Deployments and pods:
+//! its memory follows the number of audits, not the size of the cluster. An audit not
+//! yet run has no entry, and needs none: it is about to run anyway.
+
+use crate::api::KopfAudit;
+use crate::model::rbac::ServiceAccountRef;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::core::{Selector, SelectorExt};
+use kube::runtime::reflector::ObjectRef;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+/// One target Deployment as the last audit read it.
+#[derive(Clone, Debug)]
+struct SeenTarget {
+    namespace: String,
+    pods: Option<Selector>,
+    account: ServiceAccountRef,
+}
+
+impl SeenTarget {
+    fn of(deployment: &Deployment) -> SeenTarget {
+        let namespace = deployment.namespace().unwrap_or_default();
+        let name = deployment
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| ServiceAccountRef::DEFAULT.to_string());
+        SeenTarget {
+            pods: Selector::try_from(deployment.spec.selector.clone()).ok(),
+            account: ServiceAccountRef {
+                namespace: namespace.clone(),
+                name,
+            },
+            namespace,
+        }
+    }
+}
+
+/// The targets of every audit, as their last run read them.
+#[derive(Default)]
+pub(crate) struct SeenTargets {
+    by_audit: Mutex<HashMap<ObjectRef<KopfAudit>, Vec<SeenTarget>>>,
+}
+
+impl SeenTargets {
+    fn lock(&self) -> MutexGuard<'_, HashMap<ObjectRef<KopfAudit>, Vec<SeenTarget>>> {
+        self.by_audit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records the target Deployments an audit just read.
+    pub(crate) fn remember(&self, audit: &KopfAudit, deployments: &[Deployment]) {
+        let seen = deployments.iter().map(SeenTarget::of).collect();
+        self.lock().insert(ObjectRef::from_obj(audit), seen);
+    }
+
+    /// Forgets the audits not in `live` (namespace, name).
+    pub(crate) fn retain(&self, live: &BTreeSet<(String, String)>) {
+        self.lock().retain(|audit, _| {
+            live.contains(&(
+                audit.namespace.clone().unwrap_or_default(),
+                audit.name.clone(),
+            ))
+        });
+    }
+
+    /// The audits with a target whose pods this pod is one of.
+    pub(crate) fn audits_for_pod(&self, pod: &Pod) -> Vec<ObjectRef<KopfAudit>> {
+        let namespace = pod.namespace().unwrap_or_default();
+        self.lock()
+            .iter()
+            .filter(|(_, targets)| {
+                targets.iter().any(|t| {
+                    t.namespace == namespace
+                        && t.pods.as_ref().is_some_and(|s| s.matches(pod.labels()))
+                })
+            })
+            .map(|(audit, _)| audit.clone())
+            .collect()
+    }
+
+    /// The audits with a target running as a ServiceAccount `affected` says yes to, and
+    /// those ServiceAccounts.
+    pub(crate) fn audits_of_accounts(
+        &self,
+        affected: impl Fn(&ServiceAccountRef) -> bool,
+    ) -> (Vec<ObjectRef<KopfAudit>>, Vec<ServiceAccountRef>) {
+        let mut audits = Vec::new();
+        let mut accounts = BTreeSet::new();
+        for (audit, targets) in self.lock().iter() {
+            let reached: Vec<&ServiceAccountRef> = targets
+                .iter()
+                .map(|t| &t.account)
+                .filter(|sa| affected(sa))
+                .collect();
+            if !reached.is_empty() {
+                accounts.extend(reached.into_iter().cloned());
+                audits.push(audit.clone());
+            }
+        }
+        (audits, accounts.into_iter().collect())
+    }
+
+    /// How many audits have targets remembered (for tests and metrics).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(ns: &str, name: &str, sa: Option<&str>) -> Deployment {
+        let mut spec = serde_json::json!({"containers": [{"name": "operator"}]});
+        if let Some(sa) = sa {
+            spec["serviceAccountName"] = serde_json::json!(sa);
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}
+        }))
+        .expect("deployment")
+    }
+
+    fn audit(ns: &str, name: &str) -> KopfAudit {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"target": {"deployment": name}}
+        }))
+        .expect("audit")
+    }
+
+    fn pod(ns: &str, app: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{app}-1"), "namespace": ns, "labels": {"app": app}}
+        }))
+        .expect("pod")
+    }
+
+    #[test]
+    fn a_pod_maps_to_the_audits_whose_target_selects_it_in_its_namespace() {
+        let seen = SeenTargets::default();
+        seen.remember(&audit("a", "op"), &[deployment("a", "op", Some("sa"))]);
+        seen.remember(&audit("b", "op"), &[deployment("b", "op", None)]);
+        let names = |refs: Vec<ObjectRef<KopfAudit>>| -> Vec<String> {
+            refs.into_iter()
+                .map(|r| r.namespace.unwrap_or_default())
+                .collect()
+        };
+        assert_eq!(names(seen.audits_for_pod(&pod("a", "op"))), vec!["a"]);
+        assert!(seen.audits_for_pod(&pod("a", "other")).is_empty());
+        assert!(seen.audits_for_pod(&pod("c", "op")).is_empty());
+    }
+
+    #[test]
+    fn accounts_default_to_the_namespace_default_and_deleted_audits_are_forgotten() {
+        let seen = SeenTargets::default();
+        seen.remember(&audit("a", "op"), &[deployment("a", "op", None)]);
+        seen.remember(&audit("b", "op"), &[deployment("b", "op", Some("sa"))]);
+        let (audits, accounts) = seen.audits_of_accounts(|sa| sa.name == "default");
+        assert_eq!(audits.len(), 1);
+        assert_eq!(
+            accounts,
+            vec![ServiceAccountRef {
+                namespace: "a".into(),
+                name: "default".into()
+            }]
+        );
+        seen.retain(&BTreeSet::from([("b".to_string(), "op".to_string())]));
+        assert_eq!(seen.len(), 1);
+        assert!(
+            seen.audits_of_accounts(|sa| sa.name == "default")
+                .0
+                .is_empty()
+        );
+    }
+}
