@@ -39,8 +39,20 @@ use std::time::{Duration, Instant};
 pub(crate) const CONCURRENT_REVIEWS: usize = 4;
 
 /// How long a SubjectAccessReview answer is reused when no RBAC change was seen (other
-/// authorizers, webhooks, can change their minds without an RBAC object changing).
-pub(crate) const ANSWER_TTL: Duration = Duration::from_secs(600);
+/// authorizers, webhooks, can change their minds without an RBAC object changing): on
+/// average; each ServiceAccount's answers expire at their own point between 3/4 and 5/4
+/// of it ([`answer_ttl`]), so that answers asked in one wave are not asked again in one.
+/// An RBAC change that reaches a ServiceAccount forgets its answers at once (the watches).
+pub(crate) const ANSWER_TTL: Duration = Duration::from_secs(3600);
+
+/// The TTL of one ServiceAccount's answers: [`ANSWER_TTL`] spread by a hash of its name.
+fn answer_ttl(sa: &ServiceAccountRef) -> Duration {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    sa.hash(&mut hasher);
+    let spread = (hasher.finish() % 1000) as u32;
+    ANSWER_TTL * 3 / 4 + ANSWER_TTL / 2 * spread / 1000
+}
 
 /// How long a CRD read is reused (CRDs are not watched).
 const CRD_TTL: Duration = Duration::from_secs(300);
@@ -383,7 +395,9 @@ impl RbacReader {
     ) -> Result<BTreeMap<Permission, bool>, Unavailable> {
         let todo: Vec<Permission> = {
             let answers = lock(&self.answers);
-            let known = answers.get(sa).filter(|a| a.asked.elapsed() < ANSWER_TTL);
+            let known = answers
+                .get(sa)
+                .filter(|a| a.asked.elapsed() < answer_ttl(sa));
             wanted
                 .iter()
                 .filter(|p| known.is_none_or(|k| !k.allowed.contains_key(*p)))
@@ -417,7 +431,7 @@ impl RbacReader {
             asked: Instant::now(),
             allowed: BTreeMap::new(),
         });
-        if entry.asked.elapsed() >= ANSWER_TTL {
+        if entry.asked.elapsed() >= answer_ttl(sa) {
             *entry = Answers {
                 asked: Instant::now(),
                 allowed: BTreeMap::new(),

@@ -107,3 +107,26 @@ fn role_bindings_are_read_in_the_own_and_exact_namespaces() {
         )
     );
 }
+
+#[test]
+fn answers_of_a_wave_expire_spread_over_half_the_ttl() {
+    let ttls: Vec<Duration> = (0..1000)
+        .map(|i| {
+            answer_ttl(&ServiceAccountRef {
+                namespace: format!("ns-{i}"),
+                name: "op".into(),
+            })
+        })
+        .collect();
+    assert!(
+        ttls.iter()
+            .all(|t| *t >= ANSWER_TTL * 3 / 4 && *t <= ANSWER_TTL * 5 / 4)
+    );
+    // In ten slots of the half-TTL span, none holds a fifth of the wave.
+    let mut slots = [0u32; 10];
+    for t in &ttls {
+        let offset = (*t - ANSWER_TTL * 3 / 4).as_secs_f64() / (ANSWER_TTL / 2).as_secs_f64();
+        slots[((offset * 10.0) as usize).min(9)] += 1;
+    }
+    assert!(slots.iter().all(|&n| n < 200), "{slots:?}");
+}
