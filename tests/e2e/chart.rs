@@ -252,6 +252,26 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         Some("metadata.name")
     );
     assert_eq!(of_kind(&objects, "Service").len(), 1, "the metrics Service");
+    assert!(of_kind(&objects, "FlowSchema").is_empty(), "APF is opt-in");
+
+    // API Priority and Fairness: the auditor's ServiceAccount, a level of its own.
+    let objects = render("rel", "ops", &["--set", "apiPriority.enabled=true"]);
+    let schema = of_kind(&objects, "FlowSchema")[0];
+    let level = of_kind(&objects, "PriorityLevelConfiguration")[0];
+    assert_eq!(
+        schema["spec"]["priorityLevelConfiguration"]["name"].as_str(),
+        Some(name(level))
+    );
+    let subject = &schema["spec"]["rules"][0]["subjects"][0]["serviceAccount"];
+    assert_eq!(
+        (subject["name"].as_str(), subject["namespace"].as_str()),
+        (Some("rel-kopf-audit"), Some("ops"))
+    );
+    assert_eq!(schema["spec"]["matchingPrecedence"].as_i64(), Some(1000));
+    let limited = &level["spec"]["limited"];
+    assert_eq!(limited["nominalConcurrencyShares"].as_i64(), Some(10));
+    assert_eq!(limited["lendablePercent"].as_i64(), Some(0));
+    assert_eq!(limited["limitResponse"]["type"].as_str(), Some("Queue"));
 
     // Namespaced, two replicas, flags, handled resources, monitoring.
     let objects = render(

@@ -306,6 +306,12 @@ async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word(
     }
     assert_eq!(deployment["spec"]["replicas"], 2);
     assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+    let schema = get(&["flowschema", RELEASE]).expect("the FlowSchema, accepted by the API server");
+    assert_eq!(
+        schema["spec"]["priorityLevelConfiguration"]["name"], RELEASE,
+        "{schema}"
+    );
+    assert!(get(&["prioritylevelconfiguration", RELEASE]).is_some());
     assert_eq!(
         deployment["spec"]["template"]["spec"]["containers"][0]["image"],
         "localhost/kopf-audit:0.1.0",
@@ -342,7 +348,7 @@ async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word(
     loop {
         let mut left = release_objects(NAMESPACED_KINDS, Some(NAMESPACE), &selector);
         left.extend(release_objects(
-            "clusterroles,clusterrolebindings",
+            "clusterroles,clusterrolebindings,flowschemas,prioritylevelconfigurations",
             None,
             &selector,
         ));
