@@ -482,7 +482,7 @@ where
         let keep = match event {
             Ok(object) => {
                 let namespace = object.meta().namespace.as_deref().unwrap_or_default();
-                audits.find(|a| target_namespace(a) == namespace).is_some()
+                audits.find(|a| targets_namespace(a, namespace)).is_some()
             }
             Err(_) => true,
         };
@@ -490,20 +490,26 @@ where
     })
 }
 
-/// The namespace a KopfAudit's target lives in.
-fn target_namespace(audit: &KopfAudit) -> String {
+/// Whether a KopfAudit's target lives in `namespace` (without allocating: called for
+/// every pod the watch sees).
+fn targets_namespace(audit: &KopfAudit, namespace: &str) -> bool {
     audit
         .spec
         .target
         .namespace
-        .clone()
-        .unwrap_or_else(|| audit.namespace().unwrap_or_default())
+        .as_deref()
+        .or(audit.metadata.namespace.as_deref())
+        == Some(namespace)
 }
 
 /// Whether a KopfAudit targets this Deployment (by name or selector, same namespace).
 fn targets<D: Resource>(audit: &KopfAudit, deployment: &D) -> bool {
     let deployment = deployment.meta();
-    if deployment.namespace.as_deref() != Some(target_namespace(audit).as_str()) {
+    if !deployment
+        .namespace
+        .as_deref()
+        .is_some_and(|ns| targets_namespace(audit, ns))
+    {
         return false;
     }
     if let Some(name) = &audit.spec.target.deployment {

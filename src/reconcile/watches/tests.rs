@@ -205,3 +205,25 @@ fn pod_churn_that_no_check_reads_does_not_re_trigger() {
     assert_eq!(pod_predicate(&a), pod_predicate(&b), "readiness churn");
     assert_ne!(pod_predicate(&a), pod_predicate(&c), "a restart");
 }
+
+#[test]
+fn a_deployment_maps_to_the_audits_that_target_it_in_their_target_namespace() {
+    let mut cross = audit("team", "cross", "op");
+    cross.spec.target.namespace = Some("ops".into());
+    let audits = synced_store(vec![
+        audit("ops", "own", "op"),
+        cross,
+        audit("ops", "other", "x"),
+    ]);
+    let meta: PartialObjectMeta<Deployment> = serde_json::from_value(serde_json::json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": {"name": "op", "namespace": "ops"}
+    }))
+    .expect("metadata");
+    assert_eq!(
+        names(&audits_for_deployment(&audits, &meta)),
+        vec!["cross", "own"]
+    );
+    assert!(targets_namespace(&audits.state()[0], "ops"));
+    assert!(!targets_namespace(&audits.state()[0], "team"));
+}
