@@ -110,7 +110,7 @@ impl SeenTargets {
         (audits, accounts.into_iter().collect())
     }
 
-    /// How many audits have targets remembered (for tests and metrics).
+    /// How many audits have targets remembered.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
