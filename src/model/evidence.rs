@@ -156,19 +156,7 @@ impl TargetEvidence {
 
     /// The ServiceAccount the pods run as (`default` when the template names none).
     pub(crate) fn service_account(&self) -> ServiceAccountRef {
-        let name = self
-            .deployment
-            .spec
-            .template
-            .spec
-            .as_ref()
-            .and_then(|s| s.service_account_name.as_deref())
-            .filter(|s| !s.is_empty())
-            .unwrap_or(ServiceAccountRef::DEFAULT);
-        ServiceAccountRef {
-            namespace: self.namespace().to_string(),
-            name: name.to_string(),
-        }
+        ServiceAccountRef::of_deployment(&self.deployment)
     }
 
     /// The container that runs kopf.

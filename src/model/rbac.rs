@@ -23,6 +23,25 @@ impl ServiceAccountRef {
     /// The ServiceAccount a pod runs as when its template names none.
     pub(crate) const DEFAULT: &'static str = "default";
 
+    /// The ServiceAccount a Deployment's pods run as (`default` when the template names
+    /// none).
+    pub(crate) fn of_deployment(
+        deployment: &k8s_openapi::api::apps::v1::Deployment,
+    ) -> ServiceAccountRef {
+        let name = deployment
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or(Self::DEFAULT);
+        ServiceAccountRef {
+            namespace: deployment.metadata.namespace.clone().unwrap_or_default(),
+            name: name.to_string(),
+        }
+    }
+
     /// Whether this is its namespace's `default` ServiceAccount.
     pub(crate) fn is_default(&self) -> bool {
         self.name == Self::DEFAULT

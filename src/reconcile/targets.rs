@@ -24,22 +24,10 @@ struct SeenTarget {
 
 impl SeenTarget {
     fn of(deployment: &Deployment) -> SeenTarget {
-        let namespace = deployment.namespace().unwrap_or_default();
-        let name = deployment
-            .spec
-            .template
-            .spec
-            .as_ref()
-            .and_then(|s| s.service_account_name.clone())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| ServiceAccountRef::DEFAULT.to_string());
         SeenTarget {
+            namespace: deployment.namespace().unwrap_or_default(),
             pods: Selector::try_from(deployment.spec.selector.clone()).ok(),
-            account: ServiceAccountRef {
-                namespace: namespace.clone(),
-                name,
-            },
-            namespace,
+            account: ServiceAccountRef::of_deployment(deployment),
         }
     }
 }
