@@ -227,3 +227,38 @@ fn a_deployment_maps_to_the_audits_that_target_it_in_their_target_namespace() {
     assert!(targets_namespace(&audits.state()[0], "ops"));
     assert!(!targets_namespace(&audits.state()[0], "team"));
 }
+
+#[test]
+fn rbac_caches_keep_identity_and_only_clusterrole_labels() {
+    let full = |kind: &str| -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "r", "namespace": "ns", "resourceVersion": "7", "uid": "u-1",
+                "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"aggregate-to-x": "true"},
+                "annotations": {"a": "b"}, "ownerReferences": [{"apiVersion": "v1",
+                    "kind": "ConfigMap", "name": "c", "uid": "u-2"}],
+                "managedFields": [{"manager": "kubectl"}]},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "x"}
+        })
+    };
+    let mut binding: RoleBinding = serde_json::from_value(full("RoleBinding")).expect("binding");
+    strip_meta(&mut binding, KeptMeta::Identity);
+    let mut role: ClusterRole = serde_json::from_value(full("ClusterRole")).expect("role");
+    strip_meta(&mut role, KeptMeta::IdentityAndLabels);
+
+    let identity = ObjectMeta {
+        name: Some("r".into()),
+        namespace: Some("ns".into()),
+        resource_version: Some("7".into()),
+        ..ObjectMeta::default()
+    };
+    assert_eq!(binding.metadata, identity);
+    assert_eq!(binding.role_ref.name, "x", "the binding's own fields stay");
+    assert_eq!(
+        role.metadata,
+        ObjectMeta {
+            labels: Some([("aggregate-to-x".to_string(), "true".to_string())].into()),
+            ..identity
+        }
+    );
+}
