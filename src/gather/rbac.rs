@@ -27,11 +27,12 @@ use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How many SubjectAccessReviews one audit has in flight at once: its share of the
@@ -76,11 +77,39 @@ pub(crate) fn is_synced<K>(store: &Store<K>) -> bool
 where
     K: kube::Resource<DynamicType = ()> + Clone + 'static,
 {
+    sync_state(store) == Some(true)
+}
+
+/// `Some(true)` once a store holds its first list, `Some(false)` when its writer is
+/// gone without one, `None` while it waits.
+fn sync_state<K>(store: &Store<K>) -> Option<bool>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
     use futures::FutureExt;
-    store
-        .wait_until_ready()
-        .now_or_never()
-        .is_some_and(|r| r.is_ok())
+    store.wait_until_ready().now_or_never().map(|r| r.is_ok())
+}
+
+/// How often [`until_synced`] looks.
+const SYNC_POLL: Duration = Duration::from_millis(100);
+
+/// Resolves once a store holds its first list (`true`), or its writer is gone without
+/// one (`false`). It looks every 100 ms rather than awaiting `Store::wait_until_ready`:
+/// in kube-runtime 5.0 that future sits on one futures oneshot, which keeps the waker
+/// of its last poller only, so a second waiter, or any [`is_synced`] (polled with a
+/// no-op waker) from an audit running meanwhile, takes the wake-up away. With 1,003
+/// KopfAudits on the scale bench that left `/readyz` false until something else woke
+/// the task, 30 s after the caches had synced.
+pub(crate) async fn until_synced<K>(store: &Store<K>) -> bool
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    loop {
+        if let Some(synced) = sync_state(store) {
+            return synced;
+        }
+        tokio::time::sleep(SYNC_POLL).await;
+    }
 }
 
 /// A store's objects when it has synced.
@@ -261,9 +290,11 @@ impl RbacReader {
         sa: &ServiceAccountRef,
         namespaces: &BTreeSet<String>,
     ) -> Result<Vec<Binding>, Unavailable> {
-        let crbs: Vec<ClusterRoleBinding> = match synced(self.stores.cluster_role_bindings.as_ref())
-        {
-            Some(cached) => cached.iter().map(|b| (**b).clone()).collect(),
+        let crb_reaching = |b: &ClusterRoleBinding| {
+            reached(None, &b.metadata, &b.role_ref, b.subjects.as_ref(), sa)
+        };
+        let mut found: Vec<Reached> = match synced(self.stores.cluster_role_bindings.as_ref()) {
+            Some(cached) => cached.iter().filter_map(|b| crb_reaching(b)).collect(),
             None => list_pages(Api::<ClusterRoleBinding>::all(client.clone()))
                 .await
                 .map_err(|e| {
@@ -272,46 +303,42 @@ impl RbacReader {
                         "list clusterrolebindings.rbac.authorization.k8s.io",
                         RBAC_GRANT,
                     )
-                })?,
+                })?
+                .iter()
+                .filter_map(crb_reaching)
+                .collect(),
         };
-        let mut found: Vec<(BindingKind, String, RoleRef, Subject)> = crbs
-            .into_iter()
-            .filter_map(|b| {
-                let via = reaching(b.subjects.as_ref(), sa, None)?;
-                Some((
-                    BindingKind::ClusterRoleBinding,
-                    b.metadata.name.unwrap_or_default(),
-                    b.role_ref,
-                    via,
-                ))
-            })
-            .collect();
         for ns in namespaces {
-            let rbs: Vec<RoleBinding> = match synced(covers(&self.stores.role_bindings, ns)) {
-                Some(cached) => cached
-                    .iter()
-                    .filter(|b| b.metadata.namespace.as_deref() == Some(ns.as_str()))
-                    .map(|b| (**b).clone())
-                    .collect(),
-                None => list_pages(Api::<RoleBinding>::namespaced(client.clone(), ns))
-                    .await
-                    .map_err(|e| {
-                        unavailable(
-                            &e,
-                            &format!("list rolebindings.rbac.authorization.k8s.io in {ns}"),
-                            RBAC_GRANT,
-                        )
-                    })?,
+            let rb_reaching = |b: &RoleBinding| {
+                reached(
+                    Some(ns.as_str()),
+                    &b.metadata,
+                    &b.role_ref,
+                    b.subjects.as_ref(),
+                    sa,
+                )
             };
-            found.extend(rbs.into_iter().filter_map(|b| {
-                let via = reaching(b.subjects.as_ref(), sa, Some(ns))?;
-                Some((
-                    BindingKind::RoleBinding(ns.clone()),
-                    b.metadata.name.unwrap_or_default(),
-                    b.role_ref,
-                    via,
-                ))
-            }));
+            match synced(covers(&self.stores.role_bindings, ns)) {
+                Some(cached) => found.extend(
+                    cached
+                        .iter()
+                        .filter(|b| b.metadata.namespace.as_deref() == Some(ns.as_str()))
+                        .filter_map(|b| rb_reaching(b)),
+                ),
+                None => found.extend(
+                    list_pages(Api::<RoleBinding>::namespaced(client.clone(), ns))
+                        .await
+                        .map_err(|e| {
+                            unavailable(
+                                &e,
+                                &format!("list rolebindings.rbac.authorization.k8s.io in {ns}"),
+                                RBAC_GRANT,
+                            )
+                        })?
+                        .iter()
+                        .filter_map(rb_reaching),
+                ),
+            }
         }
         let mut out = Vec::with_capacity(found.len());
         for (kind, name, role_ref, via) in found {
@@ -350,8 +377,7 @@ impl RbacReader {
             (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
                 let role = match synced(covers(&self.stores.roles, ns)) {
                     Some(_) => covers(&self.stores.roles, ns)
-                        .and_then(|s| s.get(&ObjectRef::new(name).within(ns)))
-                        .map(|r| (*r).clone()),
+                        .and_then(|s| s.get(&ObjectRef::new(name).within(ns))),
                     None => Api::<Role>::namespaced(client.clone(), ns)
                         .get_opt(name)
                         .await
@@ -361,13 +387,14 @@ impl RbacReader {
                                 &format!("get roles.rbac.authorization.k8s.io in {ns}"),
                                 RBAC_GRANT,
                             )
-                        })?,
+                        })?
+                        .map(Arc::new),
                 };
                 Ok(role.map(|r| (rules_of(r.rules.as_ref()), false)))
             }
             (Some(RoleKind::ClusterRole), _) => {
                 let role = match self.stores.cluster_roles.as_ref().filter(|s| is_synced(s)) {
-                    Some(store) => store.get(&ObjectRef::new(name)).map(|r| (*r).clone()),
+                    Some(store) => store.get(&ObjectRef::new(name)),
                     None => Api::<ClusterRole>::all(client.clone())
                         .get_opt(name)
                         .await
@@ -377,7 +404,8 @@ impl RbacReader {
                                 "get clusterroles.rbac.authorization.k8s.io",
                                 RBAC_GRANT,
                             )
-                        })?,
+                        })?
+                        .map(Arc::new),
                 };
                 Ok(role.map(|r| (rules_of(r.rules.as_ref()), r.aggregation_rule.is_some())))
             }
@@ -528,6 +556,32 @@ pub(crate) fn reaches(
             .then(|| Subject::Group(subject.name.clone())),
         _ => None,
     }
+}
+
+/// A binding that reaches the ServiceAccount: its kind, name, role and the subject
+/// that reaches.
+type Reached = (BindingKind, String, RoleRef, Subject);
+
+/// The binding (a RoleBinding in `namespace`, or a ClusterRoleBinding), when one of
+/// its subjects reaches the ServiceAccount; only then is anything copied out of the
+/// cache.
+fn reached(
+    namespace: Option<&str>,
+    meta: &ObjectMeta,
+    role_ref: &RoleRef,
+    subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>,
+    sa: &ServiceAccountRef,
+) -> Option<Reached> {
+    let via = reaching(subjects, sa, namespace)?;
+    let kind = namespace.map_or(BindingKind::ClusterRoleBinding, |ns| {
+        BindingKind::RoleBinding(ns.to_string())
+    });
+    Some((
+        kind,
+        meta.name.clone().unwrap_or_default(),
+        role_ref.clone(),
+        via,
+    ))
 }
 
 /// The first subject of a binding that reaches the ServiceAccount.

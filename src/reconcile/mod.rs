@@ -19,7 +19,7 @@ use crate::api::KopfAudit;
 use crate::evaluate::Policy;
 use crate::gather::Shared;
 use crate::gather::logs::LogMemory;
-use crate::gather::rbac::{RbacReader, RbacStores};
+use crate::gather::rbac::{RbacReader, RbacStores, until_synced};
 use crate::publish::EventPublisher;
 use crate::publish::metrics::Metrics;
 use backoff::Backoff;
@@ -269,10 +269,7 @@ fn sync_futures(
         K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
     {
         let store = store.clone();
-        (
-            name,
-            Box::pin(async move { store.wait_until_ready().await.is_ok() }),
-        )
+        (name, Box::pin(async move { until_synced(&store).await }))
     }
     let mut out = vec![synced("kopfaudits", audits)];
     out.extend(
@@ -318,7 +315,7 @@ const SWEEP: Duration = Duration::from_secs(60);
 
 /// Drops, every minute, the metric series and back-off counters of deleted KopfAudits.
 async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
-    if audits.wait_until_ready().await.is_err() {
+    if !until_synced(&audits).await {
         return;
     }
     loop {

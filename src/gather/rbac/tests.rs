@@ -130,3 +130,39 @@ fn answers_of_a_wave_expire_spread_over_half_the_ttl() {
     }
     assert!(slots.iter().all(|&n| n < 200), "{slots:?}");
 }
+
+/// A store's first list wakes the waiter even when something else looked at the store
+/// meanwhile (an audit's `is_synced`, a second waiter): kube-runtime's own
+/// `wait_until_ready` keeps one waker, the last poller's, and would hang here.
+#[tokio::test(start_paused = true)]
+async fn until_synced_resolves_though_others_looked_at_the_store() {
+    let (store, mut writer) = kube::runtime::reflector::store::<Role>();
+    let first = tokio::spawn({
+        let store = store.clone();
+        async move { until_synced(&store).await }
+    });
+    let second = tokio::spawn({
+        let store = store.clone();
+        async move { until_synced(&store).await }
+    });
+    tokio::task::yield_now().await;
+    assert!(!is_synced(&store), "nothing listed yet");
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::Init);
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+    let both = tokio::time::timeout(Duration::from_secs(5), async {
+        (first.await, second.await)
+    })
+    .await;
+    assert!(
+        matches!(both, Ok((Ok(true), Ok(true)))),
+        "both waiters saw the sync: {both:?}"
+    );
+    assert!(is_synced(&store));
+}
+
+#[tokio::test(start_paused = true)]
+async fn until_synced_is_false_when_the_writer_is_gone_unsynced() {
+    let (store, writer) = kube::runtime::reflector::store::<Role>();
+    drop(writer);
+    assert!(!until_synced(&store).await);
+}
