@@ -49,7 +49,7 @@ const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 /// below a live allocation stay resident. After the initial lists (thousands of pods
 /// and RBAC objects parsed, most of it dropped at once) that was 21 of 49 MiB of RSS
 /// on the scale bench (BENCHMARKS.md, "Scale"). `malloc_trim` releases every free
-/// page; it costs well under a millisecond on a heap of this size.
+/// page; there its thread used no measurable CPU (0 clock ticks in 12 runs).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn return_freed_memory_periodically() {
     let spawned = std::thread::Builder::new()
