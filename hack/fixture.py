@@ -208,6 +208,23 @@ def group_of(api_version: str) -> str:
     return api_version.rsplit('/', 1)[0] if '/' in api_version else ''
 
 
+def wait_established(kube: Kube, names: list[str], within: float = 60) -> None:
+    """Waits until every CRD is Established. Not `kubectl wait --for=condition=...`: on a
+    CRD just created, whose status.conditions is still null, it fails at once
+    (".status.conditions accessor error: <nil> is of the type <nil>") instead of waiting."""
+    deadline = time.monotonic() + within
+    pending = list(names)
+    while pending:
+        pending = [n for n in pending if kube.run(
+            'get', n, '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}',
+            check=False).stdout.strip() != 'True']
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise FixtureError(f"CRDs not Established after {within:.0f}s: {', '.join(pending)}")
+        time.sleep(0.5)
+
+
 def apply_manifests(kube: Kube, docs: list[dict[str, Any]], namespace: str) -> None:
     ns_res = kube.run('get', 'namespace', namespace, check=False)
     if ns_res.returncode != 0:
@@ -223,7 +240,7 @@ def apply_manifests(kube: Kube, docs: list[dict[str, Any]], namespace: str) -> N
     if crds:
         kube.apply(crds)
         names = [f"crd/{c['metadata']['name']}" for c in crds]
-        kube.run('wait', '--for=condition=Established', '--timeout=60s', *names, timeout=70)
+        wait_established(kube, names)
         log(f"CRDs established: {', '.join(n[4:] for n in names)}")
     kube.apply(others, namespace)
     log(f"applied {', '.join(d['kind'] + '/' + d['metadata']['name'] for d in others)}")

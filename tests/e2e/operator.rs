@@ -444,11 +444,18 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
     )
     .await;
     let status = audit.status.expect("status");
-    let metrics = auditor.http_get("/metrics");
     let series = format!(
         r#"kopf_audit_findings{{namespace="{}",name="cli",check="workload.standalone-replicas",severity="error"}} 1"#,
         ns.name
     );
+    // An audit records its metrics once it has published everything (the status, then
+    // the PolicyReport and the Events): a moment after the status shows.
+    let mut metrics = auditor.http_get("/metrics");
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !metrics.contains(&series) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        metrics = auditor.http_get("/metrics");
+    }
     assert!(
         metrics.contains(&series),
         "/metrics shows the findings: {metrics}"
