@@ -375,9 +375,8 @@ impl RbacReader {
     ) -> Result<Option<(Vec<Rule>, bool)>, Unavailable> {
         match (kind, binding) {
             (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
-                let role = match synced(covers(&self.stores.roles, ns)) {
-                    Some(_) => covers(&self.stores.roles, ns)
-                        .and_then(|s| s.get(&ObjectRef::new(name).within(ns))),
+                let role = match covers(&self.stores.roles, ns).filter(|s| is_synced(s)) {
+                    Some(store) => store.get(&ObjectRef::new(name).within(ns)),
                     None => Api::<Role>::namespaced(client.clone(), ns)
                         .get_opt(name)
                         .await
