@@ -94,11 +94,7 @@ fi
 auditor=$(cd "$(dirname "$auditor")" && pwd)/$(basename "$auditor")
 say "auditor: $auditor"
 "$auditor" crd | $kubectl apply --server-side --force-conflicts -f - >/dev/null
-# Polled, not `kubectl wait --for=condition=Established`: that fails at once while a
-# just-created CRD's status.conditions is still null.
-established() { [ "$($kubectl get crd/kopfaudits.kopfaudit.dev -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ]; }
-for _ in $(seq 120); do established && break; sleep 0.5; done
-established || { echo "the KopfAudit CRD is not Established after 60 s" >&2; exit 1; }
+cluster established kopfaudits.kopfaudit.dev >/dev/null
 bash hack/kopf-venv.sh >/dev/null  # hack/fixture.py runs the fixtures in it
 
 PYTHONDONTWRITEBYTECODE=1 python3 "$repo/hack/scale/bench.py" --kubeconfig "$kubeconfig" --workdir "$workdir" \

@@ -145,6 +145,20 @@ EOF
 
 default_sa_exists() { kc -n default get serviceaccount default >/dev/null 2>&1; }
 
+# Whether every named CRD has its Established condition True. Polled (wait_for), not
+# `kubectl wait --for=condition=Established`: that fails at once while a just-created
+# CRD's status.conditions is still null.
+established() { # crd names...
+  local crd
+  for crd in "$@"; do
+    [ "$(kc get "crd/$crd" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] \
+      || return 1
+  done
+}
+cmd_established() { # crd names...
+  wait_for 60 "CRDs established: $*" established "$@" || die "CRDs not Established after 60s: $*"
+}
+
 lock() {
   mkdir -p "$WORKDIR"
   exec 9>"$WORKDIR/.cluster.lock"
@@ -204,7 +218,7 @@ cmd_up() {
     || fail_up "node $NODE not Ready after 120s (is the kwok controller running?)"
   wait_for 120 "kube-controller-manager created the default ServiceAccount" default_sa_exists \
     || fail_up "no default ServiceAccount after 120s (is kube-controller-manager running?)"
-  kc wait --for condition=Established --timeout=60s crd/logs.kwok.x-k8s.io crd/clusterlogs.kwok.x-k8s.io >/dev/null \
+  wait_for 60 "kwok's Logs/ClusterLogs CRDs established" established logs.kwok.x-k8s.io clusterlogs.kwok.x-k8s.io \
     || fail_up "kwok's Logs/ClusterLogs CRDs are not established"
   log "cluster $CLUSTER up in $((SECONDS - start))s: $(kc config view --minify -o 'jsonpath={.clusters[0].cluster.server}'), kubeconfig $KUBECONFIG_PATH"
   echo "$KUBECONFIG_PATH"
@@ -297,5 +311,6 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig" >&2; exit 2 ;;
+  established) shift; cmd_established "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|established CRD..." >&2; exit 2 ;;
 esac

@@ -35,11 +35,7 @@ trap cleanup EXIT
 
 step "installing the KopfAudit CRD"
 $bin crd | $kubectl apply --server-side -f - >/dev/null
-# Polled, not `kubectl wait --for=condition=Established`: that fails at once while a
-# just-created CRD's status.conditions is still null.
-established() { [ "$($kubectl get crd/kopfaudits.kopfaudit.dev -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ]; }
-for _ in $(seq 120); do established && break; sleep 0.5; done
-established || { echo "the KopfAudit CRD is not Established after 60 s" >&2; exit 1; }
+bash hack/cluster.sh established kopfaudits.kopfaudit.dev >/dev/null
 
 for f in "${fixtures[@]}"; do
   ns="demo-$f"
