@@ -62,6 +62,18 @@ pub struct KopfAuditSpec {
     pub suspend: bool,
 }
 
+/// The schema pattern of an RFC 1123 DNS label: namespaces, container names, API
+/// versions and resource plurals. Every spec string that becomes part of a request
+/// path has a name grammar, so the API server refuses at apply time what would steer
+/// a request elsewhere (kube builds paths by plain formatting).
+const DNS_LABEL_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+/// The schema pattern of an RFC 1123 DNS subdomain: Deployment names.
+const DNS_SUBDOMAIN_PATTERN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+/// An API group: empty for the core group, else a DNS subdomain.
+const API_GROUP_PATTERN: &str =
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$";
+
 /// The default re-audit period.
 pub const DEFAULT_INTERVAL: &str = "5m";
 
@@ -94,7 +106,7 @@ fn default_interval() -> String {
 pub struct AuditTarget {
     /// The name of one Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN_PATTERN))]
     pub deployment: Option<String>,
 
     /// A label selector matching one or more Deployments.
@@ -104,12 +116,12 @@ pub struct AuditTarget {
     /// The namespace of the target; defaults to the KopfAudit's own. Another namespace
     /// is refused unless the auditor is started with cross-namespace targets allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 63))]
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS_LABEL_PATTERN))]
     pub namespace: Option<String>,
 
     /// The container running kopf; by default the first container that runs kopf.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 63))]
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS_LABEL_PATTERN))]
     pub container: Option<String>,
 }
 
@@ -117,15 +129,15 @@ pub struct AuditTarget {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandledResourceSpec {
-    /// API group (empty for the core group).
+    /// API group (empty for the core group), e.g. `example.com`.
     #[serde(default)]
-    #[schemars(length(max = 253))]
+    #[schemars(length(max = 253), regex(pattern = API_GROUP_PATTERN))]
     pub group: String,
     /// API version, e.g. `v1`.
-    #[schemars(length(min = 1, max = 63))]
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS_LABEL_PATTERN))]
     pub version: String,
-    /// Plural resource name, e.g. `tenants`.
-    #[schemars(length(min = 1, max = 63))]
+    /// Plural resource name, e.g. `tenants` (no subresource).
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS_LABEL_PATTERN))]
     pub plural: String,
 }
 

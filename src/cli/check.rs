@@ -65,7 +65,7 @@ pub(crate) async fn check(
         own: namespace.to_string(),
         cross_namespace: true,
     };
-    let candidates = gather::read_candidates(client, &spec.target, &reach).await?;
+    let candidates = gather::read_candidates(client, &spec, &reach).await?;
     let shared = Shared::default();
     let outcome = run_audit(client, &spec, &reach, &shared, Ok(candidates), policy).await;
     let now = Time(Timestamp::now());

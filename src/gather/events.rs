@@ -10,6 +10,7 @@ use crate::model::evidence::{
     EventEvidence, EventRecord, Gathered, HandledResource, Reporter, group_of,
 };
 use crate::model::kopf_run::KopfRun;
+use crate::model::names::field_selector_value;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 use kube::Client;
@@ -60,7 +61,7 @@ pub(crate) async fn gather(
         .checked_sub(jiff::SignedDuration::try_from(window).unwrap_or_default())
         .unwrap_or(now);
     let selector = match kinds.iter().collect::<Vec<_>>().as_slice() {
-        [one] => Some(format!("involvedObject.kind={one}")),
+        [one] => Some(format!("involvedObject.kind={}", field_selector_value(one))),
         _ => None,
     };
     let apis: Vec<(Api<Event>, String)> = match &namespaces {

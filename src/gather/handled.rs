@@ -12,6 +12,7 @@ use crate::model::evidence::{
     CrdInfo, Gathered, HandledResource, HandledSource, LogEvidence, TargetEvidence, Unavailable,
 };
 use crate::model::kopf_run::KopfRun;
+use crate::model::names::{is_dns_label, is_dns_subdomain};
 use crate::model::needs::CRD_GROUP;
 use crate::model::rbac::{Binding, PEERING_CLUSTER, PEERING_GROUPS, PEERING_NAMESPACED, Verb};
 use kube::Client;
@@ -45,14 +46,15 @@ type ResourceKey = (String, String);
 
 /// Whether a rule's `(group, resource)` can name a custom resource kopf serves: no
 /// wildcards (reported as over-privilege, not guessed at), no core or built-in group, no
-/// subresource, not CRDs themselves nor kopf's peering resources.
+/// subresource, not CRDs themselves nor kopf's peering resources. Both must be valid
+/// names (a Role's rules and a log line may hold anything): they become a CRD name in a
+/// request path.
 fn is_custom(group: &str, resource: &str) -> bool {
     let peering = [PEERING_NAMESPACED, PEERING_CLUSTER];
     group.contains('.')
         && group != CRD_GROUP
-        && group != "*"
-        && resource != "*"
-        && !resource.contains('/')
+        && is_dns_subdomain(group)
+        && is_dns_label(resource)
         && !(PEERING_GROUPS.contains(&group) && peering.contains(&resource))
 }
 

@@ -19,6 +19,7 @@ use crate::model::evidence::{
     Evidence, KopfEvidence, Observation, Obstacle, Stall, TargetEvidence, Unavailable,
 };
 use crate::model::kopf_run::Scope;
+use crate::model::names::{name_selector, spec_problem};
 use crate::model::settings::LogBounds;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -216,14 +217,18 @@ pub(crate) struct Candidates {
 /// is out of reach or its selector is invalid: [`gather`] then stalls with the reason.
 pub(crate) async fn read_candidates(
     client: &Client,
-    target: &AuditTarget,
+    spec: &KopfAuditSpec,
     reach: &Reach,
 ) -> Result<Candidates, GatherError> {
+    if spec_problem(spec).is_some() {
+        return Ok(Candidates::default());
+    }
+    let target = &spec.target;
     let Ok(namespace) = resolve_target_namespace(target, reach) else {
         return Ok(Candidates::default());
     };
     let params = match (&target.deployment, &target.selector) {
-        (Some(name), _) => ListParams::default().fields(&format!("metadata.name={name}")),
+        (Some(name), _) => ListParams::default().fields(&name_selector(name)),
         (None, Some(selector)) => match Selector::try_from(selector.clone()) {
             Ok(selector) => ListParams::default().labels_from(&selector),
             Err(_) => return Ok(Candidates::default()),
@@ -276,6 +281,11 @@ where
         })
 }
 
+/// A target name whose gathering panics, in tests only: the panic boundary around an
+/// audit is tested with it.
+#[cfg(test)]
+pub(crate) const PANICKING_TARGET: &str = "panics-in-gather";
+
 /// Gathers the evidence for an audit from its candidate Deployments and pods.
 pub(crate) async fn gather(
     client: &Client,
@@ -286,6 +296,16 @@ pub(crate) async fn gather(
 ) -> Observation {
     if spec.suspend {
         return Observation::Suspended;
+    }
+    #[cfg(test)]
+    if spec.target.deployment.as_deref() == Some(PANICKING_TARGET) {
+        panic!("a panic forced by a test");
+    }
+    if let Some(problem) = spec_problem(spec) {
+        return Observation::Stalled(Stall {
+            reason: ConditionReason::InvalidSpec,
+            message: format!("{problem}. Fix the spec."),
+        });
     }
     let selected = resolve_target_namespace(&spec.target, reach).and_then(|namespace| {
         let selected = select_targets(&spec.target, namespace, &candidates.deployments)?;

@@ -6,6 +6,7 @@
 use super::{Namespaces, Reach, obstacle};
 use crate::model::evidence::{Gathered, Peer, PeeringObject};
 use crate::model::kopf_run::{KopfRun, Peering};
+use crate::model::names::{name_selector, path_segment};
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -68,7 +69,7 @@ pub(crate) async fn gather(
             Place::Matching => {
                 let api: Api<DynamicObject> =
                     Api::all_with(client.clone(), &resource(group, false));
-                let params = ListParams::default().fields(&format!("metadata.name={name}"));
+                let params = ListParams::default().fields(&name_selector(name));
                 let list = match api.list(&params).await {
                     Ok(list) => list.items,
                     Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
@@ -102,7 +103,7 @@ fn resource(group: &str, cluster: bool) -> ApiResource {
 
 /// One peering object, if it (and its CRD) exists.
 async fn read(api: &Api<DynamicObject>, name: &str) -> Gathered<Option<PeeringObject>> {
-    match api.get_opt(name).await {
+    match api.get_opt(&path_segment(name)).await {
         Ok(found) => Ok(found.as_ref().map(peering_object)),
         // The CRD of this group is not installed.
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),

@@ -15,6 +15,7 @@ use crate::model::evidence::{
     Gathered, HandledResource, RbacEvidence, TargetEvidence, Unavailable,
 };
 use crate::model::kopf_run::{KopfRun, Peering};
+use crate::model::names::path_segment;
 use crate::model::needs;
 use crate::model::rbac::{
     Binding, BindingKind, PeeringCrds, Permission, RoleKind, Rule, ServiceAccountRef, Subject,
@@ -270,7 +271,7 @@ impl RbacReader {
             return Ok(found.clone());
         }
         let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        let found = api.get_opt(name).await.map_err(|e| {
+        let found = api.get_opt(&path_segment(name)).await.map_err(|e| {
             unavailable(
                 &e,
                 &format!("get customresourcedefinitions.apiextensions.k8s.io {name}"),
@@ -377,8 +378,8 @@ impl RbacReader {
             (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
                 let role = match covers(&self.stores.roles, ns).filter(|s| is_synced(s)) {
                     Some(store) => store.get(&ObjectRef::new(name).within(ns)),
-                    None => Api::<Role>::namespaced(client.clone(), ns)
-                        .get_opt(name)
+                    None => Api::<Role>::namespaced(client.clone(), &path_segment(ns))
+                        .get_opt(&path_segment(name))
                         .await
                         .map_err(|e| {
                             unavailable(
@@ -395,7 +396,7 @@ impl RbacReader {
                 let role = match self.stores.cluster_roles.as_ref().filter(|s| is_synced(s)) {
                     Some(store) => store.get(&ObjectRef::new(name)),
                     None => Api::<ClusterRole>::all(client.clone())
-                        .get_opt(name)
+                        .get_opt(&path_segment(name))
                         .await
                         .map_err(|e| {
                             unavailable(

@@ -9,6 +9,7 @@ pub(crate) mod duration;
 pub(crate) mod evidence;
 pub(crate) mod handled;
 pub(crate) mod kopf_run;
+pub(crate) mod names;
 pub(crate) mod needs;
 pub(crate) mod quantity;
 pub(crate) mod rbac;

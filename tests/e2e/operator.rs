@@ -393,6 +393,31 @@ async fn invalid_kopfaudits_are_refused_by_the_api_server_with_the_schema_messag
             serde_json::json!({"target": {"deployment": "op"}, "interval": "5 minutes"}),
             "should match",
         ),
+        // Names that would steer a request path: the name grammars refuse them.
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "handledResources": [{"version": "v1/pods?", "plural": "x"}]}),
+            "spec.handledResources[0].version in body should match",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "handledResources": [{"version": "v1", "plural": "pods/log"}]}),
+            "spec.handledResources[0].plural in body should match",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op"}, "handledResources": [{"group": "a/../b", "version": "v1", "plural": "x"}]}),
+            "spec.handledResources[0].group in body should match",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op?watch=1"}}),
+            "spec.target.deployment in body should match",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op", "namespace": "a/b"}}),
+            "spec.target.namespace in body should match",
+        ),
+        (
+            serde_json::json!({"target": {"deployment": "op", "container": "Op Erator"}}),
+            "spec.target.container in body should match",
+        ),
     ];
     for (i, (spec, message)) in cases.into_iter().enumerate() {
         let body = serde_json::json!({
