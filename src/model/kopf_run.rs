@@ -3,6 +3,7 @@
 //! the only place to learn them (`kopf run --help`, kopf 1.45 `cli.py`; every option
 //! also reads `KOPF_RUN_<OPTION>`).
 
+use super::names::is_dns_label;
 use k8s_openapi::api::core::v1::Container;
 pub(crate) use kopf_log::LogFormat as KopfLogFormat;
 
@@ -33,12 +34,14 @@ impl Scope {
 
     /// The `-n` values that name one namespace each: what kopf falls back to when it
     /// may not list namespaces (`select_specific_namespaces`, kopf 1.45
-    /// `_cogs/structs/references.py`).
+    /// `_cogs/structs/references.py`). A value that is no valid namespace name (the
+    /// Deployment's args may hold anything) names no namespace: it is left out, so it
+    /// never reaches a request path.
     pub(crate) fn specific_names(&self) -> Vec<String> {
         match self {
             Scope::Namespaced(values) => values
                 .iter()
-                .filter(|v| is_specific_name(v))
+                .filter(|v| is_specific_name(v) && is_dns_label(v))
                 .cloned()
                 .collect(),
             _ => Vec::new(),
@@ -88,30 +91,106 @@ pub(crate) fn match_namespace(name: &str, pattern: &str) -> bool {
 }
 
 /// Python's `fnmatch.fnmatch` on POSIX: `*`, `?`, `[seq]` and `[!seq]`, case-sensitive.
+/// Iterative, in time proportional to the name's length times the glob's and with no
+/// recursion: the globs come from a Deployment's args, which a tenant writes.
 pub(crate) fn fnmatch(name: &str, glob: &str) -> bool {
     let name: Vec<char> = name.chars().collect();
-    let glob: Vec<char> = glob.chars().collect();
-    fnmatch_at(&name, &glob)
+    let tokens = glob_tokens(glob);
+    let (mut n, mut t) = (0, 0);
+    // After the last `*` seen: the token after it and the name position it resumes at.
+    let mut resume: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match tokens.get(t) {
+            Some(GlobToken::Star) => {
+                resume = Some((t + 1, n));
+                t += 1;
+            }
+            Some(token) if token.matches(name[n]) => {
+                n += 1;
+                t += 1;
+            }
+            _ => match resume {
+                // Let the last `*` take one more character, and try again after it.
+                Some((after_star, from)) => {
+                    resume = Some((after_star, from + 1));
+                    t = after_star;
+                    n = from + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    tokens[t..]
+        .iter()
+        .all(|token| matches!(token, GlobToken::Star))
 }
 
-fn fnmatch_at(name: &[char], glob: &[char]) -> bool {
-    match glob.first() {
-        None => name.is_empty(),
-        Some('*') => (0..=name.len()).any(|skip| fnmatch_at(&name[skip..], &glob[1..])),
-        Some('?') => !name.is_empty() && fnmatch_at(&name[1..], &glob[1..]),
-        Some('[') => match char_class(glob) {
-            Some((matches, len)) => {
-                name.first().is_some_and(|c| matches(*c)) && fnmatch_at(&name[1..], &glob[len..])
-            }
-            // An unclosed `[` is a literal, as in Python.
-            None => name.first() == Some(&'[') && fnmatch_at(&name[1..], &glob[1..]),
-        },
-        Some(c) => name.first() == Some(c) && fnmatch_at(&name[1..], &glob[1..]),
+/// One element of a glob: each but `*` matches exactly one character.
+#[derive(Debug, PartialEq)]
+enum GlobToken {
+    /// `*`: any run of characters.
+    Star,
+    /// `?`: any one character.
+    One,
+    /// `[...]` or `[!...]`: one character of (or not of) the members; `a-z` is a range.
+    Class { members: Vec<char>, negated: bool },
+    /// Any other character, itself.
+    Literal(char),
+}
+
+impl GlobToken {
+    /// Whether this single-character token matches `c` (never called for `*`).
+    fn matches(&self, c: char) -> bool {
+        match self {
+            GlobToken::Star | GlobToken::One => true,
+            GlobToken::Literal(l) => *l == c,
+            GlobToken::Class { members, negated } => class_has(members, c) != *negated,
+        }
     }
 }
 
-/// A `[...]` class at the start of `glob`: its test and its length in chars.
-fn char_class(glob: &[char]) -> Option<(impl Fn(char) -> bool, usize)> {
+/// Whether a class's members (with `a-z` ranges) hold `c`.
+fn class_has(members: &[char], c: char) -> bool {
+    let mut j = 0;
+    while j < members.len() {
+        if j + 2 < members.len() && members[j + 1] == '-' {
+            if members[j] <= c && c <= members[j + 2] {
+                return true;
+            }
+            j += 3;
+        } else {
+            if members[j] == c {
+                return true;
+            }
+            j += 1;
+        }
+    }
+    false
+}
+
+/// A glob as tokens; consecutive `*` are one.
+fn glob_tokens(glob: &str) -> Vec<GlobToken> {
+    let glob: Vec<char> = glob.chars().collect();
+    let mut out = Vec::with_capacity(glob.len());
+    let mut i = 0;
+    while i < glob.len() {
+        let (token, len) = match glob[i] {
+            '*' => (GlobToken::Star, 1),
+            '?' => (GlobToken::One, 1),
+            // An unclosed `[` is a literal, as in Python.
+            '[' => char_class(&glob[i..]).unwrap_or((GlobToken::Literal('['), 1)),
+            c => (GlobToken::Literal(c), 1),
+        };
+        if !(token == GlobToken::Star && out.last() == Some(&GlobToken::Star)) {
+            out.push(token);
+        }
+        i += len;
+    }
+    out
+}
+
+/// A `[...]` class at the start of `glob`: the token and its length in chars.
+fn char_class(glob: &[char]) -> Option<(GlobToken, usize)> {
     let mut i = 1;
     let negated = glob.get(i) == Some(&'!');
     if negated {
@@ -128,22 +207,8 @@ fn char_class(glob: &[char]) -> Option<(impl Fn(char) -> bool, usize)> {
     if i >= glob.len() {
         return None;
     }
-    let members: Vec<char> = glob[start..i].to_vec();
-    let test = move |c: char| {
-        let mut j = 0;
-        let mut hit = false;
-        while j < members.len() {
-            if j + 2 < members.len() && members[j + 1] == '-' {
-                hit |= members[j] <= c && c <= members[j + 2];
-                j += 3;
-            } else {
-                hit |= members[j] == c;
-                j += 1;
-            }
-        }
-        hit != negated
-    };
-    Some((test, i + 1))
+    let members = glob[start..i].to_vec();
+    Some((GlobToken::Class { members, negated }, i + 1))
 }
 
 /// Whether kopf peers with other instances.

@@ -174,6 +174,48 @@ fn namespace_patterns_match_as_kopf_matches_them() {
 }
 
 #[test]
+fn globs_match_as_pythons_fnmatch() {
+    // Cases checked against CPython 3.11's fnmatch.fnmatchcase.
+    assert!(fnmatch("", "*"));
+    assert!(fnmatch("", "**"));
+    assert!(!fnmatch("", "?"));
+    assert!(fnmatch("abc", "a*c"));
+    assert!(fnmatch("abbbc", "a*b*c"));
+    assert!(!fnmatch("abbbd", "a*b*c"));
+    assert!(fnmatch("a*c", "a[*]c"));
+    assert!(fnmatch("a]", "a[]]"));
+    assert!(fnmatch("a[", "a["));
+    assert!(fnmatch("a[b", "a[b"));
+    assert!(fnmatch("a-", "a[!x]"));
+    assert!(fnmatch("mississippi", "*sip*"));
+    assert!(fnmatch("mississippi", "m*iss*ppi"));
+    assert!(!fnmatch("mississippi", "m*iss*ppx"));
+}
+
+#[test]
+fn hostile_globs_are_matched_in_bounded_time_and_stack() {
+    // Exponential for a backtracking matcher, and deep for a recursive one.
+    let name = "a".repeat(63);
+    let glob = format!("{}b", "*a".repeat(5_000));
+    assert!(!fnmatch(&name, &glob));
+    let long = "?".repeat(200_000);
+    assert!(!fnmatch(&name, &long));
+    let pattern = format!("{},!{}", "*a".repeat(2_000), "[".repeat(10_000));
+    assert!(!match_namespace(&name, &pattern));
+}
+
+#[test]
+fn values_that_are_no_namespace_name_are_not_specific_names() {
+    let scope = Scope::Namespaced(vec![
+        "ops".into(),
+        "v1/pods".into(),
+        "UPPER".into(),
+        "a".repeat(64),
+    ]);
+    assert_eq!(scope.specific_names(), vec!["ops".to_string()]);
+}
+
+#[test]
 fn verbosity_priority_and_dev() {
     let run = parse(&container(
         &["kopf", "run", "-v", "--dev", "-p", "100"],
