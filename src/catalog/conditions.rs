@@ -168,6 +168,7 @@ define_words! {
         AuditSucceeded: "The audit ran for the current generation.";
         AuditFailed: "The audit could not complete (an API error); it is retried with back-off, and the last results are kept.";
         InvalidSpec: "The spec cannot be used as written (e.g. an invalid label selector); the audit waits for a change.";
+        InternalError: "Auditing this target's data hit a defect of kopf-audit (the message quotes it); the auditor kept running, the other audits are unaffected, and this one is tried again at the next interval.";
         TargetNotFound: "The target Deployment (or selector) matches nothing in the namespace.";
         CrossNamespaceRefused: "The target is in another namespace and the auditor does not allow cross-namespace targets.";
         Suspended: "spec.suspend is true: no audits run.";

@@ -154,7 +154,7 @@ pub(crate) async fn gather(
         log.version.narrow(read.stats.kopf_version);
         log.reads.push_back((now, read.stats, read.cut));
         remember(&mut log.digest, read.records, now);
-        expire(&mut log, now - window);
+        expire(&mut log, now.checked_sub(window).unwrap_or(Timestamp::MIN));
         log.used = Some(now);
         let restarts = restart_count(pod, container);
         if restarted(pod, container) && log.previous.as_ref().is_none_or(|(n, _)| *n != restarts) {
@@ -307,7 +307,10 @@ async fn read_new(
     match cursor {
         // `sinceTime` has whole seconds: the lines of that second read before are skipped.
         Some(c) => params.since_time = Some(Timestamp::from_second(c.as_second()).unwrap_or(c)),
-        None => params.since_seconds = Some(bounds.window.as_secs().max(1) as i64),
+        None => {
+            params.since_seconds =
+                Some(i64::try_from(bounds.window.as_secs().max(1)).unwrap_or(i64::MAX))
+        }
     }
     let mut first = stream(api, &key.pod, &params, bounds.limit_bytes, cursor).await?;
     if first.cut {

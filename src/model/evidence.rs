@@ -429,10 +429,17 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    /// Whether kopf counts it as alive at `now` (`lastseen + lifetime > now`).
+    /// Whether kopf counts it as alive at `now` (`lastseen + lifetime > now`). Both
+    /// come from a peering object's status, which anyone who may patch it writes: a sum
+    /// past the end of time is alive for ever, one before its start never was.
     pub(crate) fn alive_at(&self, now: Timestamp) -> bool {
-        self.lastseen
-            .is_some_and(|seen| seen + jiff::SignedDuration::from_secs(self.lifetime_seconds) > now)
+        let Some(seen) = self.lastseen else {
+            return false;
+        };
+        match seen.checked_add(jiff::SignedDuration::from_secs(self.lifetime_seconds)) {
+            Ok(until) => until > now,
+            Err(_) => self.lifetime_seconds > 0,
+        }
     }
 }
 

@@ -130,7 +130,11 @@ pub(crate) fn resolve_after(spec: &KopfAuditSpec) -> Duration {
         .resolve_after
         .as_deref()
         .and_then(duration::parse)
-        .unwrap_or_else(|| (2 * interval(spec)).max(MIN_DEFAULT_RESOLVE_AFTER))
+        .unwrap_or_else(|| {
+            interval(spec)
+                .saturating_mul(2)
+                .max(MIN_DEFAULT_RESOLVE_AFTER)
+        })
 }
 
 /// The requeue period of an audit (the schema guarantees at least 30s).

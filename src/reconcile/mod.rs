@@ -292,7 +292,9 @@ async fn reconcile_counted(
     audit: Arc<KopfAudit>,
     ctx: Arc<Context>,
 ) -> Result<Action, pipeline::ReconcileError> {
-    let result = pipeline::reconcile(audit.clone(), ctx.clone()).await;
+    let result = pipeline::contain_panic(pipeline::reconcile(audit.clone(), ctx.clone()))
+        .await
+        .unwrap_or_else(|message| Err(pipeline::ReconcileError::Panicked(message)));
     if result.is_ok() {
         ctx.backoff.succeeded(&audit);
     }

@@ -6,15 +6,19 @@
 
 use super::Context;
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
+use crate::catalog::ConditionReason;
 use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
 use crate::gather::{self, Candidates, GatherError, Reach, Shared};
+use crate::model::evidence::Stall;
 use crate::model::settings;
 use crate::publish::{self, PublishError};
+use futures::FutureExt;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Client, ResourceExt};
+use std::future::Future;
 use std::sync::Arc;
 
 /// Why a reconcile failed; the error policy backs off and retries.
@@ -29,10 +33,19 @@ pub(crate) enum ReconcileError {
     /// A KopfAudit without a namespace (cannot happen for a namespaced kind).
     #[error("KopfAudit {0} has no namespace")]
     NoNamespace(String),
+    /// Planning or publishing the status panicked (a defect): retried with back-off,
+    /// and the process goes on serving the other audits.
+    #[error("the audit panicked: {0}")]
+    Panicked(String),
 }
 
 /// Gathers and evaluates one audit from its candidates (read by
 /// [`gather::read_candidates`]): the function the operator and `kopf-audit check` share.
+///
+/// Whatever a tenant writes (its KopfAudit, its Deployment's args, its peering objects,
+/// its operator's log) is read here. A panic on such data is a defect, but it must not
+/// end the one process that audits every team: it is caught and the audit stalls with
+/// the panic's message until the next interval.
 pub(crate) async fn run_audit(
     client: &Client,
     spec: &KopfAuditSpec,
@@ -41,11 +54,54 @@ pub(crate) async fn run_audit(
     candidates: Result<Candidates, GatherError>,
     policy: &Policy,
 ) -> Outcome {
-    let observation = match candidates {
-        Ok(candidates) => Ok(gather::gather(client, spec, reach, shared, &candidates).await),
-        Err(e) => Err(e.to_string()),
+    let audit = async {
+        let observation = match candidates {
+            Ok(candidates) => Ok(gather::gather(client, spec, reach, shared, &candidates).await),
+            Err(e) => Err(e.to_string()),
+        };
+        evaluate::evaluate(spec, observation, policy)
     };
-    evaluate::evaluate(spec, observation, policy)
+    contain_panic(audit)
+        .await
+        .unwrap_or_else(|message| Outcome::Stalled(panicked(&message)))
+}
+
+/// Runs `work`, turning a panic into its message (the payload of `panic!` and of the
+/// standard library's panics is a string).
+pub(crate) async fn contain_panic<T>(work: impl Future<Output = T>) -> Result<T, String> {
+    std::panic::AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .map_err(|payload| {
+            payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".to_string())
+        })
+}
+
+/// The most of a panic's message a status quotes.
+const PANIC_MESSAGE_MAX: usize = 300;
+
+/// The stall of an audit whose gathering or evaluation panicked.
+fn panicked(message: &str) -> Stall {
+    let mut quoted: String = message.chars().filter(|c| !c.is_control()).collect();
+    if quoted.len() > PANIC_MESSAGE_MAX {
+        let mut end = PANIC_MESSAGE_MAX;
+        while !quoted.is_char_boundary(end) {
+            end -= 1;
+        }
+        quoted.truncate(end);
+        quoted.push('…');
+    }
+    tracing::error!(panic = %quoted, "an audit panicked: kopf-audit kept running and stalled this audit");
+    Stall {
+        reason: ConditionReason::InternalError,
+        message: format!(
+            "kopf-audit hit a defect while auditing this target ({quoted}). The other audits are unaffected and this one is tried again at the next interval; please report it with the auditor's log."
+        ),
+    }
 }
 
 /// Reconciles one KopfAudit.
@@ -66,7 +122,7 @@ pub(crate) async fn reconcile(
     let candidates = if audit.spec.suspend {
         Ok(Candidates::default())
     } else {
-        gather::read_candidates(&ctx.client, &audit.spec.target, &reach).await
+        gather::read_candidates(&ctx.client, &audit.spec, &reach).await
     };
     if let Ok(candidates) = &candidates {
         ctx.targets.remember(&audit, &candidates.deployments);
@@ -119,15 +175,17 @@ pub(crate) async fn reconcile(
 /// audit left alone runs exactly every interval.
 fn spread(interval: std::time::Duration, uid: &str, now: Timestamp) -> std::time::Duration {
     use std::hash::{Hash, Hasher};
-    let period = interval.as_millis().max(1) as u64;
+    // In u128: an interval as long as the spec allows cannot overflow.
+    let period = interval.as_millis().max(1);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     uid.hash(&mut hasher);
-    let phase = hasher.finish() % period;
-    let now_ms = now.as_millisecond().max(0) as u64;
+    let phase = u128::from(hasher.finish()) % period;
+    let now_ms = now.as_millisecond().max(0) as u128;
     let earliest = now_ms + period / 2;
     // The first instant at or after `earliest` whose remainder is the phase.
     let offset = (phase + period - earliest % period) % period;
-    std::time::Duration::from_millis(earliest + offset - now_ms)
+    let delay = earliest + offset - now_ms;
+    std::time::Duration::from_millis(u64::try_from(delay).unwrap_or(u64::MAX))
 }
 
 /// The stored status, or the pending status written on first sight.

@@ -277,3 +277,139 @@ async fn a_target_that_is_gone_stalls_without_backing_off() {
         "nothing of the target is read: {seen:#?}"
     );
 }
+
+/// The healthy cluster, where the operator peers (no `--standalone`) and a tenant wrote
+/// its KopfPeering's status with values past the end of time.
+fn answer_with_hostile_peering(
+    method: &Method,
+    path: &str,
+    body: &serde_json::Value,
+) -> Response<Body> {
+    let is = |m: &Method, part: &str| method == m && path.contains(part);
+    if is(&Method::GET, "/apis/apps/v1/namespaces/ns/deployments?") {
+        let (mut deployment, _) = compliant_target();
+        if let Some(c) = deployment
+            .spec
+            .template
+            .spec
+            .as_mut()
+            .and_then(|s| s.containers.first_mut())
+        {
+            c.args = Some(vec!["-n".into(), NS.into(), "/app/op.py".into()]);
+        }
+        let selected = path.contains("fieldSelector=metadata.name%3Dop");
+        return json(
+            StatusCode::OK,
+            list_of("DeploymentList", "apps/v1", selected.then_some(deployment)),
+        );
+    }
+    if is(
+        &Method::GET,
+        "/apis/kopf.dev/v1/namespaces/ns/kopfpeerings/default",
+    ) {
+        return json(
+            StatusCode::OK,
+            serde_json::json!({
+                "apiVersion": "kopf.dev/v1", "kind": "KopfPeering",
+                "metadata": {"name": "default", "namespace": NS},
+                "status": {
+                    "forever": {"priority": 0, "lifetime": i64::MAX, "lastseen": "2026-12-01T10:00:00+00:00"},
+                    "never": {"priority": 0, "lifetime": i64::MIN, "lastseen": "2026-12-01T10:00:00+00:00"},
+                    "late": {"priority": 0, "lifetime": 60, "lastseen": "9999-12-31T23:59:59+00:00"},
+                    "early": {"priority": 0, "lifetime": -60, "lastseen": "-009999-01-01T00:00:00+00:00"}
+                }
+            }),
+        );
+    }
+    answer(method, path, body)
+}
+
+fn last_status(seen: &[Seen]) -> KopfAuditStatus {
+    let writes = status_writes(seen);
+    let last = writes.last().expect("a status write");
+    serde_json::from_value(last.body["status"].clone()).expect("status")
+}
+
+fn condition(status: &KopfAuditStatus, type_: &str) -> (String, String) {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone()))
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_peering_status_past_the_end_of_time_is_audited_without_a_panic() {
+    let (client, api) = FakeApi::start(NS, answer_with_hostile_peering);
+    let ctx = context(client);
+    let action = reconcile(audit_with(None), ctx).await;
+    assert!(action.is_ok(), "{action:?}");
+    let seen = api.take();
+    assert!(
+        seen.iter()
+            .any(|s| s.path.contains("/kopfpeerings/default")),
+        "the peering object was read: {seen:#?}"
+    );
+    let status = last_status(&seen);
+    assert_eq!(
+        condition(&status, "Ready"),
+        ("True".into(), "AuditSucceeded".into())
+    );
+    // The peer alive for ever is not one of the operator's pods.
+    assert!(
+        status
+            .findings
+            .iter()
+            .any(|f| f.check == crate::catalog::CheckId::RuntimeForeignPeer),
+        "{:#?}",
+        status.findings
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_audit_stalls_and_the_next_audit_runs() {
+    let (client, api) = FakeApi::start(NS, answer);
+    let ctx = context(client);
+    let panicking = {
+        let mut audit = (*audit_with(None)).clone();
+        audit.spec.target.deployment = Some(crate::gather::PANICKING_TARGET.into());
+        Arc::new(audit)
+    };
+    let action = super::reconcile_counted(panicking, ctx.clone()).await;
+    assert!(
+        action.is_ok(),
+        "a contained panic is a stall, not an error: {action:?}"
+    );
+    let status = last_status(&api.take());
+    assert_eq!(
+        condition(&status, "Stalled"),
+        ("True".into(), "InternalError".into())
+    );
+    let stalled = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Stalled")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(stalled.contains("a panic forced by a test"), "{stalled}");
+
+    let next = super::reconcile_counted(audit_with(None), ctx).await;
+    assert!(next.is_ok(), "{next:?}");
+    let status = last_status(&api.take());
+    assert_eq!(
+        condition(&status, "Ready"),
+        ("True".into(), "AuditSucceeded".into())
+    );
+}
+
+#[tokio::test]
+async fn a_panic_anywhere_in_a_reconcile_becomes_its_error() {
+    let outcome = super::pipeline::contain_panic(async {
+        let values: Vec<u32> = Vec::new();
+        values[usize::MAX / 2]
+    })
+    .await;
+    let message = outcome.expect_err("the panic, as a message");
+    assert!(message.contains("index out of bounds"), "{message}");
+}

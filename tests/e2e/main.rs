@@ -5,6 +5,7 @@ mod accuracy;
 mod chart;
 mod harness;
 mod helm;
+mod hostile;
 mod image;
 mod kubectl;
 mod leader;

@@ -300,6 +300,12 @@ impl Auditor {
         terminate(&mut self.child, Duration::from_secs(10));
     }
 
+    /// Whether the process is still running (it has not exited, crashed or panicked
+    /// out).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Kills it with SIGKILL, as a crash would: nothing is released.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
