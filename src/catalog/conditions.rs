@@ -177,6 +177,9 @@ define_words! {
         Forbidden: "The auditor may not read what this area needs; the message names the permission.";
         OutsideNamespace: "The area needs objects outside the KopfAudit's namespace, which the auditor reads only when started with --allow-cross-namespace.";
         GatherFailed: "The area could not be read this time (an API error); the last results are kept, marked stale.";
+        NoRunningPod: "The target has no pod that ever ran, so it has no log to read: the log-based areas wait for one (an empty log is not a healthy one).";
+        AuthorizationUndecided: "The API server could not decide some of the operator's permissions (a SubjectAccessReview answered with an evaluationError, quoted in the message); they are asked again at the next audit.";
+        LogsPartial: "Part of the log window was read but not kept (more distinct records than the auditor keeps): findings seen are reported, but none is resolved and the area is not declared compliant.";
         NotKopf: "The target runs no kopf operator, so kopf-specific checks do not apply.";
         TargetStalled: "The area was not evaluated because the audit is stalled.";
         AreasNotCompliant: "At least one area condition is False.";

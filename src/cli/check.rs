@@ -64,6 +64,7 @@ pub(crate) async fn check(
     let reach = Reach {
         own: namespace.to_string(),
         cross_namespace: true,
+        reader: format!("{namespace}/check"),
     };
     let candidates = gather::read_candidates(client, &spec, &reach).await?;
     let shared = Shared::default();

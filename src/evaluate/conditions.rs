@@ -168,6 +168,12 @@ fn area_condition(
         AreaState::NotKopf(message) => {
             DesiredCondition::new(type_, S::Unknown, R::NotKopf, message)
         }
+        AreaState::Partial(why) if serious.is_empty() => {
+            DesiredCondition::new(type_, S::Unknown, R::LogsPartial, why)
+        }
+        AreaState::Partial(why) => {
+            DesiredCondition::new(type_, S::False, R::FindingsPresent, found() + " " + &why)
+        }
         AreaState::Unavailable(u) if u.why == Obstacle::Failed => {
             let kept = format!(
                 " This audit could not read the area ({}); the verdict and findings of the last complete audit are kept.",

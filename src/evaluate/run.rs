@@ -25,12 +25,15 @@ pub(crate) enum AreaState {
     Unavailable(Unavailable),
     /// The target runs no kopf, so the kopf checks do not apply.
     NotKopf(String),
+    /// Its checks ran on part of the evidence (the message says which part is
+    /// missing): what they found counts, what they did not find is not resolved.
+    Partial(String),
 }
 
 impl AreaState {
     /// Whether the area's findings are those of a complete look (nothing stays stale).
     pub(crate) fn is_complete(&self) -> bool {
-        !matches!(self, AreaState::Unavailable(_))
+        !matches!(self, AreaState::Unavailable(_) | AreaState::Partial(_))
     }
 }
 
@@ -63,6 +66,7 @@ impl Evaluation {
         if let Some(u) = states
             .iter()
             .find(|s| matches!(s, AreaState::Unavailable(_)))
+            .or_else(|| states.iter().find(|s| matches!(s, AreaState::Partial(_))))
         {
             return (*u).clone();
         }
@@ -118,7 +122,7 @@ fn evaluate_target(
                 let state = match evidence_for(area, kopf) {
                     Ok(()) => {
                         raised.extend(checks::run_area(area, target, kopf, settings));
-                        AreaState::Evaluated
+                        partial_logs(area, kopf).map_or(AreaState::Evaluated, AreaState::Partial)
                     }
                     Err(why) => AreaState::Unavailable(why),
                 };
@@ -167,7 +171,7 @@ fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluat
     for (check, why) in optional {
         let Some(why) = why else { continue };
         match why.why {
-            Obstacle::Failed => {
+            Obstacle::Failed | Obstacle::NoRunningPod | Obstacle::Undecided => {
                 eval.unread.insert((target.name().to_string(), check));
             }
             Obstacle::Forbidden | Obstacle::OutsideNamespace => eval.skipped.push(SkippedCheck {
@@ -188,10 +192,25 @@ fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
     match area {
         Area::Workload => Ok(()),
         Area::Rbac => need(&kopf.rbac),
-        Area::Events => need(&kopf.logs).and(need(&kopf.events)),
+        // The Events' obstacle first: it names the reach a platform team can grant.
+        Area::Events => need(&kopf.events).and(need(&kopf.logs)),
         Area::Persistence => need(&kopf.handled).and(need(&kopf.objects)),
         Area::Runtime => need(&kopf.logs),
     }
+}
+
+/// Why an area that reads the log saw only part of it, if it did: records of the
+/// window were read but not kept.
+fn partial_logs(area: Area, kopf: &KopfEvidence) -> Option<String> {
+    if !matches!(area, Area::Events | Area::Runtime) {
+        return None;
+    }
+    let dropped = kopf.logs.as_ref().map_or(0, |l| l.dropped);
+    (dropped > 0).then(|| {
+        format!(
+            "{dropped} distinct log record(s) of the window were read but not kept (the auditor keeps a bounded digest per container): findings seen are reported, none is resolved until a window is read whole. Shorten spec.logs.window, or fix the failures that fill the log."
+        )
+    })
 }
 
 /// One finding per root cause: when several checks see one cause (a denial in the log

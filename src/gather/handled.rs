@@ -133,7 +133,7 @@ async fn from_spec(
                 e
             }
             None => {
-                let (namespaced, kind) = discover(client, &h.group, &h.version, &h.plural).await;
+                let (namespaced, kind) = discover(client, &h.group, &h.version, &h.plural).await?;
                 HandledResource {
                     group: h.group.clone(),
                     version: h.version.clone(),
@@ -151,13 +151,15 @@ async fn from_spec(
 }
 
 /// Scope and kind of a built-in (or aggregated-API) resource from discovery; a resource
-/// discovery does not know is assumed namespaced (kopf will report it unresolved).
+/// discovery does not know (404) is assumed namespaced (kopf will report it
+/// unresolved). Any other failure leaves the handled resources unknown: taken for an
+/// unknown kind, it would make the events and persistence areas read nothing and pass.
 async fn discover(
     client: &Client,
     group: &str,
     version: &str,
     plural: &str,
-) -> (bool, Option<String>) {
+) -> Result<(bool, Option<String>), Unavailable> {
     let list = if group.is_empty() {
         client.list_core_api_resources(version).await
     } else {
@@ -166,15 +168,26 @@ async fn discover(
             .await
     };
     match list {
-        Ok(list) => list
+        Ok(list) => Ok(list
             .resources
             .iter()
             .find(|r| r.name == plural)
             .map(|r| (r.namespaced, Some(r.kind.clone())))
-            .unwrap_or((true, None)),
+            .unwrap_or((true, None))),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok((true, None)),
         Err(e) => {
-            tracing::debug!(error = %e, group, version, plural, "discovery of a handled resource failed");
-            (true, None)
+            let api = if group.is_empty() {
+                format!("/api/{version}")
+            } else {
+                format!("/apis/{group}/{version}")
+            };
+            Err(super::obstacle(
+                &e,
+                &format!(
+                    "discover the resources of {api} (to learn the kind and scope of {plural})"
+                ),
+                &format!("get on the non-resource URL {api}"),
+            ))
         }
     }
 }

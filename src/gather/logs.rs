@@ -43,9 +43,11 @@ const KEPT_TRACEBACK_LINES: usize = 3;
 /// Containers not read for this long are forgotten (their pods are gone).
 pub(crate) const FORGET_AFTER: Duration = Duration::from_secs(3600);
 
-/// Which container log.
+/// Which container log, as read by which KopfAudit.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct ContainerKey {
+    /// The reading KopfAudit (`namespace/name`): each keeps its own cursor and digest.
+    reader: String,
     namespace: String,
     pod: String,
     uid: String,
@@ -70,6 +72,9 @@ struct ContainerLog {
     digest: Vec<Seen>,
     /// Each read's line counts, when it was made and whether the cap cut it.
     reads: VecDeque<(Timestamp, kopf_log::Stats, bool)>,
+    /// When records of the window were read but not kept, and how many: past the
+    /// bound of one read, or forgotten from the digest past its bound.
+    dropped: VecDeque<(Timestamp, usize)>,
     /// The previous container's log, by the restart count it was read at.
     previous: Option<(i32, Vec<kopf_log::Record>)>,
     /// When it was last read.
@@ -122,6 +127,7 @@ impl LogMemory {
 pub(crate) async fn gather(
     client: &Client,
     memory: &LogMemory,
+    reader: &str,
     namespace: &str,
     pods: &[Pod],
     container: &str,
@@ -135,6 +141,7 @@ pub(crate) async fn gather(
     let mut evidence = LogEvidence::default();
     for pod in pods {
         let key = ContainerKey {
+            reader: reader.to_string(),
             namespace: namespace.to_string(),
             pod: pod.name_any(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
@@ -153,7 +160,10 @@ pub(crate) async fn gather(
         log.cursor = read.cursor.or(log.cursor);
         log.version.narrow(read.stats.kopf_version);
         log.reads.push_back((now, read.stats, read.cut));
-        remember(&mut log.digest, read.records, now);
+        let forgotten = remember(&mut log.digest, read.records, now);
+        if read.dropped + forgotten > 0 {
+            log.dropped.push_back((now, read.dropped + forgotten));
+        }
         expire(&mut log, now.checked_sub(window).unwrap_or(Timestamp::MIN));
         log.used = Some(now);
         let restarts = restart_count(pod, container);
@@ -196,6 +206,7 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
         evidence.stats.add(stats);
         evidence.truncated |= *cut;
     }
+    evidence.dropped += log.dropped.iter().map(|(_, n)| n).sum::<usize>();
     if let Some((_, previous)) = &log.previous {
         evidence.previous.insert(pod.to_string(), previous.clone());
     }
@@ -239,8 +250,9 @@ fn written_at(record: &kopf_log::Record, fallback: Timestamp) -> Timestamp {
 
 /// Adds the records of a read to the digest: a new kind of record is remembered, a
 /// repeat only refreshes when it was last seen. Past the bound, the least recently
-/// seen is forgotten.
-fn remember(digest: &mut Vec<Seen>, records: Vec<kopf_log::Record>, now: Timestamp) {
+/// seen is forgotten; returns how many were.
+fn remember(digest: &mut Vec<Seen>, records: Vec<kopf_log::Record>, now: Timestamp) -> usize {
+    let mut forgotten = 0;
     for mut record in records {
         let at = written_at(&record, now);
         let key = key_of(&record);
@@ -260,6 +272,7 @@ fn remember(digest: &mut Vec<Seen>, records: Vec<kopf_log::Record>, now: Timesta
                 .map(|(i, _)| i)
         {
             digest.remove(oldest);
+            forgotten += 1;
         }
         digest.push(Seen {
             key,
@@ -269,6 +282,7 @@ fn remember(digest: &mut Vec<Seen>, records: Vec<kopf_log::Record>, now: Timesta
         });
     }
     digest.sort_by_key(|s| s.first);
+    forgotten
 }
 
 /// Drops what fell out of the window.
@@ -276,6 +290,9 @@ fn expire(log: &mut ContainerLog, start: Timestamp) {
     log.digest.retain(|s| s.last >= start);
     while log.reads.front().is_some_and(|(at, _, _)| *at < start) {
         log.reads.pop_front();
+    }
+    while log.dropped.front().is_some_and(|(at, _)| *at < start) {
+        log.dropped.pop_front();
     }
 }
 
@@ -288,6 +305,8 @@ struct Read {
     cursor: Option<Timestamp>,
     bytes: u64,
     cut: bool,
+    /// Records some check reads that were not kept (past [`MAX_READ_RECORDS`]).
+    dropped: usize,
 }
 
 /// Reads what was written since `cursor` (the window when there is none); when the cap
@@ -323,6 +342,7 @@ async fn read_new(
         };
         let tail = stream(api, &key.pod, &newest, bounds.limit_bytes, first.cursor).await?;
         first.records.extend(tail.records);
+        first.dropped += tail.dropped;
         first.stats.add(&tail.stats);
         first.cursor = tail.cursor.or(first.cursor);
         first.bytes += tail.bytes;
@@ -367,6 +387,7 @@ async fn stream(
     let mut body = Box::pin(api.log_stream(pod, params).await?);
     let mut parser = scanner();
     let mut out = Read::default();
+    let mut kept = Kept::default();
     let mut lines = LineTracker::new(after);
     let hard_stop = limit.saturating_add(LINE_SLACK_BYTES);
     let mut total: i64 = 0;
@@ -376,10 +397,7 @@ async fn stream(
             Ok(chunk) => {
                 let room = usize::try_from(hard_stop - total).unwrap_or(0);
                 let take = chunk.len().min(room);
-                let records = &mut out.records;
-                let fed = lines.feed(&chunk[..take], |part| {
-                    parser.push_chunk(part, &mut Keeper(records))
-                });
+                let fed = lines.feed(&chunk[..take], |part| parser.push_chunk(part, &mut kept));
                 out.bytes += fed as u64;
                 chunk.len()
             }
@@ -395,8 +413,10 @@ async fn stream(
         }
     }
     while let Some(record) = parser.finish() {
-        keep(&mut out.records, record);
+        kept.keep(record);
     }
+    out.records = kept.records;
+    out.dropped = kept.dropped;
     out.stats = parser.stats();
     out.cursor = lines.last;
     out.cut = total >= limit;
@@ -498,32 +518,50 @@ impl LineTracker {
 }
 
 /// The records a chunk completes, filtered by [`keep`].
-struct Keeper<'a>(&'a mut Vec<kopf_log::Record>);
+/// The records one read keeps: only those some check reads (failures, denials,
+/// warnings about kopf's own health), one per kind, handler, object and denial (the
+/// latest, as the digest keeps them), at most [`MAX_READ_RECORDS`]; distinct records
+/// past the bound are counted, not kept.
+#[derive(Default)]
+struct Kept {
+    records: Vec<kopf_log::Record>,
+    index: HashMap<String, usize>,
+    dropped: usize,
+}
 
-impl Extend<kopf_log::Record> for Keeper<'_> {
-    fn extend<I: IntoIterator<Item = kopf_log::Record>>(&mut self, records: I) {
-        for record in records {
-            keep(self.0, record);
+impl Kept {
+    fn keep(&mut self, record: kopf_log::Record) {
+        if record.is_routine() {
+            return;
+        }
+        let key = key_of(&record);
+        if let Some(&at) = self.index.get(&key) {
+            self.records[at] = record;
+        } else if self.records.len() < MAX_READ_RECORDS {
+            self.index.insert(key, self.records.len());
+            self.records.push(record);
+        } else {
+            self.dropped += 1;
         }
     }
 }
 
-/// At most this many records are kept from one read before they are folded into the
-/// digest.
+impl Extend<kopf_log::Record> for Kept {
+    fn extend<I: IntoIterator<Item = kopf_log::Record>>(&mut self, records: I) {
+        for record in records {
+            self.keep(record);
+        }
+    }
+}
+
+/// At most this many distinct records are kept from one read before they are folded
+/// into the digest.
 const MAX_READ_RECORDS: usize = 5000;
 
 /// A parser that only counts routine lines (successes, chatter, noise) without building
 /// them: the auditor's scan.
 fn scanner() -> kopf_log::Parser {
     kopf_log::Parser::new(kopf_log::ParserOptions::default()).with_routine(kopf_log::Routine::Count)
-}
-
-/// Keeps only the records some check reads (failures, denials, warnings about kopf's own
-/// health).
-fn keep(out: &mut Vec<kopf_log::Record>, record: kopf_log::Record) {
-    if !record.is_routine() && out.len() < MAX_READ_RECORDS {
-        out.push(record);
-    }
 }
 
 #[cfg(test)]

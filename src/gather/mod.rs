@@ -16,7 +16,7 @@ pub(crate) mod webhooks;
 use crate::api::{AuditTarget, KopfAuditSpec};
 use crate::catalog::ConditionReason;
 use crate::model::evidence::{
-    Evidence, KopfEvidence, Observation, Obstacle, Stall, TargetEvidence, Unavailable,
+    Evidence, KopfEvidence, Observation, Obstacle, Stall, TargetEvidence, Unavailable, ever_ran,
 };
 use crate::model::kopf_run::Scope;
 use crate::model::names::{name_selector, spec_problem};
@@ -62,6 +62,10 @@ pub(crate) struct Reach {
     pub(crate) own: String,
     /// `--allow-cross-namespace`.
     pub(crate) cross_namespace: bool,
+    /// The KopfAudit (`namespace/name`) that reads: what it remembers of a log is its
+    /// own, read with its own window and limit, so that one audit's short window never
+    /// blinds another audit of the same operator.
+    pub(crate) reader: String,
 }
 
 impl Reach {
@@ -334,6 +338,19 @@ pub(crate) async fn gather(
     })
 }
 
+/// Why a target without a pod that ever ran has no log: an empty log would pass for a
+/// quiet one.
+fn no_running_pod(target: &TargetEvidence, container: &str) -> Unavailable {
+    Unavailable::new(
+        Obstacle::NoRunningPod,
+        format!(
+            "Deployment {} has no pod whose container {container} ever ran ({} pod(s)): there is no log to read, so the checks that read it wait for one. Scale it up, or see why its pods do not start.",
+            target.name(),
+            target.pods.len()
+        ),
+    )
+}
+
 /// Gathers every kopf area of one target, in the order their evidence builds on each
 /// other: the log names handled resources, the handled resources add RBAC needs and say
 /// which Events and objects to read.
@@ -347,15 +364,20 @@ async fn gather_kopf(
 ) -> KopfEvidence {
     let cache = &shared.rbac;
     let bounds = LogBounds::from_spec(&spec.logs);
-    let logs = logs::gather(
-        client,
-        &shared.logs,
-        target.namespace(),
-        &target.pods,
-        &run.container,
-        bounds,
-    )
-    .await;
+    let logs = if target.pods.iter().any(|p| ever_ran(p, &run.container)) {
+        logs::gather(
+            client,
+            &shared.logs,
+            &reach.reader,
+            target.namespace(),
+            &target.pods,
+            &run.container,
+            bounds,
+        )
+        .await
+    } else {
+        Err(no_running_pod(target, &run.container))
+    };
     let handled =
         handled::gather(client, spec, target, &run, logs.as_ref().ok(), reach, cache).await;
     let rbac = rbac::gather(client, target, &run, handled.as_ref().ok(), reach, cache).await;

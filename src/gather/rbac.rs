@@ -12,7 +12,7 @@
 
 use super::{Reach, obstacle};
 use crate::model::evidence::{
-    Gathered, HandledResource, RbacEvidence, TargetEvidence, Unavailable,
+    Gathered, HandledResource, Obstacle, RbacEvidence, TargetEvidence, Unavailable,
 };
 use crate::model::kopf_run::{KopfRun, Peering};
 use crate::model::names::path_segment;
@@ -434,14 +434,13 @@ impl RbacReader {
         };
         let asked = todo.len();
         let api: Api<SubjectAccessReview> = Api::all(client.clone());
-        let results: Vec<(Permission, bool)> = futures::stream::iter(todo)
+        let results: Vec<(Permission, Decision)> = futures::stream::iter(todo)
             .map(|p| {
                 let api = api.clone();
                 async move {
                     let review = review_for(sa, &p);
                     let answer = api.create(&PostParams::default(), &review).await?;
-                    let allowed = answer.status.is_some_and(|s| s.allowed);
-                    Ok::<_, kube::Error>((p, allowed))
+                    Ok::<_, kube::Error>((p, Decision::of(answer.status)))
                 }
             })
             .buffer_unordered(CONCURRENT_REVIEWS)
@@ -454,6 +453,16 @@ impl RbacReader {
                     SAR_GRANT,
                 )
             })?;
+        if let Some((permission, error)) = results.iter().find_map(|(p, d)| match d {
+            Decision::Undecided(error) => Some((p, error)),
+            Decision::Allowed(_) => None,
+        }) {
+            return Err(undecided(sa, permission, error));
+        }
+        let results = results.into_iter().filter_map(|(p, d)| match d {
+            Decision::Allowed(allowed) => Some((p, allowed)),
+            Decision::Undecided(_) => None,
+        });
         let mut answers = lock(&self.answers);
         let entry = answers.entry(sa.clone()).or_insert_with(|| Answers {
             asked: Instant::now(),
@@ -478,6 +487,64 @@ impl RbacReader {
             .filter_map(|p| entry.allowed.get(p).map(|a| (p.clone(), *a)))
             .collect())
     }
+}
+
+/// What a SubjectAccessReview decided.
+enum Decision {
+    /// Allowed (`true`) or denied (`false`).
+    Allowed(bool),
+    /// Not allowed, with an `evaluationError`: the authorizer could not decide (a
+    /// webhook authorizer down, a binding to a role that does not exist). Neither a
+    /// grant nor a denial, so it is not remembered either.
+    Undecided(String),
+}
+
+impl Decision {
+    fn of(
+        status: Option<k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus>,
+    ) -> Decision {
+        match status {
+            Some(s) if s.allowed => Decision::Allowed(true),
+            Some(s) => match s.evaluation_error.filter(|e| !e.trim().is_empty()) {
+                Some(error) if !only_missing_roles(&error) => Decision::Undecided(error),
+                _ => Decision::Allowed(false),
+            },
+            None => Decision::Allowed(false),
+        }
+    }
+}
+
+/// Whether an `evaluationError` only says that bound roles do not exist (the RBAC
+/// authorizer's `[clusterrole.rbac.authorization.k8s.io "x" not found, ...]`): a
+/// missing role grants nothing, so the denial stands (and the bindings explain it).
+fn only_missing_roles(error: &str) -> bool {
+    let list = error.trim().trim_start_matches('[').trim_end_matches(']');
+    list.split(", ").all(|part| {
+        let part = part.trim();
+        (part.starts_with("clusterrole.rbac.authorization.k8s.io \"")
+            || part.starts_with("role.rbac.authorization.k8s.io \""))
+            && part.ends_with("\" not found")
+    })
+}
+
+/// The most of an `evaluationError` a condition quotes.
+const EVALUATION_ERROR_MAX: usize = 300;
+
+/// The obstacle of a permission the API server could not decide.
+fn undecided(sa: &ServiceAccountRef, permission: &Permission, error: &str) -> Unavailable {
+    let quoted: String = kopf_log::redact(error)
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(EVALUATION_ERROR_MAX)
+        .collect();
+    Unavailable::new(
+        Obstacle::Undecided,
+        format!(
+            "The API server could not decide whether ServiceAccount {sa} may {verb} {what} (its SubjectAccessReview answered: {quoted}); the RBAC area is decided again at the next audit. A binding to a role that does not exist is the usual cause.",
+            verb = permission.verb.as_str(),
+            what = permission.resource_name(),
+        ),
+    )
 }
 
 /// Lists every object of an API, page by page.

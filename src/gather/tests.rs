@@ -20,6 +20,7 @@ fn reach(own: &str, cross_namespace: bool) -> Reach {
     Reach {
         own: own.into(),
         cross_namespace,
+        reader: format!("{own}/audit"),
     }
 }
 

@@ -35,6 +35,12 @@ pub(crate) enum Obstacle {
     OutsideNamespace,
     /// The read failed this time (a timeout, a 5xx): retried at the next audit.
     Failed,
+    /// There is nothing to read yet: the target has no pod that ever ran, so it has
+    /// no log. An empty log would look like a quiet, healthy one.
+    NoRunningPod,
+    /// The API server could not decide a permission (a SubjectAccessReview answered
+    /// with an `evaluationError`): neither granted nor denied, and not remembered.
+    Undecided,
 }
 
 impl Unavailable {
@@ -52,6 +58,8 @@ impl Unavailable {
             Obstacle::Forbidden => ConditionReason::Forbidden,
             Obstacle::OutsideNamespace => ConditionReason::OutsideNamespace,
             Obstacle::Failed => ConditionReason::GatherFailed,
+            Obstacle::NoRunningPod => ConditionReason::NoRunningPod,
+            Obstacle::Undecided => ConditionReason::AuthorizationUndecided,
         }
     }
 }
@@ -71,6 +79,26 @@ pub(crate) fn restarted(pod: &Pod, container: &str) -> bool {
         .iter()
         .flat_map(|s| s.container_statuses.iter().flatten())
         .any(|cs| cs.name == container && cs.restart_count > 0)
+}
+
+/// Whether a container of a pod ever ran, so that it has a log to read: it is ready,
+/// runs, ended or restarted. A pod that is Pending, or whose container never started,
+/// has none.
+pub(crate) fn ever_ran(pod: &Pod, container: &str) -> bool {
+    pod.status
+        .iter()
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .filter(|cs| cs.name == container)
+        .any(|cs| {
+            let state = cs.state.as_ref();
+            cs.ready
+                || cs.restart_count > 0
+                || cs
+                    .last_state
+                    .as_ref()
+                    .is_some_and(|s| s.terminated.is_some())
+                || state.is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+        })
 }
 
 /// Everything gathered about one target Deployment.
@@ -184,6 +212,10 @@ pub(crate) struct LogEvidence {
     pub(crate) stats: kopf_log::Stats,
     /// The byte cap cut the log: the window was not fully read.
     pub(crate) truncated: bool,
+    /// Distinct records of the window that were read but not kept (past the bound of
+    /// what one read or one container's memory keeps): the log-based checks saw part
+    /// of the window, so an absent finding is not a resolved one.
+    pub(crate) dropped: usize,
     /// What the log's wording says of kopf's version (every read of it, narrowed).
     pub(crate) version: kopf_log::VersionRange,
 }
@@ -397,6 +429,8 @@ impl fmt::Display for Obstacle {
             Obstacle::Forbidden => "forbidden",
             Obstacle::OutsideNamespace => "outside the namespace",
             Obstacle::Failed => "failed",
+            Obstacle::NoRunningPod => "no running pod",
+            Obstacle::Undecided => "undecided",
         })
     }
 }

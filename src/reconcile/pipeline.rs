@@ -118,6 +118,7 @@ pub(crate) async fn reconcile(
     let reach = Reach {
         own: namespace.clone(),
         cross_namespace: ctx.settings.allow_cross_namespace,
+        reader: format!("{namespace}/{}", audit.name_any()),
     };
     let candidates = if audit.spec.suspend {
         Ok(Candidates::default())

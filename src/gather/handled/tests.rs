@@ -111,3 +111,49 @@ fn crd_status_storage() {
     let info = old.crd.expect("crd info");
     assert!(!info.status_subresource && !info.status_preserves_unknown_fields);
 }
+
+fn discovery_down(
+    method: &http::Method,
+    path: &str,
+    _body: &serde_json::Value,
+) -> http::Response<kube::client::Body> {
+    assert_eq!((method, path), (&http::Method::GET, "/api/v1"));
+    crate::testing::json(
+        http::StatusCode::SERVICE_UNAVAILABLE,
+        serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "ServiceUnavailable", "code": 503, "message": "unavailable"}),
+    )
+}
+
+fn discovery_without_the_resource(
+    _method: &http::Method,
+    _path: &str,
+    _body: &serde_json::Value,
+) -> http::Response<kube::client::Body> {
+    crate::testing::json(
+        http::StatusCode::OK,
+        serde_json::json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+            {"name": "secrets", "singularName": "secret", "namespaced": true, "kind": "Secret", "verbs": ["get"]}
+        ]}),
+    )
+}
+
+#[tokio::test]
+async fn a_failed_discovery_is_no_unknown_kind() {
+    let (client, _api) = crate::testing::FakeApi::start("ns", discovery_down);
+    let u = discover(&client, "", "v1", "configmaps")
+        .await
+        .expect_err("the handled resources are not known");
+    assert_eq!(u.why, crate::model::evidence::Obstacle::Failed);
+    assert!(u.message.contains("/api/v1"), "{}", u.message);
+
+    let (client, _api) = crate::testing::FakeApi::start("ns", discovery_without_the_resource);
+    assert_eq!(
+        discover(&client, "", "v1", "secrets").await,
+        Ok((true, Some("Secret".to_string())))
+    );
+    assert_eq!(
+        discover(&client, "", "v1", "gizmos").await,
+        Ok((true, None)),
+        "a kind discovery does not know: kopf reports it unresolved"
+    );
+}

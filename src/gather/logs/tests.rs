@@ -49,7 +49,7 @@ async fn the_byte_cap_holds_whatever_the_server_sends() {
     let (client, api) = FakeApi::start("ns", flood);
     let memory = LogMemory::default();
     let b = bounds(1024 * 1024);
-    let logs = gather(&client, &memory, "ns", &[pod()], "operator", b)
+    let logs = gather(&client, &memory, "ns/audit", "ns", &[pod()], "operator", b)
         .await
         .expect("read");
     assert!(logs.truncated, "the cap cut the log");
@@ -130,7 +130,7 @@ async fn a_steady_audit_reads_only_what_was_written_since_the_last() {
     let memory = LogMemory::default();
     let b = bounds(4 * 1024 * 1024);
     WRITTEN.store(100, Ordering::SeqCst);
-    let first = gather(&client, &memory, "ns", &[pod()], "operator", b)
+    let first = gather(&client, &memory, "ns/audit", "ns", &[pod()], "operator", b)
         .await
         .expect("read");
     let after_first = memory.bytes_read.get();
@@ -145,7 +145,7 @@ async fn a_steady_audit_reads_only_what_was_written_since_the_last() {
     assert!(api.take()[0].path.contains("sinceSeconds=600"));
 
     WRITTEN.store(130, Ordering::SeqCst);
-    let second = gather(&client, &memory, "ns", &[pod()], "operator", b)
+    let second = gather(&client, &memory, "ns/audit", "ns", &[pod()], "operator", b)
         .await
         .expect("read");
     let read_second = memory.bytes_read.get() - after_first;
@@ -158,4 +158,73 @@ async fn a_steady_audit_reads_only_what_was_written_since_the_last() {
     assert_eq!(second.stats.lines, 130, "the window's counts add up");
     assert_eq!(second.records.len(), 1);
     assert_eq!(memory.containers(), 1);
+
+    // Another KopfAudit of the same operator, with a window of its own: it reads the
+    // whole window itself, untouched by the first one's cursor and digest.
+    let narrow = LogBounds {
+        window: Duration::from_secs(60),
+        limit_bytes: 1024,
+    };
+    gather(
+        &client,
+        &memory,
+        "ns/tenant",
+        "ns",
+        &[pod()],
+        "operator",
+        narrow,
+    )
+    .await
+    .expect("read");
+    let platform = gather(
+        &client,
+        &memory,
+        "ns/platform",
+        "ns",
+        &[pod()],
+        "operator",
+        b,
+    )
+    .await
+    .expect("read");
+    let paths: Vec<String> = api.take().into_iter().map(|s| s.path).collect();
+    assert!(paths[0].contains("sinceSeconds=60"), "{paths:?}");
+    assert!(
+        paths.iter().any(|p| p.contains("sinceSeconds=600")),
+        "the platform's own first read covers its whole window: {paths:?}"
+    );
+    assert_eq!(
+        platform.records.len(),
+        1,
+        "the failure the tenant's window missed"
+    );
+    assert_eq!(memory.containers(), 3);
+}
+
+#[test]
+fn distinct_records_past_the_bound_are_counted_and_repeats_are_kept_once() {
+    let mut parser = scanner();
+    let mut kept = Kept::default();
+    let at = Timestamp::now();
+    let failure = |object: usize| {
+        format!(
+            "{} [{}] kopf.objects         [ERROR   ] [ns/w{object}] Handler 'reconcile' failed temporarily: boom\n",
+            at.strftime("%Y-%m-%dT%H:%M:%S.%9fZ"),
+            at.strftime("%Y-%m-%d %H:%M:%S,000"),
+        )
+    };
+    let mut text = String::new();
+    for object in 0..MAX_READ_RECORDS + 7 {
+        text.push_str(&failure(object));
+        text.push_str(&failure(0));
+    }
+    parser.push_chunk(text.as_bytes(), &mut kept);
+    while let Some(record) = parser.finish() {
+        kept.keep(record);
+    }
+    assert_eq!(kept.records.len(), MAX_READ_RECORDS);
+    assert_eq!(
+        kept.dropped, 7,
+        "the distinct ones past the bound, not the repeats"
+    );
 }

@@ -87,6 +87,7 @@ fn role_bindings_are_read_in_the_own_and_exact_namespaces() {
     let platform = Reach {
         own: "own".into(),
         cross_namespace: true,
+        reader: "own/platform".into(),
     };
     assert_eq!(
         binding_namespaces(&run, "own", &platform),
@@ -98,6 +99,7 @@ fn role_bindings_are_read_in_the_own_and_exact_namespaces() {
     let tenant = Reach {
         own: "own".into(),
         cross_namespace: false,
+        reader: "own/tenant".into(),
     };
     assert_eq!(
         binding_namespaces(&run, "own", &tenant),
@@ -165,4 +167,73 @@ async fn until_synced_is_false_when_the_writer_is_gone_unsynced() {
     let (store, writer) = kube::runtime::reflector::store::<Role>();
     drop(writer);
     assert!(!until_synced(&store).await);
+}
+
+/// A fake API whose SubjectAccessReviews deny `list` with an evaluationError of the
+/// authorizer's own, and allow the rest.
+fn undecided_lists(
+    method: &http::Method,
+    path: &str,
+    body: &serde_json::Value,
+) -> http::Response<kube::client::Body> {
+    assert_eq!(
+        (method, path),
+        (
+            &http::Method::POST,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews?"
+        )
+    );
+    let mut review = body.clone();
+    let verb = body["spec"]["resourceAttributes"]["verb"]
+        .as_str()
+        .unwrap_or("");
+    review["status"] = match verb {
+        "list" => {
+            serde_json::json!({"allowed": false, "evaluationError": "webhook authorizer: connection refused"})
+        }
+        "watch" => {
+            serde_json::json!({"allowed": false, "evaluationError": "[clusterrole.rbac.authorization.k8s.io \"gone\" not found]"})
+        }
+        _ => serde_json::json!({"allowed": true}),
+    };
+    crate::testing::json(http::StatusCode::CREATED, review)
+}
+
+#[tokio::test]
+async fn an_undecided_review_is_neither_a_denial_nor_remembered() {
+    let (client, api) = crate::testing::FakeApi::start("ns", undecided_lists);
+    let reader = RbacReader::default();
+    let sa = ServiceAccountRef {
+        namespace: "ns".into(),
+        name: "op".into(),
+    };
+    let get = Permission::new(Verb::Get, "", "configmaps", Some("ns"));
+    let watch = Permission::new(Verb::Watch, "", "configmaps", Some("ns"));
+    let list = Permission::new(Verb::List, "", "configmaps", Some("ns"));
+    let decided: BTreeSet<Permission> = [get.clone(), watch.clone()].into();
+    let answers = reader
+        .review(&client, &sa, &decided)
+        .await
+        .expect("decided");
+    assert_eq!(answers.get(&get), Some(&true));
+    assert_eq!(
+        answers.get(&watch),
+        Some(&false),
+        "a role that does not exist grants nothing: the denial stands"
+    );
+    let wanted: BTreeSet<Permission> = [get, list].into();
+    api.take();
+    for _ in 0..2 {
+        let u = reader
+            .review(&client, &sa, &wanted)
+            .await
+            .expect_err("undecided");
+        assert_eq!(u.why, Obstacle::Undecided);
+        assert!(u.message.contains("connection refused"), "{}", u.message);
+        assert_eq!(
+            api.take().len(),
+            1,
+            "only the undecided permission is asked again, every time"
+        );
+    }
 }
