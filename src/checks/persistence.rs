@@ -5,6 +5,7 @@ use super::finding;
 use super::runtime::quote;
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
+use crate::model::bounded::{MAX_LISTED, listed};
 use crate::model::evidence::{
     HandledResource, KopfEvidence, LogEvidence, ObjectSample, TargetEvidence,
 };
@@ -180,7 +181,11 @@ fn stuck_finalizer(
         CheckId::PersistenceStuckFinalizer,
         target,
         "A handled object has been deleting for over 10 minutes and still carries a finalizer: its deletion handler keeps failing or the operator is down; read the operator's log for that object (removing the finalizer by hand skips the cleanup).".to_string(),
-        Some(format!("{} finalizers {:?}", object.qualified_name(), object.finalizers)),
+        Some(format!(
+            "{} finalizers {}",
+            object.qualified_name(),
+            listed(&object.finalizers, ", ", MAX_LISTED)
+        )),
     ))
 }
 
@@ -222,7 +227,10 @@ fn orphaned_finalizers(
                 "Handled objects carry the operator's finalizer while {down}, so deleting any of them hangs until the operator runs again: {}.{already} Bring the operator back (or, to give the objects up for good, remove its finalizer from them).",
                 named(&finalized)
             ),
-            Some(format!("finalizers {:?}", finalized[0].finalizers)),
+            Some(format!(
+                "finalizers {}",
+                listed(&finalized[0].finalizers, ", ", MAX_LISTED)
+            )),
         ));
     }
     let at_home: Vec<&ObjectSample> = finalized

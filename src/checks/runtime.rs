@@ -5,6 +5,7 @@
 use super::{Cause, Raised, finding};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
+use crate::model::bounded::{MAX_LISTED, listed};
 use crate::model::evidence::{
     KopfEvidence, LogEvidence, ObjectSample, Peer, PeeringObject, TargetEvidence, qualified,
 };
@@ -547,7 +548,7 @@ fn foreign_peer(
                 target.name(),
                 format!(
                     "{object} lists live peers that are not this operator's pods: {}. {effect}. Stop them (a `kopf run --dev` on a laptop, a forgotten `kopf freeze`, another deployment of the same operator), or give this operator a peering of its own with --peering.",
-                    foreign.join("; ")
+                    listed(&foreign, "; ", MAX_LISTED)
                 ),
                 confirmed.map(quote),
             ))

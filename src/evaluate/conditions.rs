@@ -7,6 +7,7 @@ use super::Outcome;
 use super::run::{AreaState, Evaluation};
 use crate::api::Finding;
 use crate::catalog::{Area, ConditionReason, ConditionStatus, ConditionType, Severity};
+use crate::model::bounded::{MAX_CONDITION_MESSAGE_BYTES, clean};
 use crate::model::evidence::Obstacle;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::collections::BTreeSet;
@@ -25,6 +26,8 @@ pub(crate) struct DesiredCondition {
 }
 
 impl DesiredCondition {
+    /// A condition whose message is [`clean`]ed: it can quote an API error, a
+    /// selector's error or a target's name.
     fn new(
         type_: ConditionType,
         status: ConditionStatus,
@@ -35,7 +38,7 @@ impl DesiredCondition {
             type_,
             status,
             reason,
-            message: message.into(),
+            message: clean(&message.into(), MAX_CONDITION_MESSAGE_BYTES),
         }
     }
 }

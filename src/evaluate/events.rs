@@ -8,6 +8,7 @@ use super::conditions::DesiredCondition;
 use super::status::{Change, FindingsMerge};
 use crate::api::{Finding, KopfAuditStatus};
 use crate::catalog::{ConditionReason, ConditionStatus, ConditionType, EventReason, Severity};
+use crate::model::bounded::{MAX_NOTE_BYTES, clean};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// An Event the publish phase should emit.
@@ -156,15 +157,7 @@ fn serious_ids(findings: &[Finding]) -> String {
     ids.into_iter().collect::<Vec<_>>().join(", ")
 }
 
-/// Event notes are capped at 1 KiB by the API; keep them well under.
+/// Event notes are capped at 1 KiB by the API; keep them under, and as clean as status.
 fn clip(text: &str) -> String {
-    const MAX: usize = 1000;
-    if text.len() <= MAX {
-        return text.to_string();
-    }
-    let mut end = MAX - 3;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &text[..end])
+    clean(text, MAX_NOTE_BYTES)
 }

@@ -13,7 +13,7 @@ use events::PlannedEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub(crate) use run::{Evaluation, Policy};
 pub(crate) use status::pending_status;
-use status::{FindingsMerge, cap, merge_conditions, merge_findings};
+use status::{FindingsMerge, MAX_SKIPPED, MAX_TARGETS, cap, merge_conditions, merge_findings};
 use std::time::Duration;
 
 /// What an audit came to: the single input of status and Event planning.
@@ -58,8 +58,8 @@ pub(crate) fn next_status(
             let merged = merge_findings(&eval.findings, &old.findings, now, resolve_after, |f| {
                 eval.is_complete(&f.target, f.check)
             });
-            status.targets = eval.targets.clone();
-            status.skipped = eval.skipped.clone();
+            status.targets = eval.targets.iter().take(MAX_TARGETS).cloned().collect();
+            status.skipped = eval.skipped.iter().take(MAX_SKIPPED).cloned().collect();
             merged
         }
         Outcome::Failed(_) => FindingsMerge {

@@ -4,6 +4,10 @@
 use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
 use crate::catalog::{Area, CheckId, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
+use crate::model::bounded::{
+    MAX_EVIDENCE_BYTES, MAX_LISTED, MAX_MESSAGE_BYTES, MAX_NAME_BYTES, MAX_QUOTED_REASON_BYTES,
+    MAX_REASON_BYTES, clean, clean_list, clean_name,
+};
 use crate::model::evidence::Obstacle;
 use crate::model::evidence::{Evidence, Gathered, KopfEvidence, TargetEvidence, Unavailable};
 use crate::model::settings::CheckSettings;
@@ -174,12 +178,12 @@ fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluat
             Obstacle::Failed | Obstacle::NoRunningPod | Obstacle::Undecided => {
                 eval.unread.insert((target.name().to_string(), check));
             }
-            Obstacle::Forbidden | Obstacle::OutsideNamespace => eval.skipped.push(SkippedCheck {
+            Obstacle::Forbidden | Obstacle::OutsideNamespace => eval.skipped.push(skipped(
                 check,
-                target: target.name().to_string(),
-                reason: format!("not run: {}", why.message),
-                honoured: true,
-            }),
+                target,
+                &format!("not run: {}", why.message),
+                true,
+            )),
         }
     }
 }
@@ -231,11 +235,26 @@ fn one_per_cause(mut raised: Vec<Raised>) -> Vec<Finding> {
     out
 }
 
+/// A skipped check as status shows it: the reason (an annotation's value, or what the
+/// check would need) [`clean`]ed, the target's name bounded.
+fn skipped(check: CheckId, target: &TargetEvidence, reason: &str, honoured: bool) -> SkippedCheck {
+    SkippedCheck {
+        check,
+        target: clean_name(target.name()),
+        reason: clean(reason, MAX_REASON_BYTES),
+        honoured,
+    }
+}
+
+/// What status shows of a target. Its names come from the Deployment and are bounded;
+/// its namespaces and peering come from the container's args, which a tenant writes:
+/// they are [`clean`]ed, and at most [`MAX_LISTED`] namespaces are shown.
 fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> TargetStatus {
-    let service_account = Some(target.service_account().name);
+    let name = clean_name;
+    let service_account = Some(name(&target.service_account().name));
     let Some(kopf) = kopf else {
         return TargetStatus {
-            name: target.name().into(),
+            name: name(target.name()),
             kopf: false,
             service_account,
             ..Default::default()
@@ -243,16 +262,16 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
     };
     let run = &kopf.run;
     let namespaces = match &run.scope {
-        crate::model::kopf_run::Scope::Namespaced(ns) => ns.clone(),
+        crate::model::kopf_run::Scope::Namespaced(ns) => clean_list(ns, MAX_LISTED, MAX_NAME_BYTES),
         _ => Vec::new(),
     };
     TargetStatus {
-        name: target.name().into(),
+        name: name(target.name()),
         kopf: true,
-        container: Some(run.container.clone()),
+        container: Some(name(&run.container)),
         mode: Some(run.scope.mode_name().into()),
         namespaces,
-        peering: Some(run.peering.display()),
+        peering: Some(clean(&run.peering.display(), MAX_NAME_BYTES)),
         log_format: Some(run.log_format.as_str().into()),
         service_account,
         logs_truncated: kopf.logs.as_ref().is_ok_and(|l| l.truncated),
@@ -260,34 +279,31 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
     }
 }
 
-/// Reads the exemption annotations of a target.
+/// Reads the exemption annotations of a target. Their values are the tenant's text, up
+/// to 256 KiB: status shows them [`clean`]ed.
 fn exemptions(target: &TargetEvidence, policy: &Policy) -> Vec<SkippedCheck> {
     let annotations = target.deployment.metadata.annotations.iter().flatten();
     annotations
         .filter_map(|(key, value)| {
             let check = CheckId::parse(key.strip_prefix(SKIP_ANNOTATION_PREFIX)?)?;
             let reason = value.trim();
-            let (honoured, reason) = if policy.refuse_exemptions {
-                (
-                    false,
-                    format!("refused: the auditor does not accept exemption annotations (given: {reason:?})"),
-                )
+            Some(if policy.refuse_exemptions {
+                let given = clean(reason, MAX_QUOTED_REASON_BYTES);
+                let why = format!(
+                    "refused: the auditor does not accept exemption annotations (given: \"{given}\")"
+                );
+                skipped(check, target, &why, false)
             } else if reason.is_empty() {
-                (false, "refused: an exemption needs a reason as the annotation's value".into())
+                let why = "refused: an exemption needs a reason as the annotation's value";
+                skipped(check, target, why, false)
             } else {
-                (true, reason.to_string())
-            };
-            Some(SkippedCheck {
-                check,
-                target: target.name().into(),
-                reason,
-                honoured,
+                skipped(check, target, reason, true)
             })
         })
         .collect()
 }
 
-/// Drops disabled checks, applies severity overrides, redacts, and sorts most severe
+/// Drops disabled checks, applies severity overrides, cleans, and sorts most severe
 /// first.
 fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
     findings.retain(|f| !spec.checks.disable.contains(&f.check));
@@ -295,7 +311,7 @@ fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
         if let Some(sev) = spec.checks.severity.get(f.check.as_str()) {
             f.severity = *sev;
         }
-        redact(f);
+        clean_finding(f);
     }
     findings.sort_by(|a, b| {
         b.severity
@@ -307,10 +323,15 @@ fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
     findings.dedup_by(|a, b| a.check == b.check && a.target == b.target && a.message == b.message);
 }
 
-/// Masks secrets in everything a finding shows, whatever check wrote it: whoever can
-/// read the KopfAudit reads its status, PolicyReport and Events. Quotes from logs are
-/// redacted where they are cut; this pass also covers object names and messages.
-pub(crate) fn redact(finding: &mut Finding) {
-    finding.message = kopf_log::redact(&finding.message);
-    finding.evidence = finding.evidence.as_deref().map(kopf_log::redact);
+/// Masks secrets in everything a finding shows, whatever check wrote it, and bounds it
+/// ([`clean`]; its target, a Deployment's name, is bounded): whoever can read the
+/// KopfAudit reads its status, PolicyReport and Events. Quotes from logs are redacted where they are cut; this pass also covers
+/// object, finalizer and handler names in messages, and lists of them.
+pub(crate) fn clean_finding(finding: &mut Finding) {
+    finding.target = clean_name(&finding.target);
+    finding.message = clean(&finding.message, MAX_MESSAGE_BYTES);
+    finding.evidence = finding
+        .evidence
+        .as_deref()
+        .map(|e| clean(e, MAX_EVIDENCE_BYTES));
 }

@@ -13,6 +13,15 @@ use std::time::Duration;
 /// At most this many findings are kept in status, most severe first.
 pub(crate) const MAX_FINDINGS: usize = 50;
 
+/// At most this many targets are shown in status (a selector may match any number of
+/// Deployments); the findings and conditions still cover them all. With the bounds of
+/// `model::bounded`, a full status stays far below etcd's limit.
+pub(crate) const MAX_TARGETS: usize = 20;
+
+/// At most this many skipped checks are shown in status (one per exempted check and
+/// target).
+pub(crate) const MAX_SKIPPED: usize = 50;
+
 /// How one condition changed when merged; decides whether to write and to emit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Change {

@@ -1,9 +1,11 @@
 //! The model layer: plain data that gather fills and the pure layers read. How a
 //! container runs kopf ([`kopf_run`]), the evidence of an audit ([`evidence`]), RBAC
 //! facts ([`rbac`]) and what kopf needs of RBAC ([`needs`]), the settings a KopfAudit
-//! resolves to ([`settings`]), Kubernetes quantities and Go durations.
-//! Nothing here performs I/O.
+//! resolves to ([`settings`]), Kubernetes quantities and Go durations, the bounded,
+//! clean text readers see ([`bounded`]) and the names derived from a KopfAudit's
+//! ([`names`]). Nothing here performs I/O.
 
+pub(crate) mod bounded;
 pub(crate) mod diffbase;
 pub(crate) mod duration;
 pub(crate) mod evidence;

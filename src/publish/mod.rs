@@ -8,6 +8,7 @@ pub(crate) mod policy_report;
 use crate::api::{KopfAudit, KopfAuditStatus};
 use crate::catalog::{EventType, FIELD_MANAGER, REPORTING_CONTROLLER};
 use crate::evaluate::events::PlannedEvent;
+use crate::model::names::{MAX_OBJECT_NAME, derived};
 use jiff::Timestamp;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -62,6 +63,13 @@ pub(crate) async fn write_status(
     })
 }
 
+/// The name of an Event about a KopfAudit: its name and the time in nanoseconds (hex),
+/// made to fit the API's bound on names (a KopfAudit's name may take all of it) by a
+/// stable hash of the KopfAudit's name.
+fn event_name(audit: &str, nanos: i128) -> String {
+    derived("", audit, &format!(".{nanos:x}"), MAX_OBJECT_NAME)
+}
+
 /// Creates `events.k8s.io/v1` Events about KopfAudits. Transitions are detected by the
 /// evaluate phase, so every call is a new Event: no aggregation cache is needed.
 #[derive(Clone)]
@@ -86,7 +94,7 @@ impl EventPublisher {
         let now = Timestamp::now();
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(format!("{}.{:x}", audit.name_any(), now.as_nanosecond())),
+                name: Some(event_name(&audit.name_any(), now.as_nanosecond())),
                 namespace: Some(namespace.clone()),
                 ..Default::default()
             },
@@ -116,5 +124,24 @@ impl EventPublisher {
                 name: audit.name_any(),
                 source,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::names::is_dns_subdomain;
+
+    #[test]
+    fn a_253_character_audit_gets_valid_event_names() {
+        let audit = format!("{}end", "long-name-".repeat(25));
+        assert_eq!(audit.len(), 253);
+        let nanos = 1_767_225_600_123_456_789;
+        let name = event_name(&audit, nanos);
+        assert!(is_dns_subdomain(&name), "{name} ({} bytes)", name.len());
+        assert!(name.starts_with("long-name-long-name-"), "{name}");
+        assert!(name.ends_with(&format!(".{nanos:x}")), "{name}");
+        assert_ne!(name, event_name(&audit, nanos + 1));
+        assert_eq!(event_name("op", nanos), format!("op.{nanos:x}"));
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::api::{Finding, KopfAudit, KopfAuditStatus};
 use crate::catalog::{FIELD_MANAGER, Severity};
+use crate::model::names::{MAX_OBJECT_NAME, derived};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Resource, ResourceExt};
@@ -20,9 +21,10 @@ pub fn resource() -> ApiResource {
     )
 }
 
-/// The report's name for a KopfAudit.
+/// The report's name for a KopfAudit: `kopf-audit-<name>`, or for a name too long for
+/// that, its readable prefix and a stable hash of it (the same report every time).
 fn report_name(audit: &KopfAudit) -> String {
-    format!("kopf-audit-{}", audit.name_any())
+    derived("kopf-audit-", &audit.name_any(), "", MAX_OBJECT_NAME)
 }
 
 fn severity(s: Severity) -> &'static str {
@@ -138,5 +140,28 @@ mod tests {
         assert_eq!(report["results"][0]["result"], "fail");
         assert_eq!(report["summary"]["fail"], 60);
         assert_eq!(report["metadata"]["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(report["metadata"]["name"], "kopf-audit-op");
+    }
+
+    #[test]
+    fn a_253_character_audit_gets_a_valid_stable_report_name() {
+        let long = format!("{}end", "long-name-".repeat(25));
+        let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+            "metadata": {"name": long, "namespace": "ns", "uid": "u-1"},
+            "spec": {"target": {"deployment": "op"}}
+        }))
+        .expect("audit");
+        let name = report_name(&audit);
+        assert!(
+            crate::model::names::is_dns_subdomain(&name),
+            "{name} ({} bytes)",
+            name.len()
+        );
+        assert!(name.starts_with("kopf-audit-long-name-"), "{name}");
+        assert_eq!(name, report_name(&audit.clone()));
+        let report = build(&audit, &KopfAuditStatus::default());
+        assert_eq!(report["metadata"]["name"], name.as_str());
+        assert_eq!(report["scope"]["name"], long.as_str());
     }
 }

@@ -2,6 +2,7 @@
 //! README's test command starts it). They FAIL with the reason when it is not running.
 
 mod accuracy;
+mod bounds;
 mod chart;
 mod harness;
 mod helm;

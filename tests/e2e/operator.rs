@@ -94,7 +94,7 @@ pub async fn wait_status(
 }
 
 /// The auditor's Events about one KopfAudit.
-async fn audit_events(client: &Client, ns: &str, name: &str) -> Vec<Event> {
+pub async fn audit_events(client: &Client, ns: &str, name: &str) -> Vec<Event> {
     Api::<Event>::namespaced(client.clone(), ns)
         .list(&ListParams::default())
         .await

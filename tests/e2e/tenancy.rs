@@ -111,7 +111,8 @@ async fn tenant_audit(client: &Client, ns: &str, name: &str, target: &str, handl
         .expect("tenant KopfAudit");
 }
 
-async fn install_policy_report_crd(client: &Client) {
+/// Installs a PolicyReport CRD that keeps any report, so that the auditor writes them.
+pub async fn install_policy_report_crd(client: &Client) {
     let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "policyreports.wgpolicyk8s.io"},

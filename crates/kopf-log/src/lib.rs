@@ -79,7 +79,7 @@ pub use parser::{
     MAX_BUFFERED_LINE_BYTES, Parser, ParserOptions, Records, Routine, RoutineStats, Stats,
     detect_format, records,
 };
-pub use redact::{MASK, excerpt, plain_text, redact, strip_ansi};
+pub use redact::{MASK, excerpt, is_invisible, plain_text, redact, strip_ansi};
 pub use time::Timestamp;
 pub use version::{KopfVersion, VersionClue, VersionRange, VersionSignal, version_signal};
 

@@ -20,7 +20,7 @@ mod text;
 mod tests;
 
 pub(crate) use text::strip_ansi_into;
-pub use text::{plain_text, strip_ansi};
+pub use text::{is_invisible, plain_text, strip_ansi};
 
 /// What a secret is replaced with.
 pub const MASK: &str = "***";

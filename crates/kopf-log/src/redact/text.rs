@@ -89,8 +89,13 @@ pub(super) const INVISIBLE: &[(u32, u32)] = &[
     (0xE0020, 0xE007F),
 ];
 
-/// Whether `c` is in [`INVISIBLE`].
-fn is_invisible(c: char) -> bool {
+/// Whether `c` renders as nothing: a Unicode format character (General
+/// Category `Cf`: the bidi controls, zero widths, tag characters, ...) or one
+/// of the few letters and marks that show nothing (the table `INVISIBLE`).
+///
+/// Exists so that text reaching readers by another path than [`plain_text`]
+/// (a status field cut to a bound) is cleaned by the same definition.
+pub fn is_invisible(c: char) -> bool {
     let c = u32::from(c);
     // Everything below the soft hyphen is ASCII or Latin-1: the common case.
     c >= 0xAD
