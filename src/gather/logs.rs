@@ -520,8 +520,9 @@ impl LineTracker {
 /// The records a chunk completes, filtered by [`keep`].
 /// The records one read keeps: only those some check reads (failures, denials,
 /// warnings about kopf's own health), one per kind, handler, object and denial (the
-/// latest, as the digest keeps them), at most [`MAX_READ_RECORDS`]; distinct records
-/// past the bound are counted, not kept.
+/// latest, as the digest keeps them), at most [`MAX_READ_RECORDS`]: past the bound the
+/// least recently seen is forgotten, as the digest does, and counted. So a read holds
+/// no more than the digest it is folded into, whatever a log floods it with.
 #[derive(Default)]
 struct Kept {
     records: Vec<kopf_log::Record>,
@@ -537,12 +538,26 @@ impl Kept {
         let key = key_of(&record);
         if let Some(&at) = self.index.get(&key) {
             self.records[at] = record;
-        } else if self.records.len() < MAX_READ_RECORDS {
-            self.index.insert(key, self.records.len());
-            self.records.push(record);
-        } else {
-            self.dropped += 1;
+            return;
         }
+        if self.records.len() >= MAX_READ_RECORDS {
+            self.forget_least_recent();
+        }
+        self.index.insert(key, self.records.len());
+        self.records.push(record);
+    }
+
+    /// Forgets the record seen longest ago (the lowest line), and counts it.
+    fn forget_least_recent(&mut self) {
+        let Some(oldest) = (0..self.records.len()).min_by_key(|&i| self.records[i].line) else {
+            return;
+        };
+        let gone = self.records.swap_remove(oldest);
+        self.index.remove(&key_of(&gone));
+        if let Some(moved) = self.records.get(oldest) {
+            self.index.insert(key_of(moved), oldest);
+        }
+        self.dropped += 1;
     }
 }
 
@@ -555,8 +570,8 @@ impl Extend<kopf_log::Record> for Kept {
 }
 
 /// At most this many distinct records are kept from one read before they are folded
-/// into the digest.
-const MAX_READ_RECORDS: usize = 5000;
+/// into the digest: no more than the digest keeps.
+const MAX_READ_RECORDS: usize = MAX_DIGEST;
 
 /// A parser that only counts routine lines (successes, chatter, noise) without building
 /// them: the auditor's scan.
