@@ -223,6 +223,7 @@ pub(crate) async fn run(
         ns.as_deref(),
         &audit_store,
         &ctx.targets,
+        ctx.settings.allow_cross_namespace,
     );
     let controller = watches::attach_rbac(
         controller,

@@ -443,14 +443,18 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
 }
 
 /// Adds the target watches (Deployments, pods) that map to KopfAudits. They cache
-/// nothing: only objects in a namespace some KopfAudit targets pass, and only when what
-/// the checks read of them changed.
+/// nothing: only objects in a namespace some KopfAudit may target pass, and only when
+/// what the checks read of them changed. A KopfAudit whose target is refused (another
+/// namespace without `cross_namespace`) is never re-run by that namespace's changes:
+/// its audit count and timestamps would tell a tenant when a guessed Deployment there
+/// changes.
 pub(super) fn attach_targets(
     controller: Controller<KopfAudit>,
     client: &Client,
     namespace: Option<&str>,
     audits: &Store<KopfAudit>,
     targets: &Arc<SeenTargets>,
+    cross_namespace: bool,
 ) -> Controller<KopfAudit> {
     let config = watcher::Config::default();
     let deployments = warn_on_error(
@@ -469,15 +473,18 @@ pub(super) fn attach_targets(
     .touched_objects();
     controller
         .watches_stream(
-            in_audited_namespaces(audits, deployments)
+            in_audited_namespaces(audits, deployments, cross_namespace)
                 .predicate_filter(deployment_predicate, Default::default()),
             {
                 let audits = audits.clone();
-                move |d: PartialObjectMeta<Deployment>| audits_for_deployment(&audits, &d)
+                move |d: PartialObjectMeta<Deployment>| {
+                    audits_for_deployment(&audits, &d, cross_namespace)
+                }
             },
         )
         .watches_stream(
-            in_audited_namespaces(audits, pods).predicate_filter(pod_predicate, Default::default()),
+            in_audited_namespaces(audits, pods, cross_namespace)
+                .predicate_filter(pod_predicate, Default::default()),
             {
                 let targets = targets.clone();
                 move |p: Pod| targets.audits_for_pod(&p)
@@ -504,6 +511,7 @@ where
 fn in_audited_namespaces<K, S>(
     audits: &Store<KopfAudit>,
     stream: S,
+    cross_namespace: bool,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
     K: Resource + Send + 'static,
@@ -514,7 +522,9 @@ where
         let keep = match event {
             Ok(object) => {
                 let namespace = object.meta().namespace.as_deref().unwrap_or_default();
-                audits.find(|a| targets_namespace(a, namespace)).is_some()
+                audits
+                    .find(|a| targets_namespace(a, namespace, cross_namespace))
+                    .is_some()
             }
             Err(_) => true,
         };
@@ -522,25 +532,23 @@ where
     })
 }
 
-/// Whether a KopfAudit's target lives in `namespace` (without allocating: called for
-/// every pod the watch sees).
-fn targets_namespace(audit: &KopfAudit, namespace: &str) -> bool {
-    audit
-        .spec
-        .target
-        .namespace
-        .as_deref()
-        .or(audit.metadata.namespace.as_deref())
-        == Some(namespace)
+/// Whether a KopfAudit's target lives in `namespace` and the audit may read it: its
+/// own namespace, or any with `cross_namespace` (without allocating: called for every
+/// pod the watch sees).
+fn targets_namespace(audit: &KopfAudit, namespace: &str, cross_namespace: bool) -> bool {
+    let own = audit.metadata.namespace.as_deref();
+    let target = audit.spec.target.namespace.as_deref().or(own);
+    target == Some(namespace) && (cross_namespace || own == Some(namespace))
 }
 
-/// Whether a KopfAudit targets this Deployment (by name or selector, same namespace).
-fn targets<D: Resource>(audit: &KopfAudit, deployment: &D) -> bool {
+/// Whether a KopfAudit targets this Deployment (by name or selector, same namespace)
+/// and may read it.
+fn targets<D: Resource>(audit: &KopfAudit, deployment: &D, cross_namespace: bool) -> bool {
     let deployment = deployment.meta();
     if !deployment
         .namespace
         .as_deref()
-        .is_some_and(|ns| targets_namespace(audit, ns))
+        .is_some_and(|ns| targets_namespace(audit, ns, cross_namespace))
     {
         return false;
     }
@@ -559,11 +567,12 @@ fn targets<D: Resource>(audit: &KopfAudit, deployment: &D) -> bool {
 fn audits_for_deployment(
     audits: &Store<KopfAudit>,
     deployment: &PartialObjectMeta<Deployment>,
+    cross_namespace: bool,
 ) -> Vec<ObjectRef<KopfAudit>> {
     audits
         .state()
         .iter()
-        .filter(|a| targets(a.as_ref(), deployment))
+        .filter(|a| targets(a.as_ref(), deployment, cross_namespace))
         .map(|a| ObjectRef::from_obj(a.as_ref()))
         .collect()
 }

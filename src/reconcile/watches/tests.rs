@@ -221,11 +221,23 @@ fn a_deployment_maps_to_the_audits_that_target_it_in_their_target_namespace() {
     }))
     .expect("metadata");
     assert_eq!(
-        names(&audits_for_deployment(&audits, &meta)),
+        names(&audits_for_deployment(&audits, &meta, true)),
         vec!["cross", "own"]
     );
-    assert!(targets_namespace(&audits.state()[0], "ops"));
-    assert!(!targets_namespace(&audits.state()[0], "team"));
+    assert!(targets_namespace(&audits.state()[0], "ops", true));
+    assert!(!targets_namespace(&audits.state()[0], "team", true));
+    // Without the allowance the refused audit is never re-run by the other namespace:
+    // its audit count would tell the tenant when a guessed Deployment changes.
+    assert_eq!(
+        names(&audits_for_deployment(&audits, &meta, false)),
+        vec!["own"]
+    );
+    let refused = audits
+        .state()
+        .into_iter()
+        .find(|a| a.metadata.name.as_deref() == Some("cross"))
+        .expect("the cross-namespace audit");
+    assert!(!targets_namespace(&refused, "ops", false));
 }
 
 #[test]
