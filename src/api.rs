@@ -74,6 +74,58 @@ const DNS_SUBDOMAIN_PATTERN: &str =
 const API_GROUP_PATTERN: &str =
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$";
 
+/// A label key: an optional DNS-subdomain prefix and `/`, then a name of at most 63
+/// alphanumerics, `-`, `_` and `.`.
+const LABEL_KEY_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$";
+/// A label value: empty, or at most 63 alphanumerics, `-`, `_` and `.`.
+const LABEL_VALUE_PATTERN: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
+
+/// The schema of `spec.target.selector`: metav1.LabelSelector with the label grammars
+/// and bounds, so that a key or value that would add terms of its own to the request's
+/// `labelSelector` (`a,b!=c`, `x)`) is refused at apply time, and CEL's cost stays
+/// within the API server's budget.
+fn label_selector_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let key_rule = format!(
+        "self.all(k, k.size() <= 317 && k.matches('{}'))",
+        LABEL_KEY_PATTERN.replace('\\', "\\\\")
+    );
+    schemars::json_schema!({
+        "description": "A label selector matching one or more Deployments.",
+        "nullable": true,
+        "type": "object",
+        "properties": {
+            "matchLabels": {
+                "description": "Labels the Deployments must carry (keys and values in the Kubernetes label grammar).",
+                "type": "object",
+                "maxProperties": 64,
+                "additionalProperties": {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE_PATTERN},
+                "x-kubernetes-validations": [{
+                    "rule": key_rule,
+                    "message": "matchLabels keys must be label keys ([prefix/]name, the name at most 63 characters)"
+                }]
+            },
+            "matchExpressions": {
+                "description": "Label requirements, ANDed.",
+                "type": "array",
+                "maxItems": 64,
+                "items": {
+                    "type": "object",
+                    "required": ["key", "operator"],
+                    "properties": {
+                        "key": {"type": "string", "maxLength": 317, "pattern": LABEL_KEY_PATTERN},
+                        "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+                        "values": {
+                            "type": "array",
+                            "maxItems": 64,
+                            "items": {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE_PATTERN}
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
 /// The default re-audit period.
 pub const DEFAULT_INTERVAL: &str = "5m";
 
@@ -111,6 +163,7 @@ pub struct AuditTarget {
 
     /// A label selector matching one or more Deployments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "label_selector_schema")]
     pub selector: Option<LabelSelector>,
 
     /// The namespace of the target; defaults to the KopfAudit's own. Another namespace

@@ -6,7 +6,7 @@ use crate::catalog::{Area, CheckId, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
 use crate::model::bounded::{
     MAX_EVIDENCE_BYTES, MAX_LISTED, MAX_MESSAGE_BYTES, MAX_NAME_BYTES, MAX_QUOTED_REASON_BYTES,
-    MAX_REASON_BYTES, clean, clean_list, clean_name,
+    MAX_REASON_BYTES, clean, clean_lines, clean_list, clean_name,
 };
 use crate::model::evidence::Obstacle;
 use crate::model::evidence::{Evidence, Gathered, KopfEvidence, TargetEvidence, Unavailable};
@@ -329,9 +329,9 @@ fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
 /// object, finalizer and handler names in messages, and lists of them.
 pub(crate) fn clean_finding(finding: &mut Finding) {
     finding.target = clean_name(&finding.target);
-    finding.message = clean(&finding.message, MAX_MESSAGE_BYTES);
+    finding.message = clean_lines(&finding.message, MAX_MESSAGE_BYTES);
     finding.evidence = finding
         .evidence
         .as_deref()
-        .map(|e| clean(e, MAX_EVIDENCE_BYTES));
+        .map(|e| clean_lines(e, MAX_EVIDENCE_BYTES));
 }

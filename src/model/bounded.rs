@@ -51,7 +51,13 @@ pub(crate) const ELLIPSIS: char = '…';
 /// format character, [`kopf_log::is_invisible`]) removed, then trimmed and cut at a
 /// character boundary to at most `max_bytes` bytes, ending in [`ELLIPSIS`] when cut.
 pub(crate) fn clean(text: &str, max_bytes: usize) -> String {
-    cut(visible(&kopf_log::redact(text)).trim(), max_bytes)
+    cut(visible(&kopf_log::redact(text), false).trim(), max_bytes)
+}
+
+/// Like [`clean`], but line breaks are kept: a finding's message carries the RBAC rule
+/// to paste, as YAML lines, and its evidence a traceback's last lines.
+pub(crate) fn clean_lines(text: &str, max_bytes: usize) -> String {
+    cut(visible(&kopf_log::redact(text), true).trim(), max_bytes)
 }
 
 /// A name the API validated (a Deployment's, a container's, a ServiceAccount's) as
@@ -59,14 +65,19 @@ pub(crate) fn clean(text: &str, max_bytes: usize) -> String {
 /// are merged by their target's name, the PolicyReport points at it), and a mask would
 /// make it point nowhere; the API allows only letters, digits, `-` and `.` in it.
 pub(crate) fn clean_name(name: &str) -> String {
-    cut(visible(name).trim(), MAX_NAME_BYTES)
+    cut(visible(name, false).trim(), MAX_NAME_BYTES)
 }
 
-/// `text` without invisible characters, its controls (line breaks) made spaces.
-fn visible(text: &str) -> String {
+/// `text` without invisible characters, its controls made spaces (but `\n` when
+/// `keep_lines`).
+fn visible(text: &str, keep_lines: bool) -> String {
     text.chars()
         .filter(|c| !kopf_log::is_invisible(*c))
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| match c {
+            '\n' if keep_lines => c,
+            c if c.is_control() => ' ',
+            c => c,
+        })
         .collect()
 }
 
@@ -173,6 +184,17 @@ mod tests {
         assert_eq!(cut, "漢漢…");
         assert!(cut.len() <= 10);
         assert_eq!(clean("abc", 2), "");
+    }
+
+    #[test]
+    fn messages_keep_their_lines_and_lose_the_other_controls() {
+        let message = "Add to its Role:\n- apiGroups: [\"\"]\n  verbs: [create]\r\u{202e}\u{7}";
+        let out = clean_lines(message, 1024);
+        assert_eq!(
+            out,
+            "Add to its Role:\n- apiGroups: [\"\"]\n  verbs: [create]"
+        );
+        assert!(!clean(message, 1024).contains('\n'));
     }
 
     #[test]

@@ -418,6 +418,22 @@ async fn invalid_kopfaudits_are_refused_by_the_api_server_with_the_schema_messag
             serde_json::json!({"target": {"deployment": "op", "container": "Op Erator"}}),
             "spec.target.container in body should match",
         ),
+        (
+            serde_json::json!({"target": {"selector": {"matchLabels": {"app": "x,name!=y"}}}}),
+            "spec.target.selector.matchLabels.app in body should match",
+        ),
+        (
+            serde_json::json!({"target": {"selector": {"matchLabels": {"a b": "x"}}}}),
+            "matchLabels keys must be label keys",
+        ),
+        (
+            serde_json::json!({"target": {"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a)"]}]}}}),
+            "spec.target.selector.matchExpressions[0].values[0] in body should match",
+        ),
+        (
+            serde_json::json!({"target": {"selector": {"matchExpressions": [{"key": "tier", "operator": "Near"}]}}}),
+            "Unsupported value",
+        ),
     ];
     for (i, (spec, message)) in cases.into_iter().enumerate() {
         let body = serde_json::json!({
