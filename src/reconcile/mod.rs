@@ -5,6 +5,7 @@
 //! transient errors back off per object ([`backoff`]).
 
 pub(crate) mod backoff;
+mod churn;
 pub(crate) mod http;
 pub(crate) mod leader;
 pub(crate) mod pipeline;
