@@ -37,6 +37,18 @@ pub(crate) enum PublishError {
     },
 }
 
+impl PublishError {
+    /// Whether trying again cannot help: the API server refused the request itself as
+    /// invalid (400, 422), not for a reason that may pass (refused, throttled,
+    /// unavailable, timed out).
+    pub(crate) fn is_permanent(&self) -> bool {
+        let source = match self {
+            PublishError::Status { source, .. } | PublishError::Event { source, .. } => source,
+        };
+        matches!(source, kube::Error::Api(s) if s.code == 400 || s.code == 422)
+    }
+}
+
 /// Applies the whole status with server-side apply; returns the resourceVersion it
 /// produced.
 pub(crate) async fn write_status(
@@ -62,8 +74,70 @@ pub(crate) async fn write_status(
     })
 }
 
+/// The longest name the API server accepts (a DNS subdomain).
+const MAX_NAME: usize = 253;
+
+/// An Event to create about a KopfAudit, with the name and time it keeps until it is
+/// delivered: a retried POST of one that did reach the API server fails with
+/// AlreadyExists, which counts as delivered, so a retry never duplicates it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OutgoingEvent {
+    /// What to say.
+    pub(crate) planned: PlannedEvent,
+    /// Its name.
+    name: String,
+    /// When it happened (its `eventTime`).
+    at: Timestamp,
+}
+
+impl OutgoingEvent {
+    /// The `index`th Event an audit of `audit` (its name) planned at `at`: its time is
+    /// `at` plus `index` microseconds, so that the Events of one audit keep their order
+    /// and each has a name of its own.
+    pub(crate) fn new(
+        audit: &str,
+        planned: PlannedEvent,
+        at: Timestamp,
+        index: usize,
+    ) -> OutgoingEvent {
+        let offset = jiff::SignedDuration::from_micros(i64::try_from(index).unwrap_or(i64::MAX));
+        let at = at.checked_add(offset).unwrap_or(at);
+        OutgoingEvent {
+            name: event_name(audit, at),
+            planned,
+            at,
+        }
+    }
+
+    /// Its name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// An Event's name: the audit's name, cut so that the whole fits in 253 characters and
+/// ends on a letter or digit, then its time in hex nanoseconds.
+fn event_name(audit: &str, at: Timestamp) -> String {
+    let suffix = format!("{:x}", at.as_nanosecond());
+    let mut end = audit.len().min(MAX_NAME - 1 - suffix.len());
+    while !audit.is_char_boundary(end) {
+        end -= 1;
+    }
+    let prefix = audit[..end].trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    format!("{prefix}.{suffix}")
+}
+
+/// What became of one Event's POST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// It was created now.
+    Created,
+    /// An earlier POST of it had been created (its answer was lost): it is there once.
+    AlreadyThere,
+}
+
 /// Creates `events.k8s.io/v1` Events about KopfAudits. Transitions are detected by the
-/// evaluate phase, so every call is a new Event: no aggregation cache is needed.
+/// evaluate phase, so every Event is a new one: no aggregation cache is needed.
 #[derive(Clone)]
 pub(crate) struct EventPublisher {
     client: Client,
@@ -80,17 +154,17 @@ impl EventPublisher {
     pub(crate) async fn emit(
         &self,
         audit: &KopfAudit,
-        planned: &PlannedEvent,
-    ) -> Result<(), PublishError> {
+        event: &OutgoingEvent,
+    ) -> Result<Delivery, PublishError> {
         let namespace = audit.namespace().unwrap_or_default();
-        let now = Timestamp::now();
-        let event = Event {
+        let planned = &event.planned;
+        let body = Event {
             metadata: ObjectMeta {
-                name: Some(format!("{}.{:x}", audit.name_any(), now.as_nanosecond())),
+                name: Some(event.name.clone()),
                 namespace: Some(namespace.clone()),
                 ..Default::default()
             },
-            event_time: Some(MicroTime(now)),
+            event_time: Some(MicroTime(event.at)),
             action: Some("Audit".into()),
             reason: Some(planned.reason.as_str().into()),
             note: Some(planned.note.clone()),
@@ -109,12 +183,57 @@ impl EventPublisher {
             ..Default::default()
         };
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        api.create(&PostParams::default(), &event)
-            .await
-            .map(|_| ())
-            .map_err(|source| PublishError::Event {
+        match api.create(&PostParams::default(), &body).await {
+            Ok(_) => Ok(Delivery::Created),
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+                Ok(Delivery::AlreadyThere)
+            }
+            Err(source) => Err(PublishError::Event {
                 name: audit.name_any(),
                 source,
-            })
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_name_fits_and_ends_well_whatever_the_audit_name() {
+        let at = Timestamp::from_second(1_800_000_000).expect("a valid time");
+        assert_eq!(event_name("audit", at), "audit.18fae27693b40000");
+        // The longest names a KopfAudit may have, cut where the Event's name must end.
+        let label = "a".repeat(62);
+        let long = [label.as_str(); 4].join(".");
+        let name = event_name(&long, at);
+        assert_eq!(name.len(), MAX_NAME);
+        assert!(crate::model::names::is_dns_subdomain(&name), "{name}");
+        for separator in [".", "-"] {
+            let audit = format!(
+                "{}.{}{separator}{}",
+                [label.as_str(); 3].join("."),
+                "c".repeat(46),
+                "b".repeat(10)
+            );
+            assert_eq!(&audit[235..236], separator, "cut right after it");
+            let name = event_name(&audit, at);
+            assert!(crate::model::names::is_dns_subdomain(&name), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_events_of_one_audit_keep_their_order_and_names_of_their_own() {
+        let at = Timestamp::from_second(1_800_000_000).expect("a valid time");
+        let planned = PlannedEvent {
+            warning: false,
+            reason: crate::catalog::EventReason::AuditPassed,
+            note: "n".into(),
+        };
+        let first = OutgoingEvent::new("a", planned.clone(), at, 0);
+        let second = OutgoingEvent::new("a", planned, at, 1);
+        assert!(first.at < second.at);
+        assert_ne!(first.name(), second.name());
     }
 }

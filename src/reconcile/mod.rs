@@ -8,6 +8,7 @@ pub(crate) mod backoff;
 mod churn;
 pub(crate) mod http;
 pub(crate) mod leader;
+mod owed;
 pub(crate) mod pipeline;
 pub(crate) mod readiness;
 mod targets;
@@ -76,6 +77,7 @@ pub(crate) struct Context {
     backoff: Backoff,
     shared: Arc<Shared>,
     written: Written,
+    owed: owed::Outbox,
 }
 
 /// The statuses this instance wrote, until its cache shows them: an audit that starts
@@ -158,6 +160,7 @@ impl Context {
             backoff: Backoff::default(),
             shared: Arc::new(Shared::default()),
             written: Written::default(),
+            owed: owed::Outbox::default(),
         }
     }
 }
@@ -208,6 +211,7 @@ pub(crate) async fn run(
         }),
         metrics,
         written: Written::default(),
+        owed: owed::Outbox::default(),
         settings,
     });
 
@@ -316,7 +320,8 @@ fn error_policy(
 /// How often the state kept for deleted KopfAudits is dropped.
 const SWEEP: Duration = Duration::from_secs(60);
 
-/// Drops, every minute, the metric series and back-off counters of deleted KopfAudits.
+/// Drops, every minute, the metric series, back-off counters and what is owed of deleted
+/// KopfAudits.
 async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
     if !until_synced(&audits).await {
         return;
@@ -331,6 +336,7 @@ async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
         ctx.metrics.retain_audits(&live);
         ctx.backoff.retain(&live);
         ctx.written.retain(&live);
+        ctx.owed.retain(&live);
         ctx.targets.retain(&live);
         ctx.shared.logs.forget_unused(jiff::Timestamp::now());
     }
