@@ -78,6 +78,7 @@ pub(crate) struct Context {
     shared: Arc<Shared>,
     written: Written,
     owed: owed::Outbox,
+    mandate: leader::Mandate,
 }
 
 /// The statuses this instance wrote, until its cache shows them: an audit that starts
@@ -161,6 +162,7 @@ impl Context {
             shared: Arc::new(Shared::default()),
             written: Written::default(),
             owed: owed::Outbox::default(),
+            mandate: leader::Mandate::default(),
         }
     }
 }
@@ -169,11 +171,12 @@ impl Context {
 /// within the chart's `terminationGracePeriodSeconds` (30 s).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 
-/// Runs the controller until `shutdown` resolves; `readiness` turns ready once every
-/// cache has synced.
+/// Runs the controller until `shutdown` resolves, writing only while `mandate` holds;
+/// `readiness` turns ready once every cache has synced.
 pub(crate) async fn run(
     client: Client,
     settings: Settings,
+    mandate: leader::Mandate,
     metrics: Arc<Metrics>,
     readiness: Readiness,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
@@ -212,6 +215,7 @@ pub(crate) async fn run(
         metrics,
         written: Written::default(),
         owed: owed::Outbox::default(),
+        mandate,
         settings,
     });
 

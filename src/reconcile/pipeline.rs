@@ -37,6 +37,10 @@ pub(crate) enum ReconcileError {
     /// and the process goes on serving the other audits.
     #[error("the audit panicked: {0}")]
     Panicked(String),
+    /// This instance no longer holds (or could not renew) its Lease: it writes nothing,
+    /// and is stepping down.
+    #[error("not the leader: nothing written")]
+    NotLeading,
 }
 
 /// Gathers and evaluates one audit from its candidates (read by
@@ -207,12 +211,17 @@ async fn first_sight(
     Ok(pending)
 }
 
+/// Writes a status, only while this instance may write, and remembers it until the
+/// cache shows it.
 async fn write_status(
     audit: &KopfAudit,
     namespace: &str,
     status: &KopfAuditStatus,
     ctx: &Context,
 ) -> Result<(), ReconcileError> {
+    if !ctx.mandate.holds() {
+        return Err(ReconcileError::NotLeading);
+    }
     let api: Api<KopfAudit> = Api::namespaced(ctx.client.clone(), namespace);
     let rv = publish::write_status(&api, &audit.name_any(), status).await?;
     ctx.written.record(audit, rv, status);
@@ -252,7 +261,7 @@ async fn publish_update(
         );
         ctx.metrics.events_given_up(given_up);
     }
-    if ctx.owed.policy_report_owed(audit) {
+    if ctx.owed.policy_report_owed(audit) && ctx.mandate.holds() {
         match publish::policy_report::write(&ctx.client, audit, &update.status).await {
             Ok(written) => {
                 ctx.owed.owe_policy_report(audit, false);
@@ -275,6 +284,9 @@ async fn publish_update(
 async fn deliver_events(audit: &KopfAudit, ctx: &Context) -> usize {
     let mut delivered = 0;
     while let Some(event) = ctx.owed.next_event(audit) {
+        if !ctx.mandate.holds() {
+            break;
+        }
         match ctx.events.emit(audit, &event).await {
             Ok(delivery) => {
                 if delivery == publish::Delivery::AlreadyThere {

@@ -558,3 +558,24 @@ async fn a_failed_policy_report_is_written_at_the_next_audit() {
     assert!(third.is_ok(), "{third:?}");
     assert_eq!(reports(&api.take()), 0, "and then no more");
 }
+
+#[tokio::test]
+async fn a_leader_past_its_renewal_deadline_writes_nothing() {
+    let (client, api) = FakeApi::start(NS, answer);
+    let mut ctx = Context::for_test(client, Settings::default());
+    let (_sender, leading) = tokio::sync::watch::channel(true);
+    // Held by the lease manager's word, never renewed as far as this client saw.
+    ctx.mandate = super::leader::Mandate::of_lease(leading, Arc::default());
+    let result = reconcile(audit_with(None), Arc::new(ctx)).await;
+    assert!(
+        matches!(result, Err(super::pipeline::ReconcileError::NotLeading)),
+        "{result:?}"
+    );
+    let seen = api.take();
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.method != Method::GET && !s.path.contains("subjectaccessreviews")),
+        "nothing written: {seen:#?}"
+    );
+}
