@@ -3,6 +3,7 @@
 
 mod accuracy;
 mod chart;
+mod delivery;
 mod harness;
 mod helm;
 mod hostile;
