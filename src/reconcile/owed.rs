@@ -1,6 +1,6 @@
 //! What each audit still has to publish after its status was written: the transition
-//! Events whose POST failed (refused, throttled, unavailable, cut off) and a PolicyReport
-//! whose write failed. The next audit compares with the written status and sees no
+//! Events whose POST failed (refused, throttled, unavailable, timed out) and a
+//! PolicyReport whose write failed. The next audit compares with the written status and sees no
 //! transition, so without this they would be lost; it delivers them first, in order,
 //! each Event under the name it was first tried with (a retry that the API server had
 //! already taken is AlreadyExists: delivered once). Kept in memory per audit, bounded,
@@ -39,7 +39,8 @@ impl Owed {
 type AuditKey = (String, String);
 
 /// What every audit owes. Each step of a delivery is recorded here as it happens, so
-/// that an audit cut short (at shutdown) leaves what it did not deliver owed.
+/// that a delivery cut short (its future dropped between two POSTs) leaves the rest
+/// owed, not lost with it.
 #[derive(Default)]
 pub(crate) struct Outbox {
     by_audit: Mutex<HashMap<AuditKey, Owed>>,
