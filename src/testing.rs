@@ -28,10 +28,12 @@ pub(crate) struct FakeApi {
 }
 
 impl FakeApi {
-    /// A client (default namespace `namespace`) whose every request `answer` answers.
+    /// A client (default namespace `namespace`) whose every request `answer` answers
+    /// (a function, or a closure with state of its own: a route that fails, then
+    /// succeeds).
     pub(crate) fn start(
         namespace: &str,
-        answer: fn(&Method, &str, &serde_json::Value) -> Response<Body>,
+        answer: impl Fn(&Method, &str, &serde_json::Value) -> Response<Body> + Send + 'static,
     ) -> (Client, FakeApi) {
         let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
         let seen = Arc::new(Mutex::new(Vec::new()));

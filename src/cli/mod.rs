@@ -8,7 +8,7 @@ use crate::api::KopfAudit;
 use crate::catalog::Severity;
 use crate::evaluate::Policy;
 use crate::publish::metrics::Metrics;
-use crate::reconcile::leader::Leadership;
+use crate::reconcile::leader::{Leadership, Mandate};
 use crate::reconcile::readiness::Readiness;
 use crate::reconcile::{self, Settings, http};
 use check::CheckTarget;
@@ -238,7 +238,15 @@ async fn run(args: RunArgs) -> ExitCode {
         )
         .await
     } else {
-        reconcile::run(client, settings, metrics, readiness, shutdown_signal()).await;
+        reconcile::run(
+            client,
+            settings,
+            Mandate::default(),
+            metrics,
+            readiness,
+            shutdown_signal(),
+        )
+        .await;
         ExitCode::SUCCESS
     };
     server.abort();
@@ -299,7 +307,8 @@ async fn run_as_leader(
             _ = shutdown => {}
         }
     };
-    reconcile::run(client, settings, metrics, readiness, stop).await;
+    let mandate = leadership.mandate();
+    reconcile::run(client, settings, mandate, metrics, readiness, stop).await;
     drop(leadership);
     if lost.load(Ordering::SeqCst) {
         ExitCode::from(1)

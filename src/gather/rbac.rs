@@ -251,11 +251,22 @@ impl RbacReader {
         }
     }
 
-    /// Forgets the answers of these ServiceAccounts: an RBAC change may alter them.
-    pub(crate) fn forget(&self, accounts: &[ServiceAccountRef]) {
+    /// Forgets the answers of a ServiceAccount that a change of a binding scoped
+    /// `scope` may alter: all of them for a ClusterRoleBinding, only those about its
+    /// namespace for a RoleBinding (which grants nothing elsewhere, nor at cluster scope).
+    pub(crate) fn forget(&self, sa: &ServiceAccountRef, scope: &BindingKind) {
         let mut answers = lock(&self.answers);
-        for sa in accounts {
-            answers.remove(sa);
+        match scope {
+            BindingKind::ClusterRoleBinding => {
+                answers.remove(sa);
+            }
+            BindingKind::RoleBinding(ns) => {
+                if let Some(known) = answers.get_mut(sa) {
+                    known
+                        .allowed
+                        .retain(|p, _| p.namespace.as_deref() != Some(ns.as_str()));
+                }
+            }
         }
     }
 
@@ -597,9 +608,7 @@ pub(crate) fn binding_namespaces(
     own: &str,
     reach: &Reach,
 ) -> (BTreeSet<String>, BTreeSet<String>) {
-    let mut wanted = BTreeSet::from([own.to_string()]);
-    wanted.extend(run.scope.specific_names());
-    wanted
+    needs::binding_namespaces(run, own)
         .into_iter()
         .partition(|ns| reach.may_read(Some(ns.as_str())))
 }

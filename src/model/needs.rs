@@ -125,6 +125,18 @@ fn served_namespaces(run: &KopfRun, own: &str) -> BTreeMap<String, Option<String
     out
 }
 
+/// The namespaces whose RoleBindings can change what an audit of this run finds: the
+/// operator's own and those it serves by name. Every namespaced permission it needs lies
+/// in one of them (a cluster-wide run, or one with `-n` patterns, is checked in its own
+/// namespace and at cluster scope, which no RoleBinding grants), and the bindings that
+/// explain the answers are read there; a RoleBinding anywhere else grants it nothing
+/// this audit asks about.
+pub(crate) fn binding_namespaces(run: &KopfRun, own_namespace: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::from([own_namespace.to_string()]);
+    out.extend(run.scope.specific_names());
+    out
+}
+
 /// Every permission kopf 1.45 needs for a run mode, its handled resources (`None`: not
 /// known, so none are needed), its own namespace and the peering CRDs that exist.
 pub(crate) fn needs(

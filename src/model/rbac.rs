@@ -245,7 +245,7 @@ pub(crate) fn yaml_word(s: &str) -> String {
 }
 
 /// How a binding is scoped.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum BindingKind {
     /// A ClusterRoleBinding: its role applies in every namespace and at cluster scope.
     ClusterRoleBinding,

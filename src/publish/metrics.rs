@@ -75,6 +75,7 @@ pub(crate) struct Metrics {
     in_flight: Gauge,
     in_flight_max: Gauge,
     log_bytes_read: Counter,
+    events_given_up: Counter,
     /// Label sets last exported per audit, so that resolved ones are removed.
     exported: Mutex<BTreeMap<AuditLabels, ExportedSets>>,
 }
@@ -100,6 +101,7 @@ impl Metrics {
         let in_flight = Gauge::default();
         let in_flight_max = Gauge::default();
         let log_bytes_read = Counter::default();
+        let events_given_up = Counter::default();
         registry.register("audits", "Audits run", audits.clone());
         registry.register(
             "audit_failures",
@@ -151,8 +153,14 @@ impl Metrics {
             "Bytes of the audited operators' logs read",
             log_bytes_read.clone(),
         );
+        registry.register(
+            "events_given_up",
+            "Transition Events never delivered: refused as invalid, or the oldest beyond the 50 one audit may owe",
+            events_given_up.clone(),
+        );
         Metrics {
             registry,
+            events_given_up,
             in_flight,
             in_flight_max,
             log_bytes_read,
@@ -200,6 +208,12 @@ impl Metrics {
         InFlightLayer {
             metrics: self.clone(),
         }
+    }
+
+    /// Counts transition Events given up undelivered.
+    pub(crate) fn events_given_up(&self, count: usize) {
+        self.events_given_up
+            .inc_by(u64::try_from(count).unwrap_or(u64::MAX));
     }
 
     /// Counts one status write.

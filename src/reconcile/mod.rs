@@ -5,8 +5,10 @@
 //! transient errors back off per object ([`backoff`]).
 
 pub(crate) mod backoff;
+mod churn;
 pub(crate) mod http;
 pub(crate) mod leader;
+mod owed;
 pub(crate) mod pipeline;
 pub(crate) mod readiness;
 mod targets;
@@ -75,6 +77,8 @@ pub(crate) struct Context {
     backoff: Backoff,
     shared: Arc<Shared>,
     written: Written,
+    owed: owed::Outbox,
+    mandate: leader::Mandate,
 }
 
 /// The statuses this instance wrote, until its cache shows them: an audit that starts
@@ -157,6 +161,8 @@ impl Context {
             backoff: Backoff::default(),
             shared: Arc::new(Shared::default()),
             written: Written::default(),
+            owed: owed::Outbox::default(),
+            mandate: leader::Mandate::default(),
         }
     }
 }
@@ -165,11 +171,12 @@ impl Context {
 /// within the chart's `terminationGracePeriodSeconds` (30 s).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 
-/// Runs the controller until `shutdown` resolves; `readiness` turns ready once every
-/// cache has synced.
+/// Runs the controller until `shutdown` resolves, writing only while `mandate` holds;
+/// `readiness` turns ready once every cache has synced.
 pub(crate) async fn run(
     client: Client,
     settings: Settings,
+    mandate: leader::Mandate,
     metrics: Arc<Metrics>,
     readiness: Readiness,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
@@ -207,6 +214,8 @@ pub(crate) async fn run(
         }),
         metrics,
         written: Written::default(),
+        owed: owed::Outbox::default(),
+        mandate,
         settings,
     });
 
@@ -316,7 +325,8 @@ fn error_policy(
 /// How often the state kept for deleted KopfAudits is dropped.
 const SWEEP: Duration = Duration::from_secs(60);
 
-/// Drops, every minute, the metric series and back-off counters of deleted KopfAudits.
+/// Drops, every minute, the metric series, back-off counters and what is owed of deleted
+/// KopfAudits.
 async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
     if !until_synced(&audits).await {
         return;
@@ -331,6 +341,7 @@ async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
         ctx.metrics.retain_audits(&live);
         ctx.backoff.retain(&live);
         ctx.written.retain(&live);
+        ctx.owed.retain(&live);
         ctx.targets.retain(&live);
         ctx.shared.logs.forget_unused(jiff::Timestamp::now());
     }

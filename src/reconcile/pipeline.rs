@@ -37,6 +37,10 @@ pub(crate) enum ReconcileError {
     /// and the process goes on serving the other audits.
     #[error("the audit panicked: {0}")]
     Panicked(String),
+    /// This instance no longer holds (or could not renew) its Lease: it writes nothing,
+    /// and is stepping down.
+    #[error("not the leader: nothing written")]
+    NotLeading,
 }
 
 /// Gathers and evaluates one audit from its candidates (read by
@@ -145,7 +149,7 @@ pub(crate) async fn reconcile(
         &Time(Timestamp::now()),
         settings::resolve_after(&audit.spec),
     );
-    publish_update(&audit, &namespace, &update, &ctx).await?;
+    let published = publish_update(&audit, &namespace, &update, &ctx).await?;
     let failed = matches!(outcome, Outcome::Failed(_));
     ctx.metrics.audited(
         &namespace,
@@ -156,7 +160,8 @@ pub(crate) async fn reconcile(
     );
     tracing::info!(
         changed = update.changed,
-        events = update.events.len(),
+        events = published.events,
+        events_owed = published.events_owed,
         "audited"
     );
     match outcome {
@@ -207,12 +212,17 @@ async fn first_sight(
     Ok(pending)
 }
 
+/// Writes a status, only while this instance may write, and remembers it until the
+/// cache shows it.
 async fn write_status(
     audit: &KopfAudit,
     namespace: &str,
     status: &KopfAuditStatus,
     ctx: &Context,
 ) -> Result<(), ReconcileError> {
+    if !ctx.mandate.holds() {
+        return Err(ReconcileError::NotLeading);
+    }
     let api: Api<KopfAudit> = Api::namespaced(ctx.client.clone(), namespace);
     let rv = publish::write_status(&api, &audit.name_any(), status).await?;
     ctx.written.record(audit, rv, status);
@@ -220,26 +230,86 @@ async fn write_status(
     Ok(())
 }
 
-/// Writes what changed: the status, then the PolicyReport, then the transition Events.
+/// What one audit delivered of its Events, and how many it still owes.
+struct Published {
+    events: usize,
+    events_owed: usize,
+}
+
+/// Writes what changed: the status, then the PolicyReport, then the transition Events;
+/// with them whatever earlier audits could not publish after their status was written
+/// (their Events first, in order). What fails now is owed to the next audit.
 async fn publish_update(
     audit: &KopfAudit,
     namespace: &str,
     update: &StatusUpdate,
     ctx: &Context,
-) -> Result<(), ReconcileError> {
+) -> Result<Published, ReconcileError> {
     if update.changed {
+        // When this fails, nothing of this audit is published: the next plans it again.
         write_status(audit, namespace, &update.status, ctx).await?;
+        ctx.owed.owe_policy_report(audit, true);
+    }
+    let at = Timestamp::now();
+    let planned = update.events.iter().enumerate().map(|(index, planned)| {
+        publish::OutgoingEvent::new(&audit.name_any(), planned.clone(), at, index)
+    });
+    let given_up = ctx.owed.queue(audit, planned);
+    if given_up > 0 {
+        tracing::warn!(
+            given_up,
+            "transition Events given up: more were owed than an audit keeps"
+        );
+        ctx.metrics.events_given_up(given_up);
+    }
+    if ctx.owed.policy_report_owed(audit) && ctx.mandate.holds() {
         match publish::policy_report::write(&ctx.client, audit, &update.status).await {
-            Ok(written) => tracing::debug!(written, "policy report"),
-            Err(e) => tracing::warn!(error = %e, "policy report not written"),
+            Ok(written) => {
+                ctx.owed.owe_policy_report(audit, false);
+                tracing::debug!(written, "policy report");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "policy report not written: retried at the next audit");
+            }
         }
     }
-    for planned in &update.events {
-        if let Err(e) = ctx.events.emit(audit, planned).await {
-            tracing::warn!(error = %e, reason = %planned.reason, "event not created");
+    Ok(Published {
+        events: deliver_events(audit, ctx).await,
+        events_owed: ctx.owed.events_owed(audit),
+    })
+}
+
+/// Posts the Events `audit` owes, in order, and returns how many were delivered. It
+/// stops at the first that fails for a reason that may pass: that one and those after
+/// it wait for the next audit. One the API server refuses as invalid is given up.
+async fn deliver_events(audit: &KopfAudit, ctx: &Context) -> usize {
+    let mut delivered = 0;
+    while let Some(event) = ctx.owed.next_event(audit) {
+        if !ctx.mandate.holds() {
+            break;
         }
+        match ctx.events.emit(audit, &event).await {
+            Ok(delivery) => {
+                if delivery == publish::Delivery::AlreadyThere {
+                    tracing::debug!(
+                        event = event.name(),
+                        "event already created by an earlier attempt"
+                    );
+                }
+                delivered += 1;
+            }
+            Err(e) if e.is_permanent() => {
+                tracing::warn!(error = %e, reason = %event.planned.reason, "event refused as invalid: given up");
+                ctx.metrics.events_given_up(1);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, reason = %event.planned.reason, "event not created: retried at the next audit");
+                break;
+            }
+        }
+        ctx.owed.settle_event(audit, event.name());
     }
-    Ok(())
+    delivered
 }
 
 #[cfg(test)]

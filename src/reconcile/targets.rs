@@ -1,17 +1,19 @@
-//! What each audit's last run found of its targets: their namespace, pod selector and
-//! ServiceAccount. The watches map a pod change or an RBAC change to the audits it can
+//! What each audit's last run found of its targets: their namespace, pod selector,
+//! ServiceAccount and the namespaces whose RoleBindings can change its audit. The watches map a pod change or an RBAC change to the audits it can
 //! affect with this, so the auditor needs no cache of the cluster's Deployments and pods:
 //! its memory follows the number of audits, not the size of the cluster. An audit not
 //! yet run has no entry, and needs none: it is about to run anyway.
 
 use crate::api::KopfAudit;
-use crate::model::rbac::ServiceAccountRef;
+use crate::model::kopf_run::find_kopf;
+use crate::model::needs;
+use crate::model::rbac::{BindingKind, ServiceAccountRef};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::reflector::ObjectRef;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 /// One target Deployment as the last audit read it.
@@ -20,14 +22,39 @@ struct SeenTarget {
     namespace: String,
     pods: Option<Selector>,
     account: ServiceAccountRef,
+    /// Where a RoleBinding can change its audit ([`needs::binding_namespaces`]); empty
+    /// when it runs no kopf (no RBAC is audited then).
+    binding_namespaces: BTreeSet<String>,
 }
 
 impl SeenTarget {
-    fn of(deployment: &Deployment) -> SeenTarget {
+    /// A target as read, its kopf found in `container` (any container when `None`).
+    fn of(deployment: &Deployment, container: Option<&str>) -> SeenTarget {
+        let namespace = deployment.namespace().unwrap_or_default();
+        let containers = deployment
+            .spec
+            .template
+            .spec
+            .as_ref()
+            .map(|s| s.containers.as_slice())
+            .unwrap_or(&[]);
+        let binding_namespaces = find_kopf(containers, container, Some(&namespace))
+            .map(|(_, run)| needs::binding_namespaces(&run, &namespace))
+            .unwrap_or_default();
         SeenTarget {
-            namespace: deployment.namespace().unwrap_or_default(),
             pods: Selector::try_from(deployment.spec.selector.clone()).ok(),
             account: ServiceAccountRef::of_deployment(deployment),
+            binding_namespaces,
+            namespace,
+        }
+    }
+
+    /// Whether a binding scoped so can grant something its audit asks about: a
+    /// ClusterRoleBinding anything, a RoleBinding only where the audit looks.
+    fn granted_by(&self, scope: &BindingKind) -> bool {
+        match scope {
+            BindingKind::ClusterRoleBinding => true,
+            BindingKind::RoleBinding(ns) => self.binding_namespaces.contains(ns),
         }
     }
 }
@@ -47,7 +74,11 @@ impl SeenTargets {
 
     /// Records the target Deployments an audit just read.
     pub(crate) fn remember(&self, audit: &KopfAudit, deployments: &[Deployment]) {
-        let seen = deployments.iter().map(SeenTarget::of).collect();
+        let container = audit.spec.target.container.as_deref();
+        let seen = deployments
+            .iter()
+            .map(|d| SeenTarget::of(d, container))
+            .collect();
         self.lock().insert(ObjectRef::from_obj(audit), seen);
     }
 
@@ -76,26 +107,38 @@ impl SeenTargets {
             .collect()
     }
 
-    /// The audits with a target running as a ServiceAccount `affected` says yes to, and
-    /// those ServiceAccounts.
-    pub(crate) fn audits_of_accounts(
+    /// The audits an RBAC change can alter, given the scopes of the bindings through
+    /// which it reaches each ServiceAccount: those with a target reached through a scope
+    /// that grants something its audit asks about ([`SeenTarget::granted_by`]); and each
+    /// ServiceAccount of a target reached, with those scopes, whose remembered answers
+    /// the change may alter.
+    pub(crate) fn audits_reached(
         &self,
-        affected: impl Fn(&ServiceAccountRef) -> bool,
-    ) -> (Vec<ObjectRef<KopfAudit>>, Vec<ServiceAccountRef>) {
+        scopes_reaching: impl Fn(&ServiceAccountRef) -> BTreeSet<BindingKind>,
+    ) -> (
+        Vec<ObjectRef<KopfAudit>>,
+        BTreeMap<ServiceAccountRef, BTreeSet<BindingKind>>,
+    ) {
         let mut audits = Vec::new();
-        let mut accounts = BTreeSet::new();
+        let mut accounts: BTreeMap<ServiceAccountRef, BTreeSet<BindingKind>> = BTreeMap::new();
         for (audit, targets) in self.lock().iter() {
-            let reached: Vec<&ServiceAccountRef> = targets
-                .iter()
-                .map(|t| &t.account)
-                .filter(|sa| affected(sa))
-                .collect();
-            if !reached.is_empty() {
-                accounts.extend(reached.into_iter().cloned());
+            let mut altered = false;
+            for target in targets {
+                let scopes = scopes_reaching(&target.account);
+                if scopes.is_empty() {
+                    continue;
+                }
+                altered |= scopes.iter().any(|scope| target.granted_by(scope));
+                accounts
+                    .entry(target.account.clone())
+                    .or_default()
+                    .extend(scopes);
+            }
+            if altered {
                 audits.push(audit.clone());
             }
         }
-        (audits, accounts.into_iter().collect())
+        (audits, accounts)
     }
 
     /// How many audits have targets remembered.
@@ -160,10 +203,17 @@ mod tests {
         let seen = SeenTargets::default();
         seen.remember(&audit("a", "op"), &[deployment("a", "op", None)]);
         seen.remember(&audit("b", "op"), &[deployment("b", "op", Some("sa"))]);
-        let (audits, accounts) = seen.audits_of_accounts(|sa| sa.name == "default");
+        let defaults = |sa: &ServiceAccountRef| {
+            if sa.name == "default" {
+                BTreeSet::from([BindingKind::ClusterRoleBinding])
+            } else {
+                BTreeSet::new()
+            }
+        };
+        let (audits, accounts) = seen.audits_reached(defaults);
         assert_eq!(audits.len(), 1);
         assert_eq!(
-            accounts,
+            accounts.into_keys().collect::<Vec<_>>(),
             vec![ServiceAccountRef {
                 namespace: "a".into(),
                 name: "default".into()
@@ -171,10 +221,6 @@ mod tests {
         );
         seen.retain(&BTreeSet::from([("b".to_string(), "op".to_string())]));
         assert_eq!(seen.len(), 1);
-        assert!(
-            seen.audits_of_accounts(|sa| sa.name == "default")
-                .0
-                .is_empty()
-        );
+        assert!(seen.audits_reached(defaults).0.is_empty());
     }
 }

@@ -413,3 +413,169 @@ async fn a_panic_anywhere_in_a_reconcile_becomes_its_error() {
     let message = outcome.expect_err("the panic, as a message");
     assert!(message.contains("index out of bounds"), "{message}");
 }
+
+/// A failure the next attempt may not meet: the API server is unavailable.
+fn unavailable() -> Response<Body> {
+    json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "ServiceUnavailable", "code": 503, "message": "try again"}),
+    )
+}
+
+/// The healthy cluster, where the requests `fails` says yes to fail while `failing`
+/// is set; and the flag.
+fn failing_while(
+    fails: fn(&Method, &str) -> bool,
+) -> (
+    impl Fn(&Method, &str, &serde_json::Value) -> Response<Body> + Send + 'static,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = failing.clone();
+    let route = move |method: &Method, path: &str, body: &serde_json::Value| {
+        if flag.load(std::sync::atomic::Ordering::SeqCst) && fails(method, path) {
+            return unavailable();
+        }
+        answer(method, path, body)
+    };
+    (route, failing)
+}
+
+fn is_event_post(method: &Method, path: &str) -> bool {
+    method == Method::POST && path.contains("/apis/events.k8s.io/v1/")
+}
+
+#[tokio::test]
+async fn a_failed_event_is_posted_again_at_the_next_audit_under_its_name_and_arrives_once() {
+    let (route, failing) = failing_while(is_event_post);
+    let (client, api) = FakeApi::start(NS, route);
+    let ctx = context(client);
+
+    let first = reconcile(audit_with(None), ctx.clone()).await;
+    assert!(
+        first.is_ok(),
+        "a failed Event fails nothing else: {first:?}"
+    );
+    let seen = api.take();
+    let tried = events(&seen);
+    assert_eq!(tried.len(), 1, "{seen:#?}");
+    assert_eq!(tried[0].body["reason"], "AuditPassed");
+    let name = tried[0].body["metadata"]["name"].clone();
+    let result = last_status(&seen);
+
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let second = reconcile(audit_with(Some(result.clone())), ctx.clone()).await;
+    assert!(second.is_ok(), "{second:?}");
+    let seen = api.take();
+    assert!(
+        status_writes(&seen).is_empty(),
+        "nothing changed: {seen:#?}"
+    );
+    let delivered = events(&seen);
+    assert_eq!(delivered.len(), 1, "the owed Event: {seen:#?}");
+    assert_eq!(delivered[0].body["reason"], "AuditPassed");
+    assert_eq!(
+        delivered[0].body["metadata"]["name"], name,
+        "under the name it was first tried with"
+    );
+
+    let third = reconcile(audit_with(Some(result)), ctx).await;
+    assert!(third.is_ok(), "{third:?}");
+    assert!(events(&api.take()).is_empty(), "delivered once");
+}
+
+/// The healthy cluster, where every Event POST answers AlreadyExists: an earlier
+/// attempt had reached the API server.
+fn answer_already_exists(method: &Method, path: &str, body: &serde_json::Value) -> Response<Body> {
+    if is_event_post(method, path) {
+        return json(
+            StatusCode::CONFLICT,
+            serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "AlreadyExists", "code": 409, "message": "exists"}),
+        );
+    }
+    answer(method, path, body)
+}
+
+#[tokio::test]
+async fn an_event_that_already_exists_counts_as_delivered() {
+    let (client, api) = FakeApi::start(NS, answer_already_exists);
+    let ctx = context(client);
+    let first = reconcile(audit_with(None), ctx.clone()).await;
+    assert!(first.is_ok(), "{first:?}");
+    let seen = api.take();
+    assert_eq!(events(&seen).len(), 1);
+    let second = reconcile(audit_with(Some(last_status(&seen))), ctx).await;
+    assert!(second.is_ok(), "{second:?}");
+    assert!(events(&api.take()).is_empty(), "not posted again");
+}
+
+fn is_policy_report_write(method: &Method, path: &str) -> bool {
+    method == Method::PATCH && path.contains("/policyreports/kopf-audit-audit")
+}
+
+/// The healthy cluster with the PolicyReport CRD installed, its writes failing while
+/// the flag is set.
+fn with_policy_reports(
+    route: impl Fn(&Method, &str, &serde_json::Value) -> Response<Body> + Send + 'static,
+) -> impl Fn(&Method, &str, &serde_json::Value) -> Response<Body> + Send + 'static {
+    move |method: &Method, path: &str, body: &serde_json::Value| {
+        let response = route(method, path, body);
+        if is_policy_report_write(method, path) && response.status() == StatusCode::NOT_FOUND {
+            return json(StatusCode::OK, body.clone());
+        }
+        response
+    }
+}
+
+#[tokio::test]
+async fn a_failed_policy_report_is_written_at_the_next_audit() {
+    let (route, failing) = failing_while(is_policy_report_write);
+    let (client, api) = FakeApi::start(NS, with_policy_reports(route));
+    let ctx = context(client);
+    let reports = |seen: &[Seen]| {
+        seen.iter()
+            .filter(|s| is_policy_report_write(&s.method, &s.path))
+            .count()
+    };
+
+    let first = reconcile(audit_with(None), ctx.clone()).await;
+    assert!(first.is_ok(), "{first:?}");
+    let seen = api.take();
+    assert_eq!(reports(&seen), 1, "tried once: {seen:#?}");
+    let result = last_status(&seen);
+
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let second = reconcile(audit_with(Some(result.clone())), ctx.clone()).await;
+    assert!(second.is_ok(), "{second:?}");
+    let seen = api.take();
+    assert!(
+        status_writes(&seen).is_empty(),
+        "nothing changed: {seen:#?}"
+    );
+    assert_eq!(reports(&seen), 1, "written again though nothing changed");
+
+    let third = reconcile(audit_with(Some(result)), ctx).await;
+    assert!(third.is_ok(), "{third:?}");
+    assert_eq!(reports(&api.take()), 0, "and then no more");
+}
+
+#[tokio::test]
+async fn a_leader_past_its_renewal_deadline_writes_nothing() {
+    let (client, api) = FakeApi::start(NS, answer);
+    let mut ctx = Context::for_test(client, Settings::default());
+    let (_sender, leading) = tokio::sync::watch::channel(true);
+    // Held by the lease manager's word, never renewed as far as this client saw.
+    ctx.mandate = super::leader::Mandate::of_lease(leading, Arc::default());
+    let result = reconcile(audit_with(None), Arc::new(ctx)).await;
+    assert!(
+        matches!(result, Err(super::pipeline::ReconcileError::NotLeading)),
+        "{result:?}"
+    );
+    let seen = api.take();
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.method != Method::GET && !s.path.contains("subjectaccessreviews")),
+        "nothing written: {seen:#?}"
+    );
+}

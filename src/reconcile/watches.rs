@@ -6,19 +6,29 @@
 //!   watches only trigger, and only in the namespaces that KopfAudits target; the
 //!   Deployment watch carries metadata only;
 //! - RBAC objects are stripped to what the explanation reads before they are cached;
-//! - an object re-triggers only when what the checks read of it changed;
+//! - an object re-triggers only when what the checks read of it changed (for RBAC:
+//!   subjects and roleRef, rules, aggregation; never labels or annotations of a
+//!   binding), or when it is deleted;
 //! - an RBAC change re-audits only the audits whose ServiceAccount the changed binding
-//!   (or a binding to the changed role, directly or through aggregation) reaches, and
-//!   forgets their remembered SubjectAccessReview answers.
+//!   (or a binding to the changed role, directly or through aggregation) reaches, and of
+//!   those, for a RoleBinding, only the audits that ask about its namespace; it forgets
+//!   the remembered SubjectAccessReview answers it may alter (for a RoleBinding, those
+//!   about its namespace);
+//! - the RBAC changes of one namespace re-run an audit at most once per
+//!   [`CHURN_PERIOD`](super::churn::CHURN_PERIOD), the last of them at its end.
 
+use super::churn::{ChurnBound, Source};
 use super::targets::SeenTargets;
 use crate::api::KopfAudit;
 use crate::gather::Shared;
 use crate::gather::rbac::{RbacStores, reaches};
+use crate::model::rbac::BindingKind;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
@@ -27,7 +37,7 @@ use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
@@ -90,6 +100,33 @@ fn deployment_predicate(d: &PartialObjectMeta<Deployment>) -> Option<u64> {
     ))
 }
 
+/// What of a binding can change a permission: its subjects and role (labels,
+/// annotations and the rest of its metadata grant nothing).
+fn binding_content(subjects: Option<&Vec<Subject>>, role: &RoleRef) -> Option<u64> {
+    hash_of(&(subjects, role))
+}
+
+/// What of a RoleBinding can change a permission.
+fn role_binding_content(b: &RoleBinding) -> Option<u64> {
+    binding_content(b.subjects.as_ref(), &b.role_ref)
+}
+
+/// What of a ClusterRoleBinding can change a permission.
+fn cluster_role_binding_content(b: &ClusterRoleBinding) -> Option<u64> {
+    binding_content(b.subjects.as_ref(), &b.role_ref)
+}
+
+/// What of a Role can change a permission: its rules.
+fn role_content(r: &Role) -> Option<u64> {
+    hash_of(&r.rules)
+}
+
+/// What of a ClusterRole can change a permission: its rules, its aggregation rule and
+/// its labels (aggregation selects roles by them).
+fn cluster_role_content(r: &ClusterRole) -> Option<u64> {
+    hash_of(&(&r.rules, &r.aggregation_rule, &r.metadata.labels))
+}
+
 /// What of an RBAC object's metadata is kept in its cache.
 #[derive(Clone, Copy)]
 enum KeptMeta {
@@ -133,12 +170,16 @@ where
     })
 }
 
-/// A reflector stream of `api`, stripped, re-emitting only changed objects.
+/// A reflector stream of `api`, stripped, re-emitting an object only when its
+/// `content` changed or it was deleted. The cache is updated before the filter sees an
+/// event, so an object the cache no longer holds is a deletion: the delete passes though
+/// its content is the last seen (the watch's delete event carries the last state).
 fn reflected<K>(
     resource: &'static str,
     api: Api<K>,
     writer: reflector::store::Writer<K>,
     kept: KeptMeta,
+    content: fn(&K) -> Option<u64>,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
     K: Resource<DynamicType = ()>
@@ -149,6 +190,7 @@ where
         + Sync
         + 'static,
 {
+    let predicate = content_or_gone(writer.as_reader(), content);
     warn_on_error(
         resource,
         watcher(api, watcher::Config::default()).default_backoff(),
@@ -156,53 +198,106 @@ where
     .modify(move |o| strip_meta(o, kept))
     .reflect(writer)
     .touched_objects()
-    .predicate_filter(
-        kube::runtime::predicates::resource_version,
-        Default::default(),
-    )
+    .predicate_filter(predicate, Default::default())
 }
 
-/// Everything the RBAC mapper reads: the audits' targets as last seen, the RBAC caches,
-/// the shared answers to forget, and the subjects each binding had when last seen.
+/// The predicate of [`reflected`]: an object's `content`, and whether `cache` still
+/// holds it.
+fn content_or_gone<K>(cache: Store<K>, content: fn(&K) -> Option<u64>) -> impl Fn(&K) -> Option<u64>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    move |o: &K| {
+        let cached = cache.get(&ObjectRef::from_obj(o)).is_some();
+        hash_of(&(content(o)?, cached))
+    }
+}
+
+/// A binding: where it grants, and its name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct BindingKey {
+    scope: BindingKind,
+    name: String,
+}
+
+impl BindingKey {
+    /// Where a change of it comes from, for the churn bound.
+    fn source(&self) -> Source {
+        match &self.scope {
+            BindingKind::RoleBinding(ns) => Source::Namespace(ns.clone()),
+            BindingKind::ClusterRoleBinding => Source::Cluster,
+        }
+    }
+}
+
+/// Everything the RBAC mapper reads and keeps: the audits' targets as last seen, the
+/// RBAC caches, the shared answers to forget, the subjects each binding had when last
+/// seen (dropped with the binding), and the bound on re-runs per source.
 #[derive(Clone)]
 struct RbacMapper {
     targets: Arc<SeenTargets>,
     stores: RbacStores,
     shared: Arc<Shared>,
-    last_subjects: Arc<Mutex<HashMap<String, Vec<k8s_openapi::api::rbac::v1::Subject>>>>,
+    last_subjects: Arc<Mutex<HashMap<BindingKey, Vec<Subject>>>>,
+    churn: Arc<ChurnBound>,
 }
 
 /// One RBAC object that changed.
 enum RbacChange<'a> {
-    /// A RoleBinding (its namespace) or ClusterRoleBinding (`None`).
+    /// A RoleBinding or ClusterRoleBinding with its subjects now (its last ones when
+    /// deleted).
     Binding {
-        key: String,
-        namespace: Option<&'a str>,
-        subjects: Vec<k8s_openapi::api::rbac::v1::Subject>,
+        key: BindingKey,
+        subjects: &'a [Subject],
+        deleted: bool,
     },
     /// A Role in a namespace.
     Role { namespace: &'a str, name: &'a str },
     /// A ClusterRole, with its labels (aggregation selects by them).
     ClusterRole {
         name: &'a str,
-        labels: &'a std::collections::BTreeMap<String, String>,
+        labels: &'a BTreeMap<String, String>,
     },
+}
+
+impl RbacChange<'_> {
+    /// Where it comes from, for the churn bound.
+    fn source(&self) -> Source {
+        match self {
+            RbacChange::Binding { key, .. } => key.source(),
+            RbacChange::Role { namespace, .. } => Source::Namespace(namespace.to_string()),
+            RbacChange::ClusterRole { .. } => Source::Cluster,
+        }
+    }
+}
+
+/// A binding's subjects, each with where the binding grants.
+type Grants = Vec<(BindingKind, Subject)>;
+
+/// The role a binding's `roleRef` names.
+fn role_ref(kind: &str, name: &str) -> RoleRef {
+    RoleRef {
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        kind: kind.into(),
+        name: name.into(),
+    }
 }
 
 impl RbacMapper {
     /// The subjects of the bindings that reference a role.
-    fn bound_to(
-        &self,
-        role: &RoleRef,
-        namespace: Option<&str>,
-    ) -> Vec<(Option<String>, k8s_openapi::api::rbac::v1::Subject)> {
+    fn bound_to(&self, role: &RoleRef, namespace: Option<&str>) -> Grants {
         let mut out = Vec::new();
         let same = |r: &RoleRef| r.kind == role.kind && r.name == role.name;
         if role.kind == "ClusterRole"
             && let Some(crbs) = &self.stores.cluster_role_bindings
         {
             for b in crbs.state().iter().filter(|b| same(&b.role_ref)) {
-                out.extend(b.subjects.iter().flatten().map(|s| (None, s.clone())));
+                out.extend(
+                    b.subjects
+                        .iter()
+                        .flatten()
+                        .map(|s| (BindingKind::ClusterRoleBinding, s.clone())),
+                );
             }
         }
         if let Some((rbs, _)) = &self.stores.role_bindings {
@@ -210,11 +305,13 @@ impl RbacMapper {
                 same(&b.role_ref)
                     && (role.kind == "ClusterRole" || b.metadata.namespace.as_deref() == namespace)
             }) {
+                let scope =
+                    BindingKind::RoleBinding(b.metadata.namespace.clone().unwrap_or_default());
                 out.extend(
                     b.subjects
                         .iter()
                         .flatten()
-                        .map(|s| (b.metadata.namespace.clone(), s.clone())),
+                        .map(|s| (scope.clone(), s.clone())),
                 );
             }
         }
@@ -222,7 +319,7 @@ impl RbacMapper {
     }
 
     /// The ClusterRoles that aggregate one with these labels.
-    fn aggregating(&self, labels: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+    fn aggregating(&self, labels: &BTreeMap<String, String>) -> Vec<String> {
         let Some(roles) = &self.stores.cluster_roles else {
             return Vec::new();
         };
@@ -242,79 +339,141 @@ impl RbacMapper {
             .collect()
     }
 
-    /// The subjects (with their binding's namespace) a change can affect.
-    fn subjects_of(
+    /// Records a binding's subjects now (forgets them when it was deleted) and returns
+    /// those it had before: a change takes what the binding granted from them.
+    fn remember_subjects(
         &self,
-        change: RbacChange,
-    ) -> Vec<(Option<String>, k8s_openapi::api::rbac::v1::Subject)> {
+        key: BindingKey,
+        subjects: &[Subject],
+        deleted: bool,
+    ) -> Vec<Subject> {
+        let mut last = self
+            .last_subjects
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = if deleted {
+            last.remove(&key)
+        } else {
+            last.insert(key, subjects.to_vec())
+        };
+        before.unwrap_or_default()
+    }
+
+    /// The subjects (with where their binding grants) a change can affect.
+    fn subjects_of(&self, change: RbacChange) -> Grants {
         match change {
             RbacChange::Binding {
                 key,
-                namespace,
                 subjects,
+                deleted,
             } => {
-                let mut last = self
-                    .last_subjects
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let before = last.insert(key, subjects.clone()).unwrap_or_default();
+                let scope = key.scope.clone();
+                let before = self.remember_subjects(key, subjects, deleted);
                 subjects
-                    .into_iter()
+                    .iter()
+                    .cloned()
                     .chain(before)
-                    .map(|s| (namespace.map(str::to_string), s))
+                    .map(|s| (scope.clone(), s))
                     .collect()
             }
-            RbacChange::Role { namespace, name } => self.bound_to(
-                &RoleRef {
-                    api_group: Some("rbac.authorization.k8s.io".into()),
-                    kind: "Role".into(),
-                    name: name.into(),
-                },
-                Some(namespace),
-            ),
+            RbacChange::Role { namespace, name } => {
+                self.bound_to(&role_ref("Role", name), Some(namespace))
+            }
             RbacChange::ClusterRole { name, labels } => {
                 let mut names = vec![name.to_string()];
                 names.extend(self.aggregating(labels));
                 names
                     .into_iter()
-                    .flat_map(|n| {
-                        self.bound_to(
-                            &RoleRef {
-                                api_group: Some("rbac.authorization.k8s.io".into()),
-                                kind: "ClusterRole".into(),
-                                name: n,
-                            },
-                            None,
-                        )
-                    })
+                    .flat_map(|n| self.bound_to(&role_ref("ClusterRole", &n), None))
                     .collect()
             }
         }
     }
 
-    /// The audits whose ServiceAccount a change can affect; their remembered answers are
-    /// forgotten.
+    /// The audits a change can alter, to re-run now or, within the churn bound of its
+    /// source, at the end of the period.
     fn audits_for(&self, change: RbacChange) -> Vec<ObjectRef<KopfAudit>> {
-        let subjects = self.subjects_of(change);
-        if subjects.is_empty() {
+        let source = change.source();
+        let altered = self.altered_by(change);
+        if altered.is_empty() {
+            return altered;
+        }
+        let now = self
+            .churn
+            .admit(&source, altered, tokio::time::Instant::now());
+        tracing::debug!(?source, audits = now.len(), "RBAC change re-audits");
+        now
+    }
+
+    /// The audits a change can alter ([`SeenTargets::audits_reached`]); the remembered
+    /// answers it may alter are forgotten at once.
+    fn altered_by(&self, change: RbacChange) -> Vec<ObjectRef<KopfAudit>> {
+        let grants = self.subjects_of(change);
+        if grants.is_empty() {
             return Vec::new();
         }
-        let (refs, affected) = self.targets.audits_of_accounts(|sa| {
-            subjects
+        let (refs, accounts) = self.targets.audits_reached(|sa| {
+            grants
                 .iter()
-                .any(|(ns, s)| reaches(s, sa, ns.as_deref()).is_some())
+                .filter(|(scope, s)| reaches(s, sa, namespace_of(scope)).is_some())
+                .map(|(scope, _)| scope.clone())
+                .collect::<BTreeSet<_>>()
         });
-        self.shared.rbac.forget(&affected);
-        if !refs.is_empty() {
-            tracing::debug!(audits = refs.len(), "RBAC change re-audits");
+        for (sa, scopes) in &accounts {
+            for scope in scopes {
+                self.shared.rbac.forget(sa, scope);
+            }
         }
         refs
+    }
+
+    /// Whether the caches no longer hold this binding: its change is a deletion.
+    fn binding_gone(&self, key: &BindingKey) -> bool {
+        match &key.scope {
+            BindingKind::RoleBinding(ns) => {
+                self.stores
+                    .role_bindings
+                    .as_ref()
+                    .is_some_and(|(store, _)| {
+                        store.get(&ObjectRef::new(&key.name).within(ns)).is_none()
+                    })
+            }
+            BindingKind::ClusterRoleBinding => self
+                .stores
+                .cluster_role_bindings
+                .as_ref()
+                .is_some_and(|store| store.get(&ObjectRef::new(&key.name)).is_none()),
+        }
+    }
+
+    /// The audits a binding's change can alter.
+    fn audits_for_binding(
+        &self,
+        scope: BindingKind,
+        name: String,
+        subjects: Option<&Vec<Subject>>,
+    ) -> Vec<ObjectRef<KopfAudit>> {
+        let key = BindingKey { scope, name };
+        let deleted = self.binding_gone(&key);
+        self.audits_for(RbacChange::Binding {
+            key,
+            subjects: subjects.map(Vec::as_slice).unwrap_or_default(),
+            deleted,
+        })
+    }
+}
+
+/// The namespace a binding grants in (`None`: a ClusterRoleBinding).
+fn namespace_of(scope: &BindingKind) -> Option<&str> {
+    match scope {
+        BindingKind::RoleBinding(ns) => Some(ns),
+        BindingKind::ClusterRoleBinding => None,
     }
 }
 
 /// Starts the RBAC watch caches (all four kinds cluster-wide; in a namespaced install
 /// only Roles and RoleBindings of its namespace, cluster-scoped RBAC being listed per
-/// audit) and adds them to the controller.
+/// audit) and adds them to the controller, with the re-runs the churn bound holds back.
 pub(super) fn attach_rbac(
     controller: Controller<KopfAudit>,
     targets: &Arc<SeenTargets>,
@@ -322,21 +481,21 @@ pub(super) fn attach_rbac(
     stores: RbacStores,
     streams: RbacStreams,
 ) -> Controller<KopfAudit> {
+    let (churn, held_back) = ChurnBound::new(super::churn::CHURN_PERIOD);
     let mapper = RbacMapper {
         targets: targets.clone(),
         stores,
         shared: shared.clone(),
         last_subjects: Arc::default(),
+        churn,
     };
     let controller = controller
+        .reconcile_on(held_back)
         .watches_stream(streams.role_bindings, {
             let m = mapper.clone();
             move |b: RoleBinding| {
-                m.audits_for(RbacChange::Binding {
-                    key: format!("rb/{}/{}", b.namespace().unwrap_or_default(), b.name_any()),
-                    namespace: b.metadata.namespace.as_deref(),
-                    subjects: b.subjects.clone().unwrap_or_default(),
-                })
+                let scope = BindingKind::RoleBinding(b.namespace().unwrap_or_default());
+                m.audits_for_binding(scope, b.name_any(), b.subjects.as_ref())
             }
         })
         .watches_stream(streams.roles, {
@@ -353,11 +512,11 @@ pub(super) fn attach_rbac(
         Some(s) => controller.watches_stream(s, {
             let m = mapper.clone();
             move |b: ClusterRoleBinding| {
-                m.audits_for(RbacChange::Binding {
-                    key: format!("crb/{}", b.name_any()),
-                    namespace: None,
-                    subjects: b.subjects.clone().unwrap_or_default(),
-                })
+                m.audits_for_binding(
+                    BindingKind::ClusterRoleBinding,
+                    b.name_any(),
+                    b.subjects.as_ref(),
+                )
             }
         }),
         None => controller,
@@ -411,12 +570,14 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
             rb_api,
             rb_writer,
             KeptMeta::Identity,
+            role_binding_content,
         )),
         roles: Box::pin(reflected(
             "roles",
             role_api,
             role_writer,
             KeptMeta::Identity,
+            role_content,
         )),
         cluster_role_bindings: None,
         cluster_roles: None,
@@ -431,12 +592,14 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
             Api::<ClusterRoleBinding>::all(client.clone()),
             crb_writer,
             KeptMeta::Identity,
+            cluster_role_binding_content,
         )));
         streams.cluster_roles = Some(Box::pin(reflected(
             "clusterroles",
             Api::<ClusterRole>::all(client.clone()),
             cr_writer,
             KeptMeta::IdentityAndLabels,
+            cluster_role_content,
         )));
     }
     (stores, streams)

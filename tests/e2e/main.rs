@@ -4,6 +4,7 @@
 mod accuracy;
 mod bounds;
 mod chart;
+mod delivery;
 mod evidence;
 mod harness;
 mod helm;

@@ -487,3 +487,175 @@ subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {ns}}}]
         None,
     );
 }
+
+/// A kopf Deployment of no pods whose kopf runs with `args`, and a KopfAudit of it that
+/// runs again only every 10 minutes (so that any re-run in a test is a triggered one).
+async fn quiet_operator(client: &Client, ns: &str, name: &str, args: &[&str]) {
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{
+                    "name": "operator", "image": "tenant/op:1",
+                    "command": ["kopf", "run"], "args": args
+                }]}
+            }
+        }
+    }))
+    .expect("Deployment JSON");
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("creating the Deployment");
+    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": name},
+        "spec": {"target": {"deployment": name}, "interval": "10m"}
+    }))
+    .expect("KopfAudit JSON");
+    Api::<KopfAudit>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &audit)
+        .await
+        .expect("creating the KopfAudit");
+}
+
+/// How often each audit ran, from the auditor's /metrics.
+fn runs(auditor: &Auditor, audits: &[(String, String)]) -> Vec<f64> {
+    let metrics = auditor.http_get("/metrics");
+    audits
+        .iter()
+        .map(|(ns, name)| support::audits_total(&metrics, ns, name))
+        .collect()
+}
+
+/// Applies the tenant's RoleBinding granting `view` to every authenticated user (and,
+/// when `extra_user`, to one more subject), labelled `round`.
+fn apply_view_for_everyone(ns: &str, round: usize, extra_user: bool) {
+    let extra = if extra_user {
+        ", {kind: User, apiGroup: rbac.authorization.k8s.io, name: e2e-someone}"
+    } else {
+        ""
+    };
+    let manifest = format!(
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: view-for-everyone, namespace: {ns}, labels: {{round: "{round}"}}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}}
+subjects: [{{kind: Group, apiGroup: rbac.authorization.k8s.io, name: "system:authenticated"}}{extra}]
+"#
+    );
+    let (ok, _, err) = support::kubectl_run(&["apply", "-f", "-"], Some(&manifest));
+    assert!(ok, "applying the tenant's RoleBinding: {err}");
+}
+
+/// The issue's loop: a tenant relabels a RoleBinding of its namespace, granting `view`
+/// to `system:authenticated`, 30 times in 60 s. No audit of an operator in another
+/// namespace runs again, not even a cluster-wide one's; the tenant's own audit runs
+/// once, for the binding's creation. Then 10 changes of its subjects in 10 s re-run the
+/// tenant's audit twice: at once, and once at the end of the 30 s bound.
+#[tokio::test]
+async fn rbac_a_tenants_binding_churn_re_runs_no_audit_of_another_namespace() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let tenant = TestNamespace::create(&client, "churn-tenant").await;
+    let others = [
+        TestNamespace::create(&client, "churn-b").await,
+        TestNamespace::create(&client, "churn-c").await,
+    ];
+    let home = TestNamespace::create(&client, "churn-auditor").await;
+    let mut writable = vec![tenant.name.as_str()];
+    writable.extend(others.iter().map(|o| o.name.as_str()));
+    let scoped = support::ScopedAuditor::create(&client, &home.name, &writable).await;
+
+    quiet_operator(&client, &tenant.name, "tenant-op", &["-n", &tenant.name]).await;
+    let mut bystanders = Vec::new();
+    for other in &others {
+        for i in 0..4 {
+            let name = format!("op-{i}");
+            quiet_operator(&client, &other.name, &name, &["-n", &other.name]).await;
+            bystanders.push((other.name.clone(), name));
+        }
+        quiet_operator(&client, &other.name, "wide", &["-A"]).await;
+        bystanders.push((other.name.clone(), "wide".to_string()));
+    }
+    let tenant_audit = vec![(tenant.name.clone(), "tenant-op".to_string())];
+
+    let auditor = Auditor::start_cluster_wide(&scoped.kubeconfig, "churn", &[]);
+    wait_for("every audit's first run", Duration::from_secs(180), || {
+        let all: Vec<f64> = runs(&auditor, &bystanders)
+            .into_iter()
+            .chain(runs(&auditor, &tenant_audit))
+            .collect();
+        std::future::ready(all.iter().all(|n| *n >= 1.0).then_some(()))
+    })
+    .await;
+    // The RBAC caches' first lists can re-run the first audits once more (the cluster's
+    // own ClusterRoleBindings to every authenticated user reach them): wait until the
+    // counts hold still for 10 s.
+    let mut settled = runs(&auditor, &bystanders);
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let now = runs(&auditor, &bystanders);
+        if now == settled {
+            break;
+        }
+        settled = now;
+    }
+    let before = runs(&auditor, &bystanders);
+    let tenant_before = runs(&auditor, &tenant_audit)[0];
+
+    say("30 label changes in 60 s on the tenant's RoleBinding (view to system:authenticated)");
+    let start = tokio::time::Instant::now();
+    for round in 0..30u32 {
+        tokio::time::sleep_until(start + Duration::from_secs(2) * round).await;
+        apply_view_for_everyone(&tenant.name, round as usize, false);
+    }
+    say("waiting out the 30 s bound: a held-back re-run would land now");
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let after = runs(&auditor, &bystanders);
+    let tenant_after = runs(&auditor, &tenant_audit)[0];
+    say(format!(
+        "re-runs: others {:?}, the tenant's {}",
+        before
+            .iter()
+            .zip(&after)
+            .map(|(b, a)| a - b)
+            .collect::<Vec<_>>(),
+        tenant_after - tenant_before
+    ));
+    for (audit, (b, a)) in bystanders.iter().zip(before.iter().zip(&after)) {
+        assert_eq!(
+            a, b,
+            "{audit:?} ran again on another namespace's RoleBinding churn"
+        );
+    }
+    assert_eq!(
+        tenant_after - tenant_before,
+        1.0,
+        "the tenant's audit runs for the binding's creation, not for its labels"
+    );
+
+    say("10 changes of the binding's subjects in 10 s");
+    let start = tokio::time::Instant::now();
+    for round in 0..10u32 {
+        tokio::time::sleep_until(start + Duration::from_secs(1) * round).await;
+        apply_view_for_everyone(&tenant.name, 100 + round as usize, round % 2 == 0);
+    }
+    tokio::time::sleep_until(start + Duration::from_secs(45)).await;
+    let tenant_churned = runs(&auditor, &tenant_audit)[0];
+    assert_eq!(
+        tenant_churned - tenant_after,
+        2.0,
+        "once at once, once at the end of the 30 s bound"
+    );
+    assert_eq!(
+        runs(&auditor, &bystanders),
+        before,
+        "the others still did not run again"
+    );
+}

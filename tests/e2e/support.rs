@@ -248,12 +248,27 @@ pub struct Auditor {
 impl Auditor {
     /// Starts the auditor watching one namespace, with the given kubeconfig and flags.
     pub fn start(kubeconfig: &Path, namespace: &str, extra: &[&str]) -> Auditor {
+        let mut args = vec!["--watch-namespace", namespace];
+        args.extend_from_slice(extra);
+        Auditor::spawn(kubeconfig, namespace, &args)
+    }
+
+    /// Starts the auditor watching every namespace, as the chart's default install
+    /// does; `label` names its log. It audits every KopfAudit of the cluster, those of
+    /// the tests running beside it too: give it a kubeconfig that may write only in the
+    /// test's own namespaces.
+    pub fn start_cluster_wide(kubeconfig: &Path, label: &str, extra: &[&str]) -> Auditor {
+        Auditor::spawn(kubeconfig, label, extra)
+    }
+
+    /// Runs `kopf-audit run` with `args`, its log named after `label`.
+    fn spawn(kubeconfig: &Path, label: &str, args: &[&str]) -> Auditor {
         let port = free_port();
         let http = format!("127.0.0.1:{port}");
-        let log = workdir().join(format!("auditor-{namespace}-{port}.log"));
+        let log = workdir().join(format!("auditor-{label}-{port}.log"));
         let file = std::fs::File::create(&log).expect("auditor log file");
         say(format!(
-            "starting kopf-audit for {namespace} (log {})",
+            "starting kopf-audit for {label} (log {})",
             log.display()
         ));
         let child = Command::new(auditor_binary())
@@ -264,9 +279,9 @@ impl Auditor {
                 "--log-level",
                 "info,kopf_audit=debug",
             ])
-            .args(["--watch-namespace", namespace, "--http-addr", &http])
+            .args(["--http-addr", &http])
             .args(["--instance", &format!("e2e-{port}")])
-            .args(extra)
+            .args(args)
             .env("KUBECONFIG", kubeconfig)
             .stdout(file.try_clone().expect("log file"))
             .stderr(file)
@@ -573,4 +588,137 @@ pub fn fixture_crd(fixture: &str) -> (String, String) {
             )
         })
         .unwrap_or_else(|| panic!("fixture {fixture} has no CRD"))
+}
+
+/// The auditor's ServiceAccount `kopf-audit` in a namespace of the test's: it may read
+/// everything and ask SubjectAccessReviews cluster-wide, but write (KopfAudit status,
+/// PolicyReports, Events) only in the namespaces it is granted, through two
+/// RoleBindings each (`kopf-audit-status`, `kopf-audit-events`), so that a test can
+/// revoke one. Its cluster-scoped objects are deleted when this is dropped.
+pub struct ScopedAuditor {
+    /// The prefix of its ClusterRoles and ClusterRoleBinding.
+    name: String,
+    /// The namespace of its ServiceAccount.
+    home: String,
+    /// A kubeconfig acting as it.
+    pub kubeconfig: PathBuf,
+}
+
+impl ScopedAuditor {
+    /// Creates the ServiceAccount in `home` and its RBAC, writable in `writable`.
+    pub async fn create(admin: &Client, home: &str, writable: &[&str]) -> ScopedAuditor {
+        let name = format!("kopf-audit-scoped-{home}");
+        let manifests = format!(
+            r#"
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: kopf-audit, namespace: {home}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}-read}}
+rules:
+- {{apiGroups: ["*"], resources: ["*"], verbs: [get, list, watch]}}
+- {{apiGroups: [authorization.k8s.io], resources: [subjectaccessreviews], verbs: [create]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}-read}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}-read}}
+subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {home}}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}-status}}
+rules:
+- {{apiGroups: [kopfaudit.dev], resources: [kopfaudits, kopfaudits/status], verbs: [patch, update]}}
+- {{apiGroups: [wgpolicyk8s.io], resources: [policyreports], verbs: [create, patch]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}-events}}
+rules:
+- {{apiGroups: ["", events.k8s.io], resources: [events], verbs: [create, patch]}}
+"#
+        );
+        let (ok, _, err) = kubectl_run(&["apply", "-f", "-"], Some(&manifests));
+        assert!(ok, "applying the scoped auditor's RBAC: {err}");
+        let mut auditor = ScopedAuditor {
+            name,
+            home: home.to_string(),
+            kubeconfig: PathBuf::new(),
+        };
+        for ns in writable {
+            auditor.grant(ns, "status");
+            auditor.grant(ns, "events");
+        }
+        auditor.kubeconfig = token_kubeconfig(admin, home, "kopf-audit").await;
+        auditor
+    }
+
+    /// The RoleBinding in `ns` of its ClusterRole `role` (`status` or `events`).
+    fn binding(&self, ns: &str, role: &str) -> String {
+        format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: kopf-audit-{role}, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}-{role}}}
+subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {home}}}]
+"#,
+            name = self.name,
+            home = self.home
+        )
+    }
+
+    /// Grants it `role` (`status` or `events`) in `ns`.
+    pub fn grant(&self, ns: &str, role: &str) {
+        let (ok, _, err) = kubectl_run(&["apply", "-f", "-"], Some(&self.binding(ns, role)));
+        assert!(ok, "granting {role} in {ns}: {err}");
+        say(format!("auditor granted {role} in {ns}"));
+    }
+
+    /// Revokes `role` (`status` or `events`) in `ns`.
+    pub fn revoke(&self, ns: &str, role: &str) {
+        let binding = format!("kopf-audit-{role}");
+        let (ok, _, err) = kubectl_run(&["delete", "rolebinding", &binding, "-n", ns], None);
+        assert!(ok, "revoking {role} in {ns}: {err}");
+        say(format!("auditor's {role} revoked in {ns}"));
+    }
+}
+
+impl Drop for ScopedAuditor {
+    fn drop(&mut self) {
+        let roles = ["read", "status", "events"].map(|r| format!("{}-{r}", self.name));
+        let _ = kubectl_run(
+            &[
+                "delete",
+                "clusterrole",
+                &roles[0],
+                &roles[1],
+                &roles[2],
+                "--ignore-not-found",
+            ],
+            None,
+        );
+        let _ = kubectl_run(
+            &[
+                "delete",
+                "clusterrolebinding",
+                &roles[0],
+                "--ignore-not-found",
+            ],
+            None,
+        );
+    }
+}
+
+/// `kopf_audit_audits_total` of one audit in a /metrics text, summed over its series.
+pub fn audits_total(metrics: &str, namespace: &str, name: &str) -> f64 {
+    let labels = format!("namespace=\"{namespace}\",name=\"{name}\"");
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("kopf_audit_audits_total{") && l.contains(&labels))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }

@@ -237,3 +237,39 @@ async fn an_undecided_review_is_neither_a_denial_nor_remembered() {
         );
     }
 }
+
+#[test]
+fn a_role_binding_change_forgets_only_the_answers_about_its_namespace() {
+    let reader = RbacReader::default();
+    let sa = ServiceAccountRef {
+        namespace: "b".into(),
+        name: "op".into(),
+    };
+    let in_a = Permission::new(Verb::Create, "", "events", Some("a"));
+    let in_b = Permission::new(Verb::Create, "", "events", Some("b"));
+    let cluster = Permission::new(Verb::List, "", "namespaces", None);
+    lock(&reader.answers).insert(
+        sa.clone(),
+        Answers {
+            asked: Instant::now(),
+            allowed: BTreeMap::from([(in_a, true), (in_b.clone(), true), (cluster.clone(), true)]),
+        },
+    );
+    let known = |reader: &RbacReader| -> BTreeSet<Permission> {
+        lock(&reader.answers)
+            .get(&sa)
+            .map(|a| a.allowed.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    reader.forget(&sa, &BindingKind::RoleBinding("a".into()));
+    assert_eq!(
+        known(&reader),
+        BTreeSet::from([in_b, cluster]),
+        "only those about a"
+    );
+    reader.forget(&sa, &BindingKind::ClusterRoleBinding);
+    assert!(
+        known(&reader).is_empty(),
+        "a ClusterRoleBinding can grant any"
+    );
+}

@@ -209,3 +209,42 @@ fn unknown_handled_resources_need_nothing() {
     );
     assert!(!n.iter().any(|x| x.check == CheckId::RbacHandledResources));
 }
+
+#[test]
+fn every_namespaced_need_lies_where_role_bindings_are_watched_for_it() {
+    let crds = PeeringCrds {
+        present: PeeringCrds::candidates().into_iter().collect(),
+    };
+    let scopes = [
+        ns(&["a", "b"]),
+        ns(&["team-*", "exact"]),
+        Scope::ClusterWide,
+        Scope::Implicit,
+    ];
+    for scope in scopes {
+        for peering in [Peering::Auto, Peering::Named("p".into())] {
+            let r = run(scope.clone(), peering);
+            let n = needs(
+                &r,
+                Some(&[widget(true, true), widget(false, false)]),
+                "op",
+                &crds,
+            );
+            let watched = binding_namespaces(&r, "op");
+            for p in permissions(&n) {
+                if let Some(ns) = &p.namespace {
+                    assert!(
+                        watched.contains(ns),
+                        "{scope:?}: {} in {ns} outside {watched:?}",
+                        p.resource_name()
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(
+        binding_namespaces(&run(Scope::ClusterWide, Peering::Auto), "op"),
+        BTreeSet::from(["op".to_string()]),
+        "a cluster-wide run asks in its own namespace and at cluster scope only"
+    );
+}

@@ -14,7 +14,15 @@ fn audit(ns: &str, name: &str, deployment: &str) -> KopfAudit {
     .expect("audit")
 }
 
+/// An operator Deployment serving every namespace (`kopf run -A`).
 fn deployment(ns: &str, name: &str, sa: &str) -> Deployment {
+    operator(ns, name, sa, &["-A"])
+}
+
+/// An operator Deployment whose kopf runs with `args`.
+fn operator(ns: &str, name: &str, sa: &str, args: &[&str]) -> Deployment {
+    let mut command = vec!["kopf", "run"];
+    command.extend_from_slice(args);
     serde_json::from_value(serde_json::json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": ns, "generation": 1,
@@ -24,7 +32,7 @@ fn deployment(ns: &str, name: &str, sa: &str) -> Deployment {
             "template": {"metadata": {"labels": {"app": name}}, "spec": {
                 "serviceAccountName": sa,
                 "containers": [
-                    {"name": "operator", "image": "op:1", "command": ["kopf", "run", "-A"],
+                    {"name": "operator", "image": "op:1", "command": command,
                      "resources": {"limits": {"memory": "512Mi"}},
                      "volumeMounts": [{"name": "x", "mountPath": "/x"}]},
                     {"name": "sidecar", "image": "envoy", "command": ["envoy"],
@@ -89,6 +97,7 @@ fn mapper() -> RbacMapper {
         stores,
         shared: Arc::new(Shared::default()),
         last_subjects: Arc::default(),
+        churn: ChurnBound::new(super::super::churn::CHURN_PERIOD).0,
     }
 }
 
@@ -132,36 +141,202 @@ fn a_role_aggregated_into_a_bound_one_re_audits_its_operator() {
     assert_eq!(names(&refs), vec!["a"]);
 }
 
+/// A ClusterRoleBinding's change, as the watch delivers it.
+fn cluster_binding_change<'a>(name: &str, subjects: &'a [Subject]) -> RbacChange<'a> {
+    RbacChange::Binding {
+        key: BindingKey {
+            scope: BindingKind::ClusterRoleBinding,
+            name: name.into(),
+        },
+        subjects,
+        deleted: false,
+    }
+}
+
 #[test]
 fn a_binding_change_reaches_its_old_and_new_subjects() {
     let m = mapper();
     let to_b = binding("moving", "anything", "ns-b", "sa-b");
-    let refs = m.audits_for(RbacChange::Binding {
-        key: "crb/moving".into(),
-        namespace: None,
-        subjects: to_b.subjects.clone().unwrap_or_default(),
-    });
+    let refs = m.altered_by(cluster_binding_change(
+        "moving",
+        to_b.subjects.as_deref().unwrap_or_default(),
+    ));
     assert_eq!(names(&refs), vec!["b"]);
     let to_a = binding("moving", "anything", "ns-a", "sa-a");
-    let refs = m.audits_for(RbacChange::Binding {
-        key: "crb/moving".into(),
-        namespace: None,
-        subjects: to_a.subjects.clone().unwrap_or_default(),
-    });
+    let refs = m.altered_by(cluster_binding_change(
+        "moving",
+        to_a.subjects.as_deref().unwrap_or_default(),
+    ));
     assert_eq!(names(&refs), vec!["a", "b"], "b lost it, a gained it");
-    let group: Vec<k8s_openapi::api::rbac::v1::Subject> = serde_json::from_value(
+    let group: Vec<Subject> = serde_json::from_value(
         serde_json::json!([{"kind": "Group", "name": "system:serviceaccounts:ns-b"}]),
     )
     .expect("subjects");
-    let refs = m.audits_for(RbacChange::Binding {
-        key: "crb/group".into(),
-        namespace: None,
-        subjects: group,
-    });
+    let refs = m.altered_by(cluster_binding_change("group", &group));
     assert_eq!(
         names(&refs),
         vec!["b"],
         "a group reaches its ServiceAccounts"
+    );
+}
+
+/// Every authenticated user, as a binding subject.
+fn everyone() -> Vec<Subject> {
+    serde_json::from_value(serde_json::json!([
+        {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}
+    ]))
+    .expect("subjects")
+}
+
+/// A RoleBinding's change in `ns`, as the watch delivers it.
+fn role_binding_change<'a>(ns: &str, subjects: &'a [Subject], deleted: bool) -> RbacChange<'a> {
+    RbacChange::Binding {
+        key: BindingKey {
+            scope: BindingKind::RoleBinding(ns.into()),
+            name: "view-for-everyone".into(),
+        },
+        subjects,
+        deleted,
+    }
+}
+
+/// Besides the mapper's two cluster-wide operators: a tenant's operator serving its own
+/// namespace, and operators elsewhere serving theirs, one by name another one too.
+fn mapper_with_tenants() -> RbacMapper {
+    let m = mapper();
+    let operators = [
+        ("tenant", "t", &["-n", "tenant"][..]),
+        ("team-b", "own-only", &["-n", "team-b"][..]),
+        (
+            "team-c",
+            "serves-tenant",
+            &["-n", "team-c", "-n", "tenant"][..],
+        ),
+        ("team-d", "pattern", &["-n", "team-*"][..]),
+    ];
+    for (ns, name, args) in operators {
+        m.targets.remember(
+            &audit(ns, name, name),
+            &[operator(ns, name, "default", args)],
+        );
+    }
+    m
+}
+
+#[test]
+fn a_role_binding_to_everyone_re_audits_only_the_audits_that_ask_about_its_namespace() {
+    let m = mapper_with_tenants();
+    let subjects = everyone();
+    let refs = m.altered_by(role_binding_change("tenant", &subjects, false));
+    assert_eq!(
+        names(&refs),
+        vec!["serves-tenant", "t"],
+        "not the operators that serve other namespaces, cluster-wide ones (checked at \
+         cluster scope) or ones with patterns (checked in their own namespace)"
+    );
+    let refs = m.altered_by(role_binding_change("ns-a", &subjects, false));
+    assert_eq!(
+        names(&refs),
+        vec!["a"],
+        "a cluster-wide operator is re-audited by a RoleBinding in its own namespace"
+    );
+    let refs = m.altered_by(cluster_binding_change("everyone", &subjects));
+    assert_eq!(
+        refs.len(),
+        6,
+        "a ClusterRoleBinding to everyone reaches every audit"
+    );
+}
+
+#[test]
+fn a_role_in_a_namespace_re_audits_only_the_audits_that_ask_about_it() {
+    let m = mapper_with_tenants();
+    let bound: RoleBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "reader", "namespace": "tenant"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": everyone()
+    }))
+    .expect("binding");
+    let m = RbacMapper {
+        stores: RbacStores {
+            role_bindings: Some((synced_store(vec![bound]), None)),
+            ..m.stores.clone()
+        },
+        ..m
+    };
+    let refs = m.altered_by(RbacChange::Role {
+        namespace: "tenant",
+        name: "reader",
+    });
+    assert_eq!(names(&refs), vec!["serves-tenant", "t"]);
+}
+
+#[test]
+fn a_tenants_binding_churn_re_runs_its_audits_once_a_period() {
+    let m = mapper_with_tenants();
+    let subjects = everyone();
+    let first = m.audits_for(role_binding_change("tenant", &subjects, false));
+    assert_eq!(names(&first), vec!["serves-tenant", "t"]);
+    for _ in 0..29 {
+        let again = m.audits_for(role_binding_change("tenant", &subjects, false));
+        assert!(
+            again.is_empty(),
+            "held back to the end of the period: {:?}",
+            names(&again)
+        );
+    }
+    let elsewhere = m.audits_for(role_binding_change("team-c", &subjects, false));
+    assert_eq!(
+        names(&elsewhere),
+        vec!["serves-tenant"],
+        "another namespace's change is bounded apart"
+    );
+}
+
+#[test]
+fn a_deleted_binding_re_audits_its_last_subjects_and_is_forgotten() {
+    let m = mapper_with_tenants();
+    let subjects = everyone();
+    m.altered_by(role_binding_change("tenant", &subjects, false));
+    let remembered = || m.last_subjects.lock().map(|l| l.len()).unwrap_or_default();
+    assert_eq!(remembered(), 1);
+    let refs = m.altered_by(role_binding_change("tenant", &subjects, true));
+    assert_eq!(names(&refs), vec!["serves-tenant", "t"]);
+    assert_eq!(remembered(), 0, "nothing kept of a deleted binding");
+}
+
+#[test]
+fn a_binding_re_triggers_on_its_subjects_or_role_not_its_labels() {
+    let rb = |labels: serde_json::Value, subjects: serde_json::Value, role: &str| -> RoleBinding {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "tenant", "labels": labels,
+                "annotations": {"touched": labels.to_string()}, "resourceVersion": labels.to_string()},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": subjects
+        }))
+        .expect("binding")
+    };
+    let everyone = serde_json::json!(everyone());
+    let base = rb(serde_json::json!({"n": "1"}), everyone.clone(), "view");
+    let relabelled = rb(serde_json::json!({"n": "2"}), everyone.clone(), "view");
+    let other_role = rb(serde_json::json!({"n": "1"}), everyone, "edit");
+    let fewer = rb(serde_json::json!({"n": "1"}), serde_json::json!([]), "view");
+    assert_eq!(
+        role_binding_content(&base),
+        role_binding_content(&relabelled)
+    );
+    assert_ne!(
+        role_binding_content(&base),
+        role_binding_content(&other_role)
+    );
+    assert_ne!(role_binding_content(&base), role_binding_content(&fewer));
+    let role = |labels: serde_json::Value| -> ClusterRole { cluster_role("r", labels, None) };
+    assert_ne!(
+        cluster_role_content(&role(serde_json::json!({"aggregate-to-x": "true"}))),
+        cluster_role_content(&role(serde_json::json!({}))),
+        "a ClusterRole's labels select it into aggregated ones"
     );
 }
 
@@ -273,4 +448,13 @@ fn rbac_caches_keep_identity_and_only_clusterrole_labels() {
             ..identity
         }
     );
+}
+
+#[test]
+fn a_deleted_binding_passes_the_filter_with_its_last_content() {
+    let b = binding("op-a", "op-a-role", "ns-a", "sa-a");
+    let cached = content_or_gone(synced_store(vec![b.clone()]), cluster_role_binding_content);
+    let deleted = content_or_gone(synced_store(Vec::new()), cluster_role_binding_content);
+    assert!(cached(&b).is_some());
+    assert_ne!(cached(&b), deleted(&b), "the delete is a change");
 }
