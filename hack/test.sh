@@ -9,6 +9,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 step() { echo; echo "=== [test $(date +%H:%M:%S)] $*"; }
 
+step "rust toolchain: the release rust-toolchain.toml pins, without a download (hack/rust-toolchain.sh)"
+bash hack/rust-toolchain.sh | tail -n 1
+
 step "tool versions"
 cargo --version
 go version
