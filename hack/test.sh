@@ -36,6 +36,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --features e2e -- -D warnings
 
+step "supply chain: cargo deny check (hack/deny.sh; cargo-deny built once, cached: 7-8 min cold)"
+bash hack/deny.sh
+
 step "local cluster: hack/cluster.sh up (the first run builds the control plane: 25-45 min)"
 was_running=no
 bash hack/cluster.sh status >/dev/null 2>&1 && was_running=yes
