@@ -7,6 +7,7 @@
 pub(crate) mod backoff;
 pub(crate) mod http;
 pub(crate) mod leader;
+pub(crate) mod metrics_auth;
 pub(crate) mod pipeline;
 pub(crate) mod readiness;
 mod targets;
