@@ -63,6 +63,12 @@ export KOPF_AUDIT_HELM="$helm"
 "$helm" lint --strict charts/kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --include-crds >/dev/null
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >/dev/null
+# /metrics guarded both ways: authenticated with the NetworkPolicy off, and open with none.
+metrics_auth=(--set metrics.authenticated=true --set networkPolicy.enabled=false --set serviceMonitor.enabled=true
+  --set metrics.readers[0].kind=ServiceAccount --set metrics.readers[0].name=prometheus --set metrics.readers[0].namespace=monitoring)
+"$helm" lint --strict charts/kopf-audit "${metrics_auth[@]}"
+"$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit "${metrics_auth[@]}" >/dev/null
+"$helm" lint --strict charts/kopf-audit --set networkPolicy.enabled=false --set metrics.authenticated=false
 
 step "kube-state-metrics: hack/build-kube-state-metrics.sh (built once from its Go module, cached)"
 bash hack/build-kube-state-metrics.sh | tail -n 1
