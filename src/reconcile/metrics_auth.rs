@@ -7,7 +7,8 @@
 //!
 //! Answers are remembered for [`ANSWER_TTL`], keyed by a SHA-256 of verb and token (no
 //! token is kept), in a map of at most [`REMEMBERED`] entries: a Prometheus scraping
-//! every 15 s costs two API requests a minute. Failed reviews are not remembered.
+//! every 15 s costs two API requests a minute. Failed reviews are not remembered. At
+//! most [`CONCURRENT_REVIEWS`] reviews are in flight at once.
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
 use k8s_openapi::api::authorization::v1::{
@@ -27,6 +28,11 @@ pub(crate) const ANSWER_TTL: Duration = Duration::from_secs(60);
 /// At most this many answers are remembered: each distinct token a caller sends adds
 /// one, so the map must not grow with what callers make up.
 pub(crate) const REMEMBERED: usize = 1024;
+
+/// At most this many reviews are asked at once. Every new token a caller makes up costs
+/// a TokenReview, so a flood of them must not become a flood on the API server;
+/// remembered answers (a scraper's) never wait for this.
+pub(crate) const CONCURRENT_REVIEWS: usize = 4;
 
 /// The path the SubjectAccessReview asks about (the one `metrics-reader` ClusterRoles
 /// grant as a `nonResourceURL`).
@@ -76,6 +82,7 @@ type AnswerKey = [u8; 32];
 pub(crate) struct MetricsAuth {
     client: Client,
     answers: Mutex<HashMap<AnswerKey, Remembered>>,
+    reviews: tokio::sync::Semaphore,
 }
 
 impl MetricsAuth {
@@ -85,6 +92,7 @@ impl MetricsAuth {
         MetricsAuth {
             client,
             answers: Mutex::new(HashMap::new()),
+            reviews: tokio::sync::Semaphore::new(CONCURRENT_REVIEWS),
         }
     }
 
@@ -99,6 +107,11 @@ impl MetricsAuth {
             return Ok(Verdict::Unauthenticated);
         };
         let key = answer_key(verb, token);
+        if let Some(verdict) = self.remembered(&key) {
+            return Ok(verdict);
+        }
+        // Never closed: the semaphore lives as long as `self`.
+        let _turn = self.reviews.acquire().await.ok();
         if let Some(verdict) = self.remembered(&key) {
             return Ok(verdict);
         }
