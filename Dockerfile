@@ -8,9 +8,9 @@
 # This is the canonical build for real registries. hack/image.sh builds the same
 # runtime stage (the `runtime` stage below, read from this file) around the same
 # static binary with podman and no registry, and tests/e2e/image.rs runs that image
-# hardened exactly as the chart runs it (hack/test.sh does both). Replace the digest
-# placeholders below with the digests you pulled (`docker buildx imagetools inspect
-# <image:tag>`): a tag alone can move.
+# hardened exactly as the chart runs it (hack/test.sh does both). hack/image.sh does not
+# run the build stages: it compiles the binary on the host with the toolchain that
+# rust-toolchain.toml pins, the release of the builder image below.
 #
 # Why static glibc on scratch:
 # - `-C target-feature=+crt-static` on the gnu target links glibc (and everything
@@ -30,9 +30,15 @@
 # scan's speed: the last build step takes minutes (BENCHMARKS.md, "The image", has
 # the timings).
 
-# Digest placeholders: pin to the digest of the tag you reviewed, e.g.
-#   rust:1.95-slim-bookworm@sha256:<digest>
-ARG RUST_IMAGE=rust:1.95-slim-bookworm
+# The builder image, by tag and digest: the tag names the Rust release (the one
+# rust-toolchain.toml pins; tests/supply_chain.rs keeps the two equal), the digest the
+# exact image, since a tag moves whenever its Debian base is rebuilt. The digest is the
+# tag's image index (what `docker buildx imagetools inspect rust:1.95.0-slim-bookworm`
+# prints as "Digest"), so that one pin serves both platforms. It was not pulled where
+# this repository is tested (no registry there): check it with that command before a
+# release build. To move to another release, change the tag and digest here and the
+# channel in rust-toolchain.toml in one commit.
+ARG RUST_IMAGE=rust:1.95.0-slim-bookworm@sha256:d7482085ff5b415f84dba5647ae71606650bdef00db7aeb69f4b3d170c3e4082
 
 # ---- toolchain: cargo-chef, shared by the next two stages ----
 # The slim image has gcc and libc6-dev, whose libc.a the static link uses.

@@ -16,6 +16,7 @@ kubeconfig=$(bash hack/cluster.sh up | tail -n 1)
 kubectl="$(dirname "$kubeconfig")/bin/kubectl --kubeconfig $kubeconfig"
 bash hack/kopf-venv.sh >/dev/null
 say "building the release binary"
+bash hack/rust-toolchain.sh >/dev/null
 cargo build --release --quiet --bin kopf-audit
 bin=target/release/kopf-audit
 stamp=$(date +%s)

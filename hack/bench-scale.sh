@@ -87,6 +87,7 @@ kubectl="$cluster_workdir/bin/kubectl --kubeconfig $kubeconfig"
 if [ -z "$auditor" ]; then
   target=${KOPF_AUDIT_CACHE:-$HOME/.cache/kopf-audit}/bench-scale-target
   say "building the release binary of this tree into $target (fat LTO: ~10 min cold)"
+  bash "$repo/hack/rust-toolchain.sh" >/dev/null
   CARGO_TARGET_DIR=$target cargo build --release --quiet --bin kopf-audit
   auditor=$target/release/kopf-audit
 fi

@@ -17,6 +17,7 @@ kubectl="$(dirname "$kubeconfig")/bin/kubectl --kubeconfig $kubeconfig"
 bash hack/kopf-venv.sh >/dev/null
 
 step "building kopf-audit"
+bash hack/rust-toolchain.sh >/dev/null
 cargo build --quiet
 bin=target/debug/kopf-audit
 workdir=$(dirname "$kubeconfig")

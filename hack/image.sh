@@ -34,6 +34,9 @@ die() { log "ERROR: $*"; exit 1; }
 command -v podman >/dev/null || die "podman is missing: apt-get install -y podman runc (hack/test.sh does it)"
 command -v runc >/dev/null || die "runc is missing: apt-get install -y runc (crun does not work here)"
 
+# The pinned toolchain (rust-toolchain.toml), without a download.
+bash "$here/rust-toolchain.sh" >/dev/null
+
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n 1)
 [ -n "$version" ] || die "no version in Cargo.toml"
 

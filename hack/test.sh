@@ -9,6 +9,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 step() { echo; echo "=== [test $(date +%H:%M:%S)] $*"; }
 
+step "rust toolchain: the release rust-toolchain.toml pins, without a download (hack/rust-toolchain.sh)"
+bash hack/rust-toolchain.sh | tail -n 1
+
 step "tool versions"
 cargo --version
 go version
@@ -32,6 +35,9 @@ step "format and lint: cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --features e2e -- -D warnings
+
+step "supply chain: cargo deny check (hack/deny.sh; cargo-deny built once, cached: 7-8 min cold)"
+bash hack/deny.sh
 
 step "local cluster: hack/cluster.sh up (the first run builds the control plane: 25-45 min)"
 was_running=no
@@ -57,6 +63,12 @@ export KOPF_AUDIT_HELM="$helm"
 "$helm" lint --strict charts/kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --include-crds >/dev/null
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >/dev/null
+# /metrics guarded both ways: authenticated with the NetworkPolicy off, and open with none.
+metrics_auth=(--set metrics.authenticated=true --set networkPolicy.enabled=false --set serviceMonitor.enabled=true
+  --set metrics.readers[0].kind=ServiceAccount --set metrics.readers[0].name=prometheus --set metrics.readers[0].namespace=monitoring)
+"$helm" lint --strict charts/kopf-audit "${metrics_auth[@]}"
+"$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit "${metrics_auth[@]}" >/dev/null
+"$helm" lint --strict charts/kopf-audit --set networkPolicy.enabled=false --set metrics.authenticated=false
 
 step "kube-state-metrics: hack/build-kube-state-metrics.sh (built once from its Go module, cached)"
 bash hack/build-kube-state-metrics.sh | tail -n 1

@@ -9,6 +9,7 @@ use crate::catalog::Severity;
 use crate::evaluate::Policy;
 use crate::publish::metrics::Metrics;
 use crate::reconcile::leader::{Leadership, Mandate};
+use crate::reconcile::metrics_auth::MetricsAuth;
 use crate::reconcile::readiness::Readiness;
 use crate::reconcile::{self, Settings, http};
 use check::CheckTarget;
@@ -79,6 +80,11 @@ struct RunArgs {
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080", env = "KOPF_AUDIT_HTTP_ADDR")]
     http_addr: SocketAddr,
+    /// Serve /metrics only to callers whose bearer token the API server authenticates
+    /// (TokenReview) and who may get the non-resource URL /metrics (SubjectAccessReview);
+    /// /healthz and /readyz stay open.
+    #[arg(long, env = "KOPF_AUDIT_METRICS_AUTH")]
+    metrics_auth: bool,
     /// This instance's name in Events and the Lease (set it to the pod name).
     #[arg(long, env = "POD_NAME", default_value = "kopf-audit")]
     instance: String,
@@ -212,10 +218,14 @@ async fn run(args: RunArgs) -> ExitCode {
         }
     };
     let readiness = Readiness::default();
+    let metrics_auth = args
+        .metrics_auth
+        .then(|| Arc::new(MetricsAuth::new(client.clone())));
     let server = tokio::spawn(http::serve(
         args.http_addr,
         metrics.clone(),
         readiness.clone(),
+        metrics_auth,
     ));
     let settings = Settings {
         allow_cross_namespace: args.allow_cross_namespace,

@@ -8,6 +8,7 @@ pub(crate) mod backoff;
 mod churn;
 pub(crate) mod http;
 pub(crate) mod leader;
+pub(crate) mod metrics_auth;
 mod owed;
 pub(crate) mod pipeline;
 pub(crate) mod readiness;

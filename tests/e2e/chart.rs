@@ -70,7 +70,7 @@ fn helm_run(args: &[&str]) -> String {
 }
 
 /// `helm template` of the chart: the rendered objects.
-fn render(release: &str, namespace: &str, extra: &[&str]) -> Vec<Value> {
+pub(crate) fn render(release: &str, namespace: &str, extra: &[&str]) -> Vec<Value> {
     let chart = chart_dir();
     let mut args = vec![
         "template",
@@ -87,20 +87,20 @@ fn render(release: &str, namespace: &str, extra: &[&str]) -> Vec<Value> {
         .collect()
 }
 
-fn kind(object: &Value) -> &str {
+pub(crate) fn kind(object: &Value) -> &str {
     object["kind"].as_str().unwrap_or_default()
 }
 
-fn name(object: &Value) -> &str {
+pub(crate) fn name(object: &Value) -> &str {
     object["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-fn of_kind<'a>(objects: &'a [Value], k: &str) -> Vec<&'a Value> {
+pub(crate) fn of_kind<'a>(objects: &'a [Value], k: &str) -> Vec<&'a Value> {
     objects.iter().filter(|o| kind(o) == k).collect()
 }
 
 /// (apiGroup, resource, verb) triples granted by a list of rules.
-fn grants(rules: &Value) -> BTreeSet<(String, String, String)> {
+pub(crate) fn grants(rules: &Value) -> BTreeSet<(String, String, String)> {
     let strings = |v: &Value| -> Vec<String> {
         v.as_sequence()
             .map(|s| {
@@ -123,12 +123,12 @@ fn grants(rules: &Value) -> BTreeSet<(String, String, String)> {
     out
 }
 
-fn grant(g: &str, r: &str, v: &str) -> (String, String, String) {
+pub(crate) fn grant(g: &str, r: &str, v: &str) -> (String, String, String) {
     (g.into(), r.into(), v.into())
 }
 
 /// The container's args of the rendered Deployment.
-fn deployment_args(objects: &[Value]) -> Vec<String> {
+pub(crate) fn deployment_args(objects: &[Value]) -> Vec<String> {
     let deployments = of_kind(objects, "Deployment");
     assert_eq!(deployments.len(), 1, "one Deployment");
     deployments[0]["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -372,7 +372,7 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
 }
 
 /// Cluster-scoped objects of one test, deleted when dropped.
-struct ClusterScoped(Vec<(String, String)>);
+pub(crate) struct ClusterScoped(Vec<(String, String)>);
 
 impl Drop for ClusterScoped {
     fn drop(&mut self) {
@@ -386,7 +386,7 @@ impl Drop for ClusterScoped {
 }
 
 /// Applies objects with kubectl (server-side, as the admin).
-fn apply(objects: &[&Value]) {
+pub(crate) fn apply(objects: &[&Value]) {
     let text: String = objects
         .iter()
         .map(|o| format!("---\n{}", serde_yaml::to_string(o).expect("yaml")))
@@ -538,14 +538,14 @@ async fn audited_without_refusal(
 }
 
 /// Writes a values file for a release.
-fn values_file(release: &str, values: serde_json::Value) -> PathBuf {
+pub(crate) fn values_file(release: &str, values: serde_json::Value) -> PathBuf {
     let path = support::workdir().join(format!("chart-values-{release}.yaml"));
     std::fs::write(&path, serde_yaml::to_string(&values).expect("yaml")).expect("values file");
     path
 }
 
 /// The cluster-scoped objects among rendered ones, deleted when the guard drops.
-fn cleanup_of(objects: &[&Value]) -> ClusterScoped {
+pub(crate) fn cleanup_of(objects: &[&Value]) -> ClusterScoped {
     ClusterScoped(
         objects
             .iter()

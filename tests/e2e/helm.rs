@@ -174,8 +174,7 @@ fn container_args(deployment: &Json) -> Vec<String> {
 
 const RELEASE: &str = "kopf-audit";
 const NAMESPACE: &str = "kopf-audit";
-const NAMESPACED_KINDS: &str =
-    "deployments,replicasets,pods,services,serviceaccounts,configmaps,jobs,roles,rolebindings";
+const NAMESPACED_KINDS: &str = "deployments,replicasets,pods,services,serviceaccounts,configmaps,jobs,roles,rolebindings,networkpolicies";
 
 #[tokio::test]
 async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word() {
@@ -225,6 +224,8 @@ async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word(
     for (kind, name) in [
         ("serviceaccount", RELEASE.to_string()),
         ("configmap", format!("{RELEASE}-dashboard")),
+        // On by default, and accepted by the API server (kwok enforces none).
+        ("networkpolicy", RELEASE.to_string()),
     ] {
         assert!(
             get(&[kind, &name, "-n", NAMESPACE]).is_some(),

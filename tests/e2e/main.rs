@@ -13,6 +13,7 @@ mod image;
 mod kubectl;
 mod leader;
 mod logs;
+mod metrics_access;
 mod operator;
 mod production;
 mod prometheus;

@@ -514,10 +514,23 @@ fn base64_decode(text: &str) -> Vec<u8> {
 /// GETs `path` from `addr` (plain HTTP/1.0); (status code, body), or None when nothing
 /// answers.
 pub fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    http_get_as(addr, path, None)
+}
+
+/// GETs `path` from `addr` with `Authorization: Bearer <token>` when a token is given;
+/// (status code, body), or None when nothing answers.
+pub fn http_get_as(addr: &str, path: &str, token: Option<&str>) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: localhost\r\n{authorization}\r\n"
+    )
+    .ok()?;
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
     let (head, body) = response.split_once("\r\n\r\n")?;
