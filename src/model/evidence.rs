@@ -4,7 +4,7 @@
 //! namespace, or the read failed this time).
 
 pub(crate) use super::handled::{CrdInfo, HandledResource, HandledSource};
-use super::kopf_run::{KopfRun, Scope, find_kopf};
+use super::kopf_run::{KopfRun, Scope, find_kopf, template_containers};
 use super::needs::Need;
 use super::rbac::{Binding, PeeringCrds, Permission, ServiceAccountRef};
 use crate::catalog::{ConditionReason, EventType, REPORTING_CONTROLLER};
@@ -156,15 +156,9 @@ impl TargetEvidence {
     /// Evidence for a Deployment and its pods, with the kopf container (the `wanted` one
     /// if named) read from the pod template; the kopf areas start unread.
     pub(crate) fn new(deployment: Deployment, pods: Vec<Pod>, wanted: Option<&str>) -> Self {
-        let containers = deployment
-            .spec
-            .template
-            .spec
-            .as_ref()
-            .map(|s| s.containers.as_slice())
-            .unwrap_or(&[]);
         let namespace = deployment.metadata.namespace.as_deref();
-        let kopf = find_kopf(containers, wanted, namespace).map(|(_, run)| run);
+        let kopf =
+            find_kopf(template_containers(&deployment), wanted, namespace).map(|(_, run)| run);
         TargetEvidence {
             kopf: kopf.map(KopfEvidence::unread),
             deployment,

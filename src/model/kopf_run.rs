@@ -267,6 +267,19 @@ pub(crate) struct KopfRun {
     pub(crate) liveness: Option<String>,
 }
 
+/// The containers of a Deployment's pod template: where kopf is looked for.
+pub(crate) fn template_containers(
+    deployment: &k8s_openapi::api::apps::v1::Deployment,
+) -> &[Container] {
+    deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or(&[])
+}
+
 /// Finds the container that runs kopf: the named one if given, else the first that does.
 /// `namespace` is the pod's, for `$(VAR)` references to `metadata.namespace`.
 pub(crate) fn find_kopf<'a>(

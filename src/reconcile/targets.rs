@@ -5,7 +5,7 @@
 //! yet run has no entry, and needs none: it is about to run anyway.
 
 use crate::api::KopfAudit;
-use crate::model::kopf_run::find_kopf;
+use crate::model::kopf_run::{find_kopf, template_containers};
 use crate::model::needs;
 use crate::model::rbac::{BindingKind, ServiceAccountRef};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -31,13 +31,7 @@ impl SeenTarget {
     /// A target as read, its kopf found in `container` (any container when `None`).
     fn of(deployment: &Deployment, container: Option<&str>) -> SeenTarget {
         let namespace = deployment.namespace().unwrap_or_default();
-        let containers = deployment
-            .spec
-            .template
-            .spec
-            .as_ref()
-            .map(|s| s.containers.as_slice())
-            .unwrap_or(&[]);
+        let containers = template_containers(deployment);
         let binding_namespaces = find_kopf(containers, container, Some(&namespace))
             .map(|(_, run)| needs::binding_namespaces(&run, &namespace))
             .unwrap_or_default();

@@ -6,7 +6,6 @@
 use crate::operator::{audit_events, condition, ensure_crd, wait_status};
 use crate::support::{self, Auditor, TestNamespace, say, wait_for};
 use crate::tenancy::install_policy_report_crd;
-use k8s_openapi::api::apps::v1::Deployment;
 use kopf_audit::api::KopfAudit;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
@@ -35,27 +34,8 @@ fn huge_reason() -> String {
 /// A Deployment of no pods whose kopf serves every namespace, exempted from
 /// `workload.liveness` with `reason`.
 async fn exempted_deployment(client: &Client, ns: &str, name: &str, reason: &str) {
-    let d: Deployment = serde_json::from_value(serde_json::json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns,
-            "annotations": {"skip.kopfaudit.dev/workload.liveness": reason}},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{
-                    "name": "operator", "image": "tenant/op:1",
-                    "command": ["kopf", "run"], "args": ["-A", "/app/op.py"]
-                }]}
-            }
-        }
-    }))
-    .expect("deployment");
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("the exempted Deployment");
+    let exemption = serde_json::json!({"skip.kopfaudit.dev/workload.liveness": reason});
+    support::idle_kopf_deployment(client, ns, name, &["-A", "/app/op.py"], exemption).await;
 }
 
 #[tokio::test]

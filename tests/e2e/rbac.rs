@@ -491,26 +491,7 @@ subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {ns}}}]
 /// A kopf Deployment of no pods whose kopf runs with `args`, and a KopfAudit of it that
 /// runs again only every 10 minutes (so that any re-run in a test is a triggered one).
 async fn quiet_operator(client: &Client, ns: &str, name: &str, args: &[&str]) {
-    let deployment: Deployment = serde_json::from_value(serde_json::json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{
-                    "name": "operator", "image": "tenant/op:1",
-                    "command": ["kopf", "run"], "args": args
-                }]}
-            }
-        }
-    }))
-    .expect("Deployment JSON");
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &deployment)
-        .await
-        .expect("creating the Deployment");
+    support::idle_kopf_deployment(client, ns, name, args, serde_json::json!({})).await;
     let audit: KopfAudit = serde_json::from_value(serde_json::json!({
         "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
         "metadata": {"name": name},

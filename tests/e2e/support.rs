@@ -735,3 +735,34 @@ pub fn audits_total(metrics: &str, namespace: &str, name: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// A Deployment of no pods whose container `operator` runs `kopf run ARGS`, with these
+/// annotations: a kopf operator as its spec shows it, for tests that need no process.
+pub async fn idle_kopf_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    args: &[&str],
+    annotations: serde_json::Value,
+) {
+    let d: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{
+                    "name": "operator", "image": "tenant/op:1",
+                    "command": ["kopf", "run"], "args": args
+                }]}
+            }
+        }
+    }))
+    .expect("Deployment JSON");
+    Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &d)
+        .await
+        .unwrap_or_else(|e| panic!("creating Deployment {ns}/{name}: {e}"));
+}

@@ -7,7 +7,6 @@
 
 use crate::operator::ensure_crd;
 use crate::support::{self, Auditor, TestNamespace, say, wait_for};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kopf_audit::api::{KopfAudit, KopfAuditStatus};
@@ -70,26 +69,7 @@ async fn seed_victim(client: &Client, victim: &str) {
 
 /// A Deployment of no pods whose kopf claims `args`.
 async fn tenant_deployment(client: &Client, ns: &str, name: &str, args: &[&str]) {
-    let d: Deployment = serde_json::from_value(serde_json::json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{
-                    "name": "operator", "image": "tenant/op:1",
-                    "command": ["kopf", "run"], "args": args
-                }]}
-            }
-        }
-    }))
-    .expect("deployment");
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("tenant deployment");
+    support::idle_kopf_deployment(client, ns, name, args, serde_json::json!({})).await;
 }
 
 async fn tenant_audit(client: &Client, ns: &str, name: &str, target: &str, handled: bool) {
