@@ -506,7 +506,10 @@ async fn quiet_operator(client: &Client, ns: &str, name: &str, args: &[&str]) {
 
 /// How often each audit ran, from the auditor's /metrics.
 fn runs(auditor: &Auditor, audits: &[(String, String)]) -> Vec<f64> {
-    let metrics = auditor.http_get("/metrics");
+    // Nothing answers until the auditor listens: count no runs yet.
+    let metrics = support::http_get(&auditor.http, "/metrics")
+        .map(|(_, body)| body)
+        .unwrap_or_default();
     audits
         .iter()
         .map(|(ns, name)| support::audits_total(&metrics, ns, name))
