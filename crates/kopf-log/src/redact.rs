@@ -7,7 +7,8 @@
 //! - [`shapes`]: PEM blocks, URL passwords, `Bearer`/`Basic` credentials,
 //!   JWTs, vendors' token formats, long base64 and hex runs;
 //! - [`keys`]: values of keys that name a secret (`password`, `token`,
-//!   `tls.key`, ...), in `k=v`, `k: v`, JSON, Python and escaped forms.
+//!   `tls.key`, ...), in `k=v`, `k: v`, JSON, Python and escaped forms, and
+//!   of command-line flags that name one (`--password x`, argv reprs).
 //!
 //! Masking too much is preferred to masking too little; the corpus test
 //! (`tests/redaction.rs`, `tests/data/secrets/`) lists every shape covered.
@@ -40,6 +41,10 @@ type Span = (usize, usize);
 ///   `k=v`, `k: v`, `"k": "v"`, `'k': 'v'`, `b'k': b'v'` and escaped
 ///   `\"k\": \"v\"` forms; an unquoted value runs to the end of the line
 ///   unless another key follows (`password=x user=bob`);
+/// - values of command-line flags so named, after a space (`pg_dump
+///   --password x`, `--token 'a b'`, `-storepass x`) or as the next element
+///   of an argv list or tuple (`['psql', '--password', 'x']`, JSON arrays);
+///   not after single-letter flags (`-p 5432`);
 /// - `Bearer`/`Basic` credentials, JWTs (`eyJ...`);
 /// - passwords in URLs (`https://user:p@ss@host/`: up to the last `@`);
 /// - vendors' tokens (GitHub `ghp_`/`github_pat_`, GitLab `glpat-`, Slack

@@ -106,6 +106,14 @@ fn the_corpus_covers_every_shape() {
         "password=",
         "\"token\": \"ghp_",
         "https://user:",
+        // Flags then a space; Python's reprs of argv lists and tuples; JSON arrays.
+        "--password Pw0rd",
+        "['psql', '--password', '",
+        "'--password', \"",
+        "(b'vault', b'login', b'--token', b'",
+        "[\\\"restic\\\", \\\"--password\\\", \\\"",
+        " -srcstorepass ",
+        "--client-secret \"",
     ] {
         assert!(
             cases.iter().any(|c| c.text.contains(must)),

@@ -76,6 +76,10 @@ fn kopf_lines_are_left_alone() {
         "Handler 'refresh_token' failed temporarily: not yet",
         "Keep-alive in 'default' cluster: ok.",
         "pods is forbidden: User \"system:serviceaccount:sealed-secrets:token-refresher\" cannot list resource \"pods\"",
+        // Flags that name no secret, or take no value (psql's `--password` prompts).
+        "kopf run --standalone --namespace ops --liveness http://0.0.0.0:8080/healthz /app/operator.py",
+        "Command '['psql', '--password', '-h', 'db']' returned non-zero exit status 2.",
+        "psql -h db -p 5432 -U app; ssh -p 2222 host",
     ] {
         assert_eq!(redact(line), line);
     }
@@ -132,6 +136,27 @@ fn masks_each_shape() {
         ),
         ("sk-0123456789abcdefghijABCD", "***"),
         ("version=3", "version=3"),
+        // Flags.
+        (
+            "pg_dump --host db --password Pw0rd --user app",
+            "pg_dump --host db --password *** --user app",
+        ),
+        (
+            "Command '['psql', '--password', 'x']' returned",
+            "Command '['psql', '--password', '***']' returned",
+        ),
+        (
+            "(\"psql\", \"--token\", \"it's\")",
+            "(\"psql\", \"--token\", \"***\")",
+        ),
+        ("[b'--password', b'x']", "[b'--password', b'***']"),
+        ("--token 'a b' -v", "--token '***' -v"),
+        ("keytool -storepass changeit", "keytool -storepass ***"),
+        (
+            "[\\\"--token\\\", \\\"x\\\"]",
+            "[\\\"--token\\\", \\\"***\\\"]",
+        ),
+        ("--api-key", "--api-key"),
     ];
     for (input, want) in cases {
         assert_eq!(redact(input), want, "{input}");
