@@ -1,6 +1,6 @@
 //! Secrets recognised by their shape, wherever they are: PEM blocks, URL
-//! passwords, `Bearer`/`Basic` credentials, JWTs, vendors' token formats and
-//! long encoded runs (base64, hex).
+//! passwords, `Bearer`/`Basic` credentials, JWTs and long encoded runs
+//! (base64, hex). Vendors' token formats are in [`super::tokens`].
 //!
 //! Each function appends the byte ranges to mask to `spans`; ranges may
 //! overlap (they are merged afterwards). Each is linear in the text's length.
@@ -133,77 +133,6 @@ pub(super) fn jwt(b: &[u8], spans: &mut Vec<Span>) {
             spans.push((i, j));
         }
         at = j.max(i + 3);
-    }
-}
-
-/// Vendors' token formats, found anywhere (even glued to other text):
-/// (prefix, the fewest characters after it, whether only `A-Z0-9` follow).
-const TOKEN_PREFIXES: &[(&[u8], usize, bool)] = &[
-    // GitHub: classic personal, OAuth, app server-to-server, user, refresh; fine-grained.
-    (b"ghp_", 20, false),
-    (b"gho_", 20, false),
-    (b"ghs_", 20, false),
-    (b"ghu_", 20, false),
-    (b"ghr_", 20, false),
-    (b"github_pat_", 20, false),
-    // GitLab personal, deploy, runner, CI job tokens.
-    (b"glpat-", 16, false),
-    (b"gldt-", 16, false),
-    (b"glrt-", 16, false),
-    (b"glcbt-", 16, false),
-    // Slack bot, user, app-level, refresh, legacy workspace tokens.
-    (b"xoxb-", 10, false),
-    (b"xoxp-", 10, false),
-    (b"xoxa-", 10, false),
-    (b"xoxr-", 10, false),
-    (b"xoxs-", 10, false),
-    (b"xapp-", 10, false),
-    // AWS access key ids (long-lived, temporary), Google API keys.
-    (b"AKIA", 16, true),
-    (b"ASIA", 16, true),
-    (b"AIza", 30, false),
-    // OpenShift OAuth access tokens.
-    (b"sha256~", 20, false),
-    // npm, PyPI.
-    (b"npm_", 30, false),
-    (b"pypi-", 30, false),
-];
-
-/// The [`TOKEN_PREFIXES`] formats, the prefix masked too; and `sk-...`
-/// (OpenAI-style keys) at the start of a word only, 20 characters or more
-/// (`task-runner-...` is a name, not a key).
-pub(super) fn token_prefixes(b: &[u8], spans: &mut Vec<Span>) {
-    for &(prefix, min, upper) in TOKEN_PREFIXES {
-        let finder = memmem::Finder::new(prefix);
-        let mut at = 0;
-        while let Some(i) = finder.find(&b[at..]).map(|i| at + i) {
-            let body = i + prefix.len();
-            let len = b[body..]
-                .iter()
-                .take_while(|&&c| {
-                    if upper {
-                        c.is_ascii_uppercase() || c.is_ascii_digit()
-                    } else {
-                        is_word_byte(c)
-                    }
-                })
-                .count();
-            // A match's body may hold the prefix again: go on after it.
-            at = if len >= min {
-                spans.push((i, body + len));
-                body + len
-            } else {
-                body
-            };
-        }
-    }
-    let mut at = 0;
-    while let Some(i) = memmem::find(&b[at..], b"sk-").map(|i| at + i) {
-        let len = b[i + 3..].iter().take_while(|&&c| is_word_byte(c)).count();
-        at = i + 3 + len;
-        if len >= 20 && !(i > 0 && is_word_byte(b[i - 1])) {
-            spans.push((i, at));
-        }
     }
 }
 

@@ -80,6 +80,8 @@ fn kopf_lines_are_left_alone() {
         "kopf run --standalone --namespace ops --liveness http://0.0.0.0:8080/healthz /app/operator.py",
         "Command '['psql', '--password', '-h', 'db']' returned non-zero exit status 2.",
         "psql -h db -p 5432 -U app; ssh -p 2222 host",
+        "Timer 'key-rotation' succeeded. Daemon 'shpat-sync' and 'dop-v1-cleanup' are running.",
+        "hf_hub_download_with_a_rather_long_name failed; dapi-gateway-5d8f9c7b6-abcde restarted",
     ] {
         assert_eq!(redact(line), line);
     }
@@ -157,6 +159,17 @@ fn masks_each_shape() {
             "[\\\"--token\\\", \\\"***\\\"]",
         ),
         ("--api-key", "--api-key"),
+        // Vendors' tokens with hex bodies.
+        (
+            "dop_v1_4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d.",
+            "***.",
+        ),
+        ("(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)", "(***)"),
+        ("key-4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f", "***"),
+        (
+            "monkey-4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f",
+            "monkey-4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f",
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(redact(input), want, "{input}");
