@@ -8,31 +8,98 @@
 use super::Span;
 use memchr::memmem;
 
+const BEGIN: &[u8] = b"-----BEGIN";
+const END: &[u8] = b"-----END";
+
 /// `-----BEGIN LABEL-----` ... `-----END LABEL-----`: everything between the
 /// two markers (the labels stay), also across `\n` escapes and real newlines.
-/// A block with no end marker is masked to the end of the text (a PEM
-/// printed line by line: its body lines are masked by [`encoded_runs`]).
+/// A block with no end marker is masked to the end of the text; one with no
+/// begin marker (its head cut away: kopf cuts an Event's message in the
+/// middle) back to where its body starts ([`body_before`]).
 pub(super) fn pem(b: &[u8], spans: &mut Vec<Span>) {
-    let begin = memmem::Finder::new(b"-----BEGIN");
-    let end = memmem::Finder::new(b"-----END");
+    let mut begins = Next::new(BEGIN);
+    let mut ends = Next::new(END);
     let mut at = 0;
-    while let Some(i) = begin.find(&b[at..]).map(|i| at + i) {
-        let label = i + b"-----BEGIN".len();
-        // The header's closing dashes, on the same line and near.
-        let near = &b[label..b.len().min(label + 80)];
-        let near = &near[..memchr::memchr2(b'\n', b'\r', near).unwrap_or(near.len())];
-        let body = memmem::find(near, b"-----").map_or(label, |j| label + j + 5);
-        match end.find(&b[body..]) {
-            Some(j) => {
-                spans.push((body, body + j));
-                at = body + j + b"-----END".len();
-            }
-            None => {
+    loop {
+        let end = ends.at_or_after(b, at);
+        let begin = begins
+            .at_or_after(b, at)
+            .filter(|&i| end.is_none_or(|e| i < e));
+        if let Some(i) = begin {
+            let body = header_end(b, i);
+            let Some(j) = ends.at_or_after(b, body) else {
                 spans.push((body, b.len()));
                 return;
+            };
+            spans.push((body, j));
+            at = j + END.len();
+        } else if let Some(e) = end {
+            let start = body_before(b, at, e);
+            if start < e {
+                spans.push((start, e));
             }
+            at = e + END.len();
+        } else {
+            return;
         }
     }
+}
+
+/// The next occurrence of a marker at or after a position, searched again
+/// only once the position passes the one found: however many markers of the
+/// other kind come between, the text is searched once.
+struct Next<'n> {
+    finder: memmem::Finder<'n>,
+    from: usize,
+    found: Option<usize>,
+    searched: bool,
+}
+
+impl<'n> Next<'n> {
+    fn new(marker: &'n [u8]) -> Self {
+        Next {
+            finder: memmem::Finder::new(marker),
+            from: 0,
+            found: None,
+            searched: false,
+        }
+    }
+
+    fn at_or_after(&mut self, b: &[u8], from: usize) -> Option<usize> {
+        let known =
+            self.searched && self.from <= from && self.found.is_none_or(|found| found >= from);
+        if !known {
+            self.found = self.finder.find(&b[from.min(b.len())..]).map(|i| from + i);
+            self.from = from;
+            self.searched = true;
+        }
+        self.found
+    }
+}
+
+/// The end of the header a `-----BEGIN` at `i` starts: its closing dashes,
+/// on the same line and near; right after `-----BEGIN` when there are none.
+fn header_end(b: &[u8], i: usize) -> usize {
+    let label = i + BEGIN.len();
+    let near = &b[label..b.len().min(label + 80)];
+    let near = &near[..memchr::memchr2(b'\n', b'\r', near).unwrap_or(near.len())];
+    memmem::find(near, b"-----").map_or(label, |j| label + j + 5)
+}
+
+/// Where the body of a block ending at `e` starts when its begin marker is
+/// not in the text: back over base64, spaces and line breaks (real, or
+/// `\n` escapes), not before `floor`; the leading spaces and breaks stay.
+fn body_before(b: &[u8], floor: usize, e: usize) -> usize {
+    let in_body =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'\\' | b' ' | b'\n');
+    let mut start = e;
+    while start > floor && in_body(b[start - 1]) {
+        start -= 1;
+    }
+    while start < e && matches!(b[start], b' ' | b'\n') {
+        start += 1;
+    }
+    start
 }
 
 /// `scheme://user:password@host`: the password, up to the last `@` before

@@ -99,6 +99,20 @@ fn masks_each_shape() {
             "-----BEGIN PRIVATE KEY-----abc",
             "-----BEGIN PRIVATE KEY-----***",
         ),
+        // The tail of a block whose head was cut away (kopf's `...` in an Event).
+        (
+            "... key tail: ZmFrZQ==\nMIIEabc\n-----END PRIVATE KEY----- y",
+            "... key tail: ***-----END PRIVATE KEY----- y",
+        ),
+        (
+            "...q8Xh3kLm9P\\n-----END EC PRIVATE KEY-----\\n')",
+            "...***-----END EC PRIVATE KEY-----\\n')",
+        ),
+        (
+            "a -----END X----- b -----BEGIN X----- c -----END X----- d -----END X-----",
+            "***-----END X----- b -----BEGIN X-----***-----END X----- ***-----END X-----",
+        ),
+        ("[ns/name] -----END X-----", "[ns/name] -----END X-----"),
         // Keys.
         ("{'tls.key': 'abc'}", "{'tls.key': '***'}"),
         ("{b'password': b'abc'}", "{b'password': b'***'}"),
