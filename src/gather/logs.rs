@@ -391,12 +391,16 @@ async fn stream(
             break;
         }
     }
+    out.cut = total >= limit;
+    if out.cut {
+        // The bound may fall inside a line: its last word may be half a secret.
+        parser.input_cut_short();
+    }
     while let Some(record) = parser.finish() {
         keep(&mut out.records, record);
     }
     out.stats = parser.stats();
     out.cursor = lines.last;
-    out.cut = total >= limit;
     Ok(out)
 }
 

@@ -1,7 +1,8 @@
 //! Redaction proven on a corpus (`tests/data/secrets/corpus.txt`): no secret
 //! of it survives `redact()` or `excerpt()`, alone, through the parser
-//! (messages and tracebacks), or glued at random to noise; and evidence is
-//! plain text (no bidi control, zero-width or control character).
+//! (messages and tracebacks, also where the parser cuts them), or glued at
+//! random to noise; and evidence is plain text (no bidi control, zero-width
+//! or control character).
 
 use kopf_log::{MASK, Parser, ParserOptions, Record, excerpt, plain_text, redact};
 use std::time::{Duration, Instant};
@@ -152,36 +153,103 @@ fn no_corpus_secret_survives_redact_or_excerpt() {
     }
 }
 
+/// Panics when a record holds a part of one of `secrets`: its traceback
+/// lines (alone and together), and its `[ns/name] message` when `messages`.
+fn assert_record_masked(r: &Record, secrets: &[String], messages: bool) {
+    if messages {
+        let quoted = format!(
+            "{}{}",
+            r.object
+                .as_ref()
+                .map(|o| format!("[{}] ", o.name))
+                .unwrap_or_default(),
+            r.message
+        );
+        assert_masked(&redact(&quoted), secrets, "record", &quoted);
+        assert_masked(&excerpt(&quoted, 240), secrets, "record excerpt", &quoted);
+    }
+    for l in &r.traceback {
+        assert_masked(&redact(l), secrets, "traceback", l);
+    }
+    let whole = r.traceback.join("\n");
+    assert_masked(&redact(&whole), secrets, "traceback", &whole);
+}
+
+/// Each case parsed alone, and the whole corpus as one log (tracebacks
+/// attach to records).
 #[test]
 fn no_corpus_secret_survives_in_parsed_records() {
     let cases = corpus();
     let all: Vec<String> = cases.iter().flat_map(|c| c.secrets.clone()).collect();
-    // Line by line, and the whole corpus as one log (tracebacks attach to records).
     let whole: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
     let whole = whole.join("\n");
     let mut texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
     texts.push(&whole);
     for text in texts {
         for r in parse(text) {
-            let quoted = format!(
-                "{}{}",
-                r.object
-                    .as_ref()
-                    .map(|o| format!("[{}] ", o.name))
-                    .unwrap_or_default(),
-                r.message
-            );
-            assert_masked(&redact(&quoted), &all, "record", &quoted);
-            assert_masked(&excerpt(&quoted, 240), &all, "record excerpt", &quoted);
-            for l in &r.traceback {
-                assert_masked(&redact(l), &all, "traceback", l);
+            assert_record_masked(&r, &all, true);
+        }
+    }
+}
+
+/// The bytes before a secret's `k`-th byte in `text`: where a cut at `k`
+/// bytes into the secret falls; `None` off a char boundary.
+fn cut_into(text: &str, secret: &str, k: usize) -> Option<usize> {
+    let at = text.find(secret)? + k;
+    text.is_char_boundary(at).then_some(at)
+}
+
+/// Spaces that put byte `at` of `text`, after them, at `bound`.
+fn padding(bound: usize, at: usize) -> Option<String> {
+    bound.checked_sub(at).map(|n| " ".repeat(n))
+}
+
+/// Every case with each of its secrets straddling the parser's
+/// message bound (4096 bytes, at every third byte of the secret): what is
+/// left of the secret in the message, quoted as the auditor quotes it,
+/// holds no part of it. Spaces pad the line, so that the quote (spaces
+/// squeezed) still shows what the cut left.
+#[test]
+fn secrets_straddling_the_message_cut_never_survive() {
+    let bound = ParserOptions::default().max_message_bytes;
+    for case in corpus() {
+        for secret in &case.secrets {
+            for k in (1..secret.len()).step_by(3) {
+                let Some(pad) = cut_into(&case.text, secret, k).and_then(|at| padding(bound, at))
+                else {
+                    continue;
+                };
+                let line = format!("{pad}{}", case.text);
+                for r in parse(&line) {
+                    assert!(r.truncated, "{line}");
+                    assert_record_masked(&r, std::slice::from_ref(secret), true);
+                }
             }
-            assert_masked(
-                &redact(&r.traceback.join("\n")),
-                &all,
-                "traceback",
-                &r.traceback.join("\n"),
-            );
+        }
+    }
+}
+
+/// The same for traceback lines, cut at 512 bytes: a case as the line of
+/// an exception's message, each secret straddling the cut.
+#[test]
+fn secrets_straddling_a_traceback_line_cut_never_survive() {
+    let bound = ParserOptions::default().max_traceback_line_bytes;
+    let head = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/name] Handler 'x' failed with an exception and will try again in 60 seconds: boom\nTraceback (most recent call last):\n  File \"/app/op.py\", line 7, in x\nValueError: boom\n";
+    for case in corpus() {
+        for secret in &case.secrets {
+            for k in (1..secret.len()).step_by(3) {
+                let Some(pad) =
+                    cut_into(&case.text, secret, k).and_then(|at| padding(bound, at + 1))
+                else {
+                    continue;
+                };
+                let log = format!("{head} {pad}{}", case.text);
+                let records = parse(&log);
+                assert!(records[0].traceback.len() == 4, "{log}");
+                for r in records {
+                    assert_record_masked(&r, std::slice::from_ref(secret), false);
+                }
+            }
         }
     }
 }
