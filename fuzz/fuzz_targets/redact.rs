@@ -8,25 +8,43 @@ use libfuzzer_sys::fuzz_target;
 
 const CORPUS: &str = include_str!("../../crates/kopf-log/tests/data/secrets/corpus.txt");
 
-/// The corpus lines: (text with the ⟦⟧ markers removed, the marked secrets).
+/// The corpus cases: (text with the ⟦⟧ markers removed, the marked secrets);
+/// one per line, or per run of lines joined by a `⏎` at the end of each but
+/// the last.
 fn corpus() -> Vec<(String, Vec<String>)> {
-    CORPUS
+    let mut cases = Vec::new();
+    let mut joined = String::new();
+    for l in CORPUS
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            let (mut text, mut secrets, mut rest) = (String::new(), Vec::new(), l);
-            while let Some(open) = rest.find('⟦') {
-                text.push_str(&rest[..open]);
-                let after = &rest[open + '⟦'.len_utf8()..];
-                let close = after.find('⟧').unwrap_or(after.len());
-                text.push_str(&after[..close]);
-                secrets.push(after[..close].to_string());
-                rest = after.get(close + '⟧'.len_utf8()..).unwrap_or("");
+    {
+        match l.strip_suffix('⏎') {
+            Some(head) => {
+                joined.push_str(head);
+                joined.push('\n');
             }
-            text.push_str(rest);
-            (text, secrets)
-        })
-        .collect()
+            None => {
+                joined.push_str(l);
+                cases.push(case(&std::mem::take(&mut joined)));
+            }
+        }
+    }
+    cases
+}
+
+/// A case from its marked text.
+fn case(marked: &str) -> (String, Vec<String>) {
+    let (mut text, mut secrets, mut rest) = (String::new(), Vec::new(), marked);
+    while let Some(open) = rest.find('⟦') {
+        text.push_str(&rest[..open]);
+        let after = &rest[open + '⟦'.len_utf8()..];
+        let close = after.find('⟧').unwrap_or(after.len());
+        text.push_str(&after[..close]);
+        secrets.push(after[..close].to_string());
+        rest = after.get(close + '⟧'.len_utf8()..).unwrap_or("");
+    }
+    text.push_str(rest);
+    (text, secrets)
 }
 
 fn plain(out: &str) -> bool {

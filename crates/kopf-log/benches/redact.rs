@@ -21,12 +21,13 @@ const QUIET: &[&str] = &[
     "  File \"/usr/local/lib/python3.12/site-packages/kopf/_core/actions/execution.py\", line 276, in execute_handler_once",
 ];
 
-/// The corpus lines, markers removed.
+/// The corpus lines, markers removed (`⏎` too: the lines are joined with
+/// line breaks anyway).
 fn corpus() -> Vec<String> {
     CORPUS
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| l.replace(['⟦', '⟧'], ""))
+        .map(|l| l.replace(['⟦', '⟧', '⏎'], ""))
         .collect()
 }
 

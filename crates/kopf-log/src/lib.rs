@@ -680,7 +680,8 @@ impl EventKind {
 /// in it is bounded: the message is cut at [`ParserOptions::max_message_bytes`],
 /// the traceback keeps its first and last lines. What is cut is [`redact`]ed
 /// whole first, so that no secret is left half-visible at a cut (quote the
-/// rest through [`redact`] or [`excerpt`] as usual).
+/// rest through [`redact`] or [`excerpt`] as usual); the lines of a PEM
+/// block that a traceback's earlier line opened are masked whole.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
     /// The record's own time (`full`/`json`), else the kubelet's timestamp.

@@ -485,7 +485,7 @@ impl Parser {
         });
         if trace == Trace::Frames {
             // A traceback with no record to attach to: it is its own record.
-            p.tb.push(bounded_redacted(l, None, self.opts.max_traceback_line_bytes).0);
+            p.tb.push_line(l, self.opts.max_traceback_line_bytes);
         }
         p
     }
@@ -637,7 +637,7 @@ impl Parser {
         for _ in 0..std::mem::take(&mut p.tb.blanks) {
             p.tb.push(String::new());
         }
-        p.tb.push(bounded_redacted(l, None, self.opts.max_traceback_line_bytes).0);
+        p.tb.push_line(l, self.opts.max_traceback_line_bytes);
         if p.rec.forbidden.is_none() {
             p.rec.forbidden = self.finders.forbidden_in(l);
         }

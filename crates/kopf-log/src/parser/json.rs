@@ -565,7 +565,7 @@ impl Parser {
             let finders = &self.finders;
             let mut each = |t: &str| {
                 let b = t.as_bytes();
-                tb.push(bounded_redacted(b, None, max_bytes).0);
+                tb.push_line(b, max_bytes);
                 if forbidden.is_none() {
                     forbidden = finders.forbidden_in(b);
                 }

@@ -21,6 +21,47 @@ fn the_carry_buffer_is_bounded() {
     assert_eq!(out[1].message, "next");
 }
 
+/// Parses `lines`, one at a time, then finishes.
+fn parse_lines(lines: &[&str]) -> Vec<Record> {
+    let mut p = Parser::default();
+    let mut out: Vec<Record> = lines
+        .iter()
+        .filter_map(|l| p.push_line(l.as_bytes()))
+        .collect();
+    while let Some(r) = p.finish() {
+        out.push(r);
+    }
+    out
+}
+
+/// The lines of a PEM block that an earlier traceback line opened are
+/// masked whole, up to the `-----END` marker; the lines after it are not.
+#[test]
+fn a_pem_block_in_a_traceback_is_masked_across_its_lines() {
+    let out = parse_lines(&[
+        "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/n] Handler 'x' failed with an exception and will try again in 60 seconds: bad key",
+        "Traceback (most recent call last):",
+        "  File \"/app/op.py\", line 7, in x",
+        "ValueError: bad key -----BEGIN PRIVATE KEY-----",
+        "MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF",
+        "Zq7Lw2Nx",
+        "Zq7L -----END PRIVATE KEY----- and more",
+        "  after the block",
+    ]);
+    assert_eq!(
+        out[0].traceback,
+        [
+            "Traceback (most recent call last):",
+            "  File \"/app/op.py\", line 7, in x",
+            "ValueError: bad key -----BEGIN PRIVATE KEY-----",
+            "***",
+            "***",
+            "***-----END PRIVATE KEY----- and more",
+            "  after the block",
+        ]
+    );
+}
+
 /// A line cut at the bound ends at its last whole word: the word the cut
 /// split (here a URL's password before its `@`) is not kept.
 #[test]
