@@ -476,3 +476,24 @@ fn corpus_lines_between_arbitrary_text_keep_their_secrets_masked() {
         assert_masked(&redact(&line), &case.secrets, "redact", &line);
     }
 }
+
+/// Real kopf output (every captured log: kopf 1.38 to 1.45, three formats,
+/// tracebacks, RBAC denials) and the format samples: redaction changes none
+/// of its lines beyond making them plain text. kopf's words, handler and
+/// object names, timestamps, UIDs and URLs are never masked.
+#[test]
+fn real_kopf_logs_are_left_alone() {
+    let data = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let captured = std::fs::read_dir(data.join("captured")).expect("captured logs");
+    let mut files: Vec<_> = captured.map(|e| e.expect("entry").path()).collect();
+    files.extend(["sample-full.log", "sample-json.log", "sample-plain.log"].map(|f| data.join(f)));
+    let mut lines = 0;
+    for path in files {
+        let bytes = std::fs::read(&path).expect("a log");
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            assert_eq!(redact(line), plain_text(line), "{}", path.display());
+            lines += 1;
+        }
+    }
+    assert!(lines > 1_500, "{lines} lines");
+}
