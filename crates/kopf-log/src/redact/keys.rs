@@ -63,11 +63,22 @@ pub(super) fn is_secret_key(key: &[u8]) -> bool {
     lower.copy_from_slice(key);
     lower.make_ascii_lowercase();
     let lower = &*lower;
-    ANYWHERE
-        .iter()
-        .any(|w| lower.windows(w.len()).any(|x| x == *w))
+    ANYWHERE.iter().any(|w| contains(lower, w))
         || AT_END.iter().any(|w| lower.ends_with(w))
         || WHOLE.contains(&lower)
+}
+
+/// Whether `word` is in `key`: compared where their first bytes match only,
+/// since every word of most text is looked up.
+fn contains(key: &[u8], word: &[u8]) -> bool {
+    let Some((&first, rest)) = word.split_first() else {
+        return true;
+    };
+    key.len() >= word.len()
+        && key[..=key.len() - word.len()]
+            .iter()
+            .enumerate()
+            .any(|(i, &c)| c == first && key[i + 1..].starts_with(rest))
 }
 
 /// Appends the value of every secret-naming key in `b`.
