@@ -47,6 +47,10 @@ fn case(marked: &str) -> (String, Vec<String>) {
     (text, secrets)
 }
 
+fn alnum(s: &str) -> String {
+    s.chars().filter(|c| c.is_alphanumeric()).collect()
+}
+
 fn plain(out: &str) -> bool {
     out.chars().all(|c| {
         !(c.is_control() && c != '\n')
@@ -78,6 +82,12 @@ fuzz_target!(|data: &[u8]| {
         .find(|&i| rest.is_char_boundary(i) && i <= rest.len() / 2)
         .unwrap_or(0);
     let line = format!("{}{text}{}", &rest[..cut], &rest[cut..]);
+    // The letters and digits of the arbitrary text, raw and as plain text:
+    // libFuzzer copies what the target compares (the secrets) into its input,
+    // and a window the arbitrary text holds is its own, in no secret's context
+    // (`...b'p` + the case + `assword': b'x'`), whatever escapes, controls or
+    // the case's first bytes join or split around it.
+    let arbitrary = [alnum(&rest), alnum(&kopf_log::plain_text(&rest))];
     for out in [kopf_log::redact(&line), kopf_log::excerpt(&line, 240)] {
         for secret in secrets {
             let chars: Vec<char> = secret.chars().collect();
@@ -90,8 +100,9 @@ fuzz_target!(|data: &[u8]| {
                     .map(|w| w.iter().collect())
                     .collect()
             };
-            for w in windows {
-                assert!(!out.contains(&w), "{w:?} of {secret:?} survived in {out:?}");
+            let own = |w: &String| arbitrary.iter().any(|a| a.contains(&alnum(w)));
+            for w in windows.iter().filter(|w| !own(w)) {
+                assert!(!out.contains(w), "{w:?} of {secret:?} survived in {out:?}");
             }
         }
     }
