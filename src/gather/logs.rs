@@ -412,6 +412,11 @@ async fn stream(
             break;
         }
     }
+    out.cut = total >= limit;
+    if out.cut {
+        // The bound may fall inside a line: its last word may be half a secret.
+        parser.input_cut_short();
+    }
     while let Some(record) = parser.finish() {
         kept.keep(record);
     }
@@ -419,7 +424,6 @@ async fn stream(
     out.dropped = kept.dropped;
     out.stats = parser.stats();
     out.cursor = lines.last;
-    out.cut = total >= limit;
     Ok(out)
 }
 

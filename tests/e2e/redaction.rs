@@ -1,6 +1,9 @@
 //! No secret reaches what a KopfAudit's readers can read: a real kopf operator prints
-//! every line of the redaction corpus and fails with each; its status, PolicyReport and
-//! the auditor's Events hold no part of any corpus secret.
+//! the cases of the redaction corpus and fails with each; its status, PolicyReport and
+//! the auditor's Events hold no part of any corpus secret. Two runs: every case (more
+//! than the 50 findings a status keeps), and the sections of flags, argv reprs,
+//! vendors' tokens and PEM blocks over several lines, each case quoted, the flags' also
+//! with their secret across the auditor's 4096-byte cut of a message.
 
 use crate::operator::ensure_crd;
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
@@ -11,25 +14,124 @@ use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use std::time::Duration;
 
-/// The secrets of the corpus (between ⟦ and ⟧).
-fn corpus_secrets() -> Vec<String> {
+/// The corpus cases as the leaky operator reads them (its `corpus()`): (section
+/// title, text with its secrets marked); lines ending in `⏎` join the next.
+fn corpus_cases() -> Vec<(String, String)> {
     let text = std::fs::read_to_string(
         support::repo().join("crates/kopf-log/tests/data/secrets/corpus.txt"),
     )
     .expect("the corpus");
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let mut rest = line;
-        while let Some(open) = rest.find('⟦') {
-            let after = &rest[open + '⟦'.len_utf8()..];
-            let Some(close) = after.find('⟧') else {
-                break;
+    let (mut out, mut section, mut joined, mut in_title) =
+        (Vec::new(), String::new(), String::new(), false);
+    for line in text.lines() {
+        if let Some(title) = line.strip_prefix("## ") {
+            section = if in_title {
+                format!("{section} {title}")
+            } else {
+                title.to_string()
             };
-            out.push(after[..close].to_string());
-            rest = &after[close + '⟧'.len_utf8()..];
+            in_title = true;
+            continue;
+        }
+        in_title = false;
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match line.strip_suffix('⏎') {
+            Some(part) => {
+                joined.push_str(part);
+                joined.push('\n');
+            }
+            None => {
+                joined.push_str(line);
+                out.push((section.clone(), std::mem::take(&mut joined)));
+            }
         }
     }
     out
+}
+
+/// The secrets of a marked text (between ⟦ and ⟧).
+fn secrets_of(marked: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = marked;
+    while let Some(open) = rest.find('⟦') {
+        let after = &rest[open + '⟦'.len_utf8()..];
+        let Some(close) = after.find('⟧') else {
+            break;
+        };
+        out.push(after[..close].to_string());
+        rest = &after[close + '⟧'.len_utf8()..];
+    }
+    out
+}
+
+/// The secrets of the whole corpus.
+fn corpus_secrets() -> Vec<String> {
+    corpus_cases()
+        .iter()
+        .flat_map(|(_, marked)| secrets_of(marked))
+        .collect()
+}
+
+/// An environment variable of a fixture's Deployment, from its manifests.
+fn fixture_env(fixture: &str, name: &str) -> Option<String> {
+    let path = support::repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml"));
+    let text = std::fs::read_to_string(path).expect("manifests");
+    serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|doc| <serde_yaml::Value as serde::Deserialize>::deserialize(doc).ok())
+        .filter(|doc| doc["kind"].as_str() == Some("Deployment"))
+        .flat_map(|doc| {
+            doc["spec"]["template"]["spec"]["containers"][0]["env"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|var| var["name"].as_str() == Some(name))
+        .and_then(|var| var["value"].as_str().map(str::to_string))
+}
+
+/// Section titles' starts, as the leaky operator reads LEAKY_SECTIONS and LEAKY_CUT.
+fn title_starts(value: &str) -> Vec<String> {
+    value
+        .split('|')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// How many timers the leaky operator of `fixture` fails: one per case of its
+/// sections, one more per one-line case with a secret in its cut sections (the
+/// operator's `straddling`), and `argv` when the flags' section is among its own.
+fn failing_timers(fixture: &str) -> usize {
+    let wanted = fixture_env(fixture, "LEAKY_SECTIONS").map(|v| title_starts(&v));
+    let cut = fixture_env(fixture, "LEAKY_CUT")
+        .map(|v| title_starts(&v))
+        .unwrap_or_default();
+    let in_sections =
+        |section: &str, starts: &[String]| starts.iter().any(|s| section.starts_with(s.as_str()));
+    let cases: Vec<(String, String)> = corpus_cases()
+        .into_iter()
+        .filter(|(section, _)| wanted.as_ref().is_none_or(|w| in_sections(section, w)))
+        .collect();
+    let straddling = cases
+        .iter()
+        .enumerate()
+        .filter(|(_, (section, marked))| in_sections(section, &cut) && !marked.contains('\n'))
+        .filter(|(i, (_, marked))| {
+            let Some(start) = marked.find('⟦') else {
+                return false;
+            };
+            let secret = secrets_of(marked).first().map_or(0, String::len);
+            let head = format!("Timer 'cut-{i}' failed temporarily: ");
+            head.len() + start + secret / 2 < 4096
+        })
+        .count();
+    let argv = cases.iter().any(|(section, marked)| {
+        section.starts_with("Secrets after a flag") && marked.contains('⟦')
+    });
+    cases.len() + straddling + usize::from(argv)
 }
 
 /// The 8-character windows of a secret (the whole of a shorter one), backslashes aside
@@ -46,8 +148,11 @@ fn windows(secret: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn no_secret_an_operator_prints_reaches_status_policy_report_or_events() {
+/// Runs the leaky operator of `fixture` (its Deployment `deployment`) and an auditor,
+/// waits until the status quotes `failures` handler failures, one more audit interval,
+/// and checks that no part of any corpus secret is in the status, the PolicyReport or
+/// the auditor's Events.
+async fn no_corpus_secret_reaches_readers(fixture: &str, deployment: &str, failures: usize) {
     let client = support::admin_client().await;
     ensure_crd(&client).await;
     let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
@@ -67,13 +172,13 @@ async fn no_secret_an_operator_prints_reaches_status_policy_report_or_events() {
         )
         .await
         .expect("PolicyReport CRD");
-    let ns = TestNamespace::create(&client, "leaky").await;
-    let _kopf = Fixture::start("leaky", &ns.name, None);
+    let ns = TestNamespace::create(&client, fixture).await;
+    let _kopf = Fixture::start(fixture, &ns.name, None);
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
     let audit: KopfAudit = serde_json::from_value(serde_json::json!({
         "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
         "metadata": {"name": "leaky"},
-        "spec": {"target": {"deployment": "leaky-operator"}, "interval": "30s"}
+        "spec": {"target": {"deployment": deployment}, "interval": "30s"}
     }))
     .expect("KopfAudit");
     let audits: Api<KopfAudit> = Api::namespaced(client.clone(), &ns.name);
@@ -82,18 +187,18 @@ async fn no_secret_an_operator_prints_reaches_status_policy_report_or_events() {
         .await
         .expect("creating the KopfAudit");
     wait_for(
-        "the leaky operator's failures quoted",
-        Duration::from_secs(180),
+        &format!("{failures} failures of the leaky operator quoted"),
+        Duration::from_secs(240),
         || {
             let audits = audits.clone();
             async move {
                 let status = audits.get("leaky").await.ok()?.status?;
-                let failures = status
+                let quoted = status
                     .findings
                     .iter()
                     .filter(|f| f.check.as_str() == "runtime.handler-failures")
                     .count();
-                (failures >= 20).then_some(())
+                (quoted >= failures).then_some(())
             }
         },
     )
@@ -147,4 +252,24 @@ async fn no_secret_an_operator_prints_reaches_status_policy_report_or_events() {
         "no part of {} corpus secrets in the status, PolicyReport or Events",
         secrets.len()
     ));
+}
+
+#[tokio::test]
+async fn no_secret_an_operator_prints_reaches_status_policy_report_or_events() {
+    // More cases than a status keeps findings (50): the first 20 quoted suffice.
+    no_corpus_secret_reaches_readers("leaky", "leaky-operator", 20).await;
+}
+
+/// A secret after a flag (`--password x`) or in an argv repr, a vendor's token with a
+/// hex body (DigitalOcean, Shopify, ...), a PEM block over several lines, and a secret
+/// across the 4096-byte cut of a message: every such case quoted, none leaked.
+#[tokio::test]
+async fn no_secret_after_a_flag_in_a_token_or_a_split_pem_reaches_readers() {
+    let failures = failing_timers("leaky-classes");
+    assert!(failures >= 25, "{failures} failing timers");
+    assert!(
+        failures <= 40,
+        "{failures} failing timers: a status keeps 50 findings"
+    );
+    no_corpus_secret_reaches_readers("leaky-classes", "leaky-classes-operator", failures).await;
 }

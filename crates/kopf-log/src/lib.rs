@@ -678,7 +678,10 @@ impl EventKind {
 ///
 /// Exists as the single typed unit all log-based checks consume. Everything
 /// in it is bounded: the message is cut at [`ParserOptions::max_message_bytes`],
-/// the traceback keeps its first and last lines.
+/// the traceback keeps its first and last lines. What is cut is [`redact`]ed
+/// whole first, so that no secret is left half-visible at a cut (quote the
+/// rest through [`redact`] or [`excerpt`] as usual); the lines of a PEM
+/// block that a traceback's earlier line opened are masked whole.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
     /// The record's own time (`full`/`json`), else the kubelet's timestamp.
@@ -691,7 +694,8 @@ pub struct Record {
     pub logger: Option<String>,
     /// The object the record is about.
     pub object: Option<ObjectRef>,
-    /// The message, without the `[ns/name] ` prefix, ANSI codes stripped, bounded.
+    /// The message, without the `[ns/name] ` prefix, ANSI codes stripped,
+    /// bounded (redacted whole before it is cut).
     pub message: String,
     /// The recognised meaning.
     pub kind: EventKind,
@@ -711,7 +715,8 @@ pub struct Record {
     pub version: Option<VersionSignal>,
     /// The 1-based number of the record's first line in the input.
     pub line: u64,
-    /// True when the message was cut at the bound.
+    /// True when the message was cut at the bound (and so redacted), or its
+    /// line at [`Parser::line_bound`] (at its last whole word).
     pub truncated: bool,
 }
 

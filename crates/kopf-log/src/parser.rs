@@ -18,7 +18,6 @@ mod plain;
 mod records;
 mod traceback;
 
-pub(crate) use bounded::bounded_lossy;
 pub use options::{MAX_BUFFERED_LINE_BYTES, ParserOptions, Routine, RoutineStats, Stats};
 pub use records::{Records, records};
 
@@ -28,7 +27,7 @@ use crate::redact::strip_ansi_into;
 use crate::time::{HourCache, Timestamp};
 use crate::version::{self, VersionSignal};
 use crate::{EventKind, Level, LogFormat, Record};
-use bounded::bounded;
+use bounded::bounded_redacted;
 use full::{FullHeader, is_full_header, parse_full};
 use kubelet::strip_kubelet;
 use plain::{known_plain, parse_prefix, split_prefix};
@@ -266,9 +265,10 @@ impl Parser {
     /// does not end, at most [`Parser::line_bound`] bytes (never more than
     /// [`MAX_BUFFERED_LINE_BYTES`]) are kept until its newline comes; the
     /// rest of a longer line is dropped as it arrives, never buffered. A line
-    /// longer than the bound is cut there, whether it came in one chunk or
-    /// many: its record keeps the bounded prefix and is
-    /// [`Record::truncated`], and the line counts in [`Stats::cut_lines`].
+    /// longer than the bound is cut there (at its last whole word within it),
+    /// whether it came in one chunk or many: its record keeps the bounded
+    /// prefix and is [`Record::truncated`], and the line counts in
+    /// [`Stats::cut_lines`].
     pub fn push_chunk<E: Extend<Record>>(&mut self, chunk: &[u8], out: &mut E) {
         self.stats.bytes += chunk.len() as u64;
         let mut rest = chunk;
@@ -347,6 +347,21 @@ impl Parser {
         self.carry.extend_from_slice(&part[..part.len().min(room)]);
     }
 
+    /// Says that the input was cut short, maybe in the middle of a line (a
+    /// log read bounded by `limitBytes` stops wherever the bound falls): the
+    /// line [`Parser::push_chunk`] holds unterminated is then cut like a line
+    /// longer than the bound, at its last whole word, its record
+    /// [`Record::truncated`]. Call it before [`Parser::finish`].
+    ///
+    /// Exists because the word the cut split may be the head of a secret
+    /// whose shape needs its tail (`https://user:pass` before the `@`), which
+    /// no redaction of what is left can recognise.
+    pub fn input_cut_short(&mut self) {
+        if !self.carry.is_empty() {
+            self.carry_dropped = true;
+        }
+    }
+
     /// Ends the input: returns the last pending record. Call it until it
     /// returns `None` (at most twice: an unterminated line left by
     /// [`Parser::push_chunk`] makes one more record). The parser can be reused
@@ -394,6 +409,9 @@ impl Parser {
         }
         if let Some(x) = l.strip_suffix(b"\r") {
             l = x;
+        }
+        if hint.cut {
+            l = whole_words(l);
         }
         let (kubelet, l) = strip_kubelet(l, &self.kubelet_hours);
         if hint.esc && memchr::memchr(0x1b, l).is_some() {
@@ -467,7 +485,7 @@ impl Parser {
         });
         if trace == Trace::Frames {
             // A traceback with no record to attach to: it is its own record.
-            p.tb.push(bounded_lossy(l, self.opts.max_traceback_line_bytes).0);
+            p.tb.push_line(l, self.opts.max_traceback_line_bytes);
         }
         p
     }
@@ -619,7 +637,7 @@ impl Parser {
         for _ in 0..std::mem::take(&mut p.tb.blanks) {
             p.tb.push(String::new());
         }
-        p.tb.push(bounded_lossy(l, self.opts.max_traceback_line_bytes).0);
+        p.tb.push_line(l, self.opts.max_traceback_line_bytes);
         if p.rec.forbidden.is_none() {
             p.rec.forbidden = self.finders.forbidden_in(l);
         }
@@ -687,7 +705,7 @@ impl Parser {
         } else {
             Trace::Idle
         };
-        let (message, truncated) = bounded(msg, whole, self.opts.max_message_bytes);
+        let (message, truncated) = bounded_redacted(msg, whole, self.opts.max_message_bytes);
         let version = version::signal(msg);
         if let Some(v) = version {
             self.stats.kopf_version.narrow(v.range);
@@ -710,6 +728,14 @@ impl Parser {
         };
         (rec, trace)
     }
+}
+
+/// A line cut short, up to its last space or tab: the word the cut split
+/// may be the head of a secret whose shape needs its tail (`https://u:pass`
+/// before the `@`, `ghp_` and a few characters), and the rest of the line,
+/// which would tell, was never read.
+fn whole_words(l: &[u8]) -> &[u8] {
+    memchr::memrchr2(b' ', b'\t', l).map_or(&l[..0], |i| &l[..=i])
 }
 
 /// Detects the format of one line (after the kubelet timestamp and ANSI codes,

@@ -3,11 +3,13 @@
 //! read the KopfAudit sees.
 //!
 //! [`redact`] masks secrets on [`plain_text`]; [`excerpt`] also makes the
-//! text one short line. The secret shapes are in two modules:
+//! text one short line. The secret shapes are in three modules:
 //! - [`shapes`]: PEM blocks, URL passwords, `Bearer`/`Basic` credentials,
-//!   JWTs, vendors' token formats, long base64 and hex runs;
+//!   JWTs, long base64 and hex runs;
+//! - [`tokens`]: vendors' token formats (`ghp_...`, `dop_v1_...`, ...);
 //! - [`keys`]: values of keys that name a secret (`password`, `token`,
-//!   `tls.key`, ...), in `k=v`, `k: v`, JSON, Python and escaped forms.
+//!   `tls.key`, ...), in `k=v`, `k: v`, JSON, Python and escaped forms, and
+//!   of command-line flags that name one (`--password x`, argv reprs).
 //!
 //! Masking too much is preferred to masking too little; the corpus test
 //! (`tests/redaction.rs`, `tests/data/secrets/`) lists every shape covered.
@@ -15,6 +17,7 @@
 mod keys;
 mod shapes;
 mod text;
+mod tokens;
 
 #[cfg(test)]
 mod tests;
@@ -40,10 +43,16 @@ type Span = (usize, usize);
 ///   `k=v`, `k: v`, `"k": "v"`, `'k': 'v'`, `b'k': b'v'` and escaped
 ///   `\"k\": \"v\"` forms; an unquoted value runs to the end of the line
 ///   unless another key follows (`password=x user=bob`);
+/// - values of command-line flags so named, after a space (`pg_dump
+///   --password x`, `--token 'a b'`, `-storepass x`) or as the next element
+///   of an argv list or tuple (`['psql', '--password', 'x']`, JSON arrays);
+///   not after single-letter flags (`-p 5432`);
 /// - `Bearer`/`Basic` credentials, JWTs (`eyJ...`);
 /// - passwords in URLs (`https://user:p@ss@host/`: up to the last `@`);
-/// - vendors' tokens (GitHub `ghp_`/`github_pat_`, GitLab `glpat-`, Slack
-///   `xoxb-`, AWS `AKIA`/`ASIA`, Google `AIza`, npm, PyPI, `sk-`);
+/// - vendors' tokens by their prefix (GitHub `ghp_`/`github_pat_`, GitLab
+///   `glpat-`, Slack `xoxb-`, AWS `AKIA`/`ASIA`, Google `AIza`/`ya29.`,
+///   DigitalOcean `dop_v1_`, Shopify `shpat_`, Stripe `sk_live_`, Vault
+///   `hvs.`, npm, PyPI, `sk-`, and more);
 /// - encoded runs: base64 of 40 characters or more with both cases (a key,
 ///   a PEM's body line, an AWS secret access key), of 16 or more with both
 ///   cases and a digit, of 8 or more with `=` padding, hex of 32 or more,
@@ -64,7 +73,7 @@ fn mask(s: &str) -> String {
     shapes::url_userinfo(b, &mut spans);
     shapes::schemes(b, &mut spans);
     shapes::jwt(b, &mut spans);
-    shapes::token_prefixes(b, &mut spans);
+    tokens::vendor_tokens(b, &mut spans);
     shapes::encoded_runs(b, &mut spans);
     keys::values(b, &mut spans);
     apply(s, spans)

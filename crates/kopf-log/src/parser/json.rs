@@ -2,7 +2,7 @@
 //! keys kopf writes (a quick reader for simple lines, serde for the rest).
 
 use super::Parser;
-use super::bounded::{bounded, bounded_lossy, truncate_string};
+use super::bounded::{bounded_redacted, truncate_redacted, truncate_string};
 use super::plain::parse_prefix;
 use super::traceback::Tb;
 use crate::classify::{self, forbidden_kind};
@@ -527,7 +527,7 @@ impl Parser {
         let Some(mut message) = fields.message else {
             // JSON, but not kopf's: keep the raw line.
             let c = classify::classify(l, whole, &self.finders);
-            let (message, truncated) = bounded(l, whole, self.opts.max_message_bytes);
+            let (message, truncated) = bounded_redacted(l, whole, self.opts.max_message_bytes);
             return Some(Record {
                 timestamp: kubelet,
                 kubelet_timestamp: kubelet,
@@ -565,7 +565,7 @@ impl Parser {
             let finders = &self.finders;
             let mut each = |t: &str| {
                 let b = t.as_bytes();
-                tb.push(bounded_lossy(b, max_bytes).0);
+                tb.push_line(b, max_bytes);
                 if forbidden.is_none() {
                     forbidden = finders.forbidden_in(b);
                 }
@@ -585,7 +585,7 @@ impl Parser {
         };
         let level = fields.severity.or(fields.levelname);
         let timestamp = fields.timestamp.or(kubelet);
-        let truncated = truncate_string(&mut message, self.opts.max_message_bytes);
+        let truncated = truncate_redacted(&mut message, self.opts.max_message_bytes);
         Some(Record {
             timestamp,
             kubelet_timestamp: kubelet,

@@ -68,7 +68,8 @@ pub struct Stats {
     /// Lines absorbed as tracebacks into the record before them.
     pub continuation_lines: u64,
     /// Lines longer than [`Parser::line_bound`], cut there by
-    /// [`Parser::push_chunk`] or [`records()`].
+    /// [`Parser::push_chunk`] or [`records()`], and the unterminated last
+    /// line of an input cut short ([`Parser::input_cut_short`]).
     pub cut_lines: u64,
     /// Bytes given (line terminators included when read through [`records()`]
     /// or [`Parser::push_chunk`]).

@@ -20,3 +20,89 @@ fn the_carry_buffer_is_bounded() {
     assert!(out[0].truncated && !out[1].truncated);
     assert_eq!(out[1].message, "next");
 }
+
+/// Parses `lines`, one at a time, then finishes.
+fn parse_lines(lines: &[&str]) -> Vec<Record> {
+    let mut p = Parser::default();
+    let mut out: Vec<Record> = lines
+        .iter()
+        .filter_map(|l| p.push_line(l.as_bytes()))
+        .collect();
+    while let Some(r) = p.finish() {
+        out.push(r);
+    }
+    out
+}
+
+/// The lines of a PEM block that an earlier traceback line opened are
+/// masked whole, up to the `-----END` marker; the lines after it are not.
+#[test]
+fn a_pem_block_in_a_traceback_is_masked_across_its_lines() {
+    let out = parse_lines(&[
+        "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/n] Handler 'x' failed with an exception and will try again in 60 seconds: bad key",
+        "Traceback (most recent call last):",
+        "  File \"/app/op.py\", line 7, in x",
+        "ValueError: bad key -----BEGIN PRIVATE KEY-----",
+        "MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF",
+        "Zq7Lw2Nx",
+        "Zq7L -----END PRIVATE KEY----- and more",
+        "  after the block",
+    ]);
+    assert_eq!(
+        out[0].traceback,
+        [
+            "Traceback (most recent call last):",
+            "  File \"/app/op.py\", line 7, in x",
+            "ValueError: bad key -----BEGIN PRIVATE KEY-----",
+            "***",
+            "***",
+            "***-----END PRIVATE KEY----- and more",
+            "  after the block",
+        ]
+    );
+}
+
+/// A line cut at the bound ends at its last whole word: the word the cut
+/// split (here a URL's password before its `@`) is not kept.
+#[test]
+fn a_line_cut_at_the_bound_ends_at_its_last_whole_word() {
+    let head = "[ns/n] Handler 'x' failed temporarily: cannot fetch ";
+    let line = format!("{head}https://deploy:S3cretPassw0rdS3cretPassw0rd@registry/v2/\n");
+    let mut p = Parser::new(ParserOptions {
+        max_line_bytes: head.len() + 20,
+        ..ParserOptions::default()
+    });
+    let mut out: Vec<Record> = Vec::new();
+    p.push_chunk(line.as_bytes(), &mut out);
+    out.extend(p.finish());
+    assert!(out[0].truncated);
+    assert_eq!(
+        out[0].message,
+        "Handler 'x' failed temporarily: cannot fetch "
+    );
+}
+
+/// An input cut short (a log read bounded by `limitBytes`) cuts its
+/// unterminated last line like the bound does; a terminated one is whole.
+#[test]
+fn an_input_cut_short_ends_at_its_last_whole_word() {
+    let read = "[ns/n] Handler 'x' failed temporarily: boom\n[ns/n] Handler 'x' failed temporarily: cannot fetch https://deploy:S3cr";
+    let mut p = Parser::default();
+    let mut out: Vec<Record> = Vec::new();
+    p.push_chunk(read.as_bytes(), &mut out);
+    p.input_cut_short();
+    while let Some(r) = p.finish() {
+        out.push(r);
+    }
+    assert_eq!(out.len(), 2);
+    assert!(!out[0].truncated && out[1].truncated);
+    assert_eq!(
+        out[1].message,
+        "Handler 'x' failed temporarily: cannot fetch "
+    );
+    assert_eq!(p.stats().cut_lines, 1);
+    let mut whole = Parser::default();
+    whole.push_chunk(b"[ns/n] Handler 'x' failed temporarily: boom\n", &mut out);
+    whole.input_cut_short();
+    assert!(whole.finish().is_some_and(|r| !r.truncated));
+}

@@ -1,7 +1,9 @@
 //! Traceback continuation lines: which lines continue a record, and the
 //! bounded copy a record keeps.
 
-use crate::{Level, LogFormat, Record};
+use super::bounded::bounded_redacted;
+use crate::{Level, LogFormat, MASK, Record};
+use memchr::memmem;
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +25,8 @@ pub(super) struct Tb {
     pub(super) blanks: usize,
     head_max: usize,
     tail_max: usize,
+    /// A line so far opened a PEM block (`-----BEGIN ...`) that no line closed.
+    pem_open: bool,
 }
 
 impl Tb {
@@ -33,6 +37,22 @@ impl Tb {
             tail_max: max_lines / 3,
             ..Tb::default()
         }
+    }
+
+    /// Adds line `raw`, cut at `max_bytes` (redacted whole first when it is
+    /// longer: [`bounded_redacted`]). Inside a PEM block that an earlier line
+    /// opened, the line is masked whole, up to the block's `-----END`: an
+    /// exception's message printed over several lines (kopf logs it as it is)
+    /// splits a key into base64 lines, and a short one (the last) looks like
+    /// no secret on its own.
+    pub(super) fn push_line(&mut self, raw: &[u8], max_bytes: usize) {
+        let line = if self.pem_open {
+            pem_body_line(raw, max_bytes)
+        } else {
+            bounded_redacted(raw, None, max_bytes).0
+        };
+        self.pem_open = pem_open_after(raw, self.pem_open);
+        self.push(line);
     }
 
     pub(super) fn push(&mut self, s: String) {
@@ -63,6 +83,33 @@ impl Tb {
         head.extend(tail);
         head
     }
+}
+
+/// Whether a PEM block is open after `line`, `open` telling whether one was
+/// before it: the line's last marker decides.
+fn pem_open_after(line: &[u8], open: bool) -> bool {
+    if memmem::find(line, b"-----").is_none() {
+        return open;
+    }
+    match (
+        memmem::rfind(line, b"-----BEGIN"),
+        memmem::rfind(line, b"-----END"),
+    ) {
+        (Some(begin), Some(end)) => begin > end,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (None, None) => open,
+    }
+}
+
+/// A line of an open PEM block: [`MASK`], and what follows its `-----END`
+/// marker when it has one (bounded like any traceback line).
+fn pem_body_line(raw: &[u8], max_bytes: usize) -> String {
+    let Some(end) = memmem::find(raw, b"-----END") else {
+        return MASK.to_owned();
+    };
+    let rest = bounded_redacted(&raw[end..], None, max_bytes.saturating_sub(MASK.len())).0;
+    format!("{MASK}{rest}")
 }
 
 /// kopf logs tracebacks only with `logger.exception()` (ERROR); a traceback

@@ -1,6 +1,7 @@
 //! Values of keys that name a secret: `password=...`, `token: ...`,
 //! `"secret": "..."`, `'tls.key': '...'`, `b'password': b'...'`,
-//! `{\"password\": \"...\"}`, `AccountKey=...;`.
+//! `{\"password\": \"...\"}`, `AccountKey=...;`; and of command-line flags
+//! that name one: `--password ...`, `['psql', '--password', '...']`.
 
 use super::Span;
 
@@ -62,11 +63,22 @@ pub(super) fn is_secret_key(key: &[u8]) -> bool {
     lower.copy_from_slice(key);
     lower.make_ascii_lowercase();
     let lower = &*lower;
-    ANYWHERE
-        .iter()
-        .any(|w| lower.windows(w.len()).any(|x| x == *w))
+    ANYWHERE.iter().any(|w| contains(lower, w))
         || AT_END.iter().any(|w| lower.ends_with(w))
         || WHOLE.contains(&lower)
+}
+
+/// Whether `word` is in `key`: compared where their first bytes match only,
+/// since every word of most text is looked up.
+fn contains(key: &[u8], word: &[u8]) -> bool {
+    let Some((&first, rest)) = word.split_first() else {
+        return true;
+    };
+    key.len() >= word.len()
+        && key[..=key.len() - word.len()]
+            .iter()
+            .enumerate()
+            .any(|(i, &c)| c == first && key[i + 1..].starts_with(rest))
 }
 
 /// Appends the value of every secret-naming key in `b`.
@@ -81,6 +93,9 @@ pub(super) fn is_secret_key(key: &[u8]) -> bool {
 ///   (`password=x user=bob`, `pwd: x, host: y`); so `password: horse
 ///   battery staple` is masked whole;
 /// - `{`, `[` or `(`: not masked itself, its own keys are.
+///
+/// A key that is a command-line flag (`--password`, `-storepass`) may also
+/// take its value as the next word or element ([`flag_value`]).
 ///
 /// A value that starts with `Bearer `, `Basic ` or `Token ` keeps that word.
 /// Keys are looked for inside values too (`token=password: x` masks both).
@@ -102,7 +117,9 @@ pub(super) fn values(b: &[u8], spans: &mut Vec<Span>) {
         }
         // `system:serviceaccount:sealed-secrets:operator` names a user, not a secret.
         let chained = start > 0 && b[start - 1] == b':';
-        let Some((from, to)) = value_after(b, i, chained, &mut memo) else {
+        let Some((from, to)) =
+            value_after(b, i, chained, &mut memo).or_else(|| flag_value(b, start, i))
+        else {
             continue;
         };
         found += 1;
@@ -136,6 +153,17 @@ fn quote_at(b: &[u8], j: usize) -> Option<(usize, u8, usize)> {
     }
 }
 
+/// The quote opening a string at `j`, after Python's string prefixes
+/// (`b'...'`, `rb'...'`, `u'...'`): as [`quote_at`] tells it.
+fn opening_quote(b: &[u8], j: usize) -> Option<(usize, u8, usize)> {
+    let prefixed = b[j.min(b.len())..]
+        .iter()
+        .take(2)
+        .take_while(|c| matches!(c, b'b' | b'B' | b'r' | b'R' | b'u' | b'U'))
+        .count();
+    quote_at(b, j + prefixed).or_else(|| quote_at(b, j))
+}
+
 fn skip_spaces(b: &[u8], mut j: usize) -> usize {
     while j < b.len() && matches!(b[j], b' ' | b'\t') {
         j += 1;
@@ -161,14 +189,7 @@ fn value_after(b: &[u8], j: usize, chained: bool, memo: &mut Memo) -> Option<Spa
         _ => return None,
     }
     j = skip_spaces(b, j + 1);
-    // Python's string prefixes: b'...', rb'...', u'...'.
-    let prefixed = b[j.min(b.len())..]
-        .iter()
-        .take(2)
-        .take_while(|c| matches!(c, b'b' | b'B' | b'r' | b'R' | b'u' | b'U'))
-        .count();
-    let quoted = quote_at(b, j + prefixed).or_else(|| quote_at(b, j));
-    let (start, end) = match quoted {
+    let (start, end) = match opening_quote(b, j) {
         Some((escapes, q, start)) => (start, quoted_end(b, start, q, escapes)),
         None => {
             if matches!(b.get(j), None | Some(b'{' | b'[' | b'(' | b'\n' | b'\r')) {
@@ -266,4 +287,64 @@ fn another_key(b: &[u8], j: usize) -> bool {
     }
     j = skip_spaces(b, j);
     matches!(b.get(j), Some(b'=' | b':'))
+}
+
+/// Whether `key` is a command-line flag: one or two dashes, then a letter.
+fn is_flag(key: &[u8]) -> bool {
+    let name = key.strip_prefix(b"-").unwrap_or(key);
+    let name = name.strip_prefix(b"-").unwrap_or(name);
+    key.first() == Some(&b'-') && name.first().is_some_and(u8::is_ascii_alphabetic)
+}
+
+/// The value of a flag that names a secret, the flag being `b[start..end]`:
+/// - in an argv list or tuple printed by Python (`['psql', '--password',
+///   'x']`, `("--token", "x")`, `b'--password', b'x'`) or in a JSON array
+///   (also escaped: `[\"--token\", \"x\"]`): the element after the flag's;
+/// - in a shell line (`pg_dump --password x`, `--token 'a b'`): the word or
+///   the quoted string after the spaces.
+///
+/// A value starting with `-` is the next flag, not a value (psql's
+/// `--password` takes none). Single-letter flags (`-p 5432`) are left alone:
+/// their letter says nothing of a secret.
+fn flag_value(b: &[u8], start: usize, end: usize) -> Option<Span> {
+    if !is_flag(&b[start..end]) {
+        return None;
+    }
+    if let Some((_, q, after)) = quote_at(b, end) {
+        // Quoted like the elements of a list: the flag's opening quote is the same.
+        if start == 0 || b[start - 1] != q {
+            return None;
+        }
+        let j = skip_spaces(b, after);
+        if b.get(j) != Some(&b',') {
+            return None;
+        }
+        return quoted_value(b, skip_spaces(b, j + 1));
+    }
+    let j = skip_spaces(b, end);
+    if j == end {
+        return None;
+    }
+    quoted_value(b, j).or_else(|| bare_word(b, j))
+}
+
+/// A quoted string starting at `j` (Python's `b`/`r`/`u` prefixes allowed),
+/// the quotes left out; none when it starts with `-` or is empty.
+fn quoted_value(b: &[u8], j: usize) -> Option<Span> {
+    let (escapes, q, start) = opening_quote(b, j)?;
+    let end = quoted_end(b, start, q, escapes);
+    (start < end && b[start] != b'-').then_some((start, end))
+}
+
+/// The word starting at `j`: to a space, a quote or a closing bracket; none
+/// when it starts with `-` (another flag) or is empty.
+fn bare_word(b: &[u8], j: usize) -> Option<Span> {
+    if b.get(j).is_none_or(|&c| c == b'-') {
+        return None;
+    }
+    let len = b[j..]
+        .iter()
+        .position(|&c| c.is_ascii_whitespace() || matches!(c, b'\'' | b'"' | b')' | b']' | b'}'))
+        .unwrap_or(b.len() - j);
+    (len > 0).then_some((j, j + len))
 }

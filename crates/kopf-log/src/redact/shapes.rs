@@ -1,6 +1,6 @@
 //! Secrets recognised by their shape, wherever they are: PEM blocks, URL
-//! passwords, `Bearer`/`Basic` credentials, JWTs, vendors' token formats and
-//! long encoded runs (base64, hex).
+//! passwords, `Bearer`/`Basic` credentials, JWTs and long encoded runs
+//! (base64, hex). Vendors' token formats are in [`super::tokens`].
 //!
 //! Each function appends the byte ranges to mask to `spans`; ranges may
 //! overlap (they are merged afterwards). Each is linear in the text's length.
@@ -8,31 +8,98 @@
 use super::Span;
 use memchr::memmem;
 
+const BEGIN: &[u8] = b"-----BEGIN";
+const END: &[u8] = b"-----END";
+
 /// `-----BEGIN LABEL-----` ... `-----END LABEL-----`: everything between the
 /// two markers (the labels stay), also across `\n` escapes and real newlines.
-/// A block with no end marker is masked to the end of the text (a PEM
-/// printed line by line: its body lines are masked by [`encoded_runs`]).
+/// A block with no end marker is masked to the end of the text; one with no
+/// begin marker (its head cut away: kopf cuts an Event's message in the
+/// middle) back to where its body starts ([`body_before`]).
 pub(super) fn pem(b: &[u8], spans: &mut Vec<Span>) {
-    let begin = memmem::Finder::new(b"-----BEGIN");
-    let end = memmem::Finder::new(b"-----END");
+    let mut begins = Next::new(BEGIN);
+    let mut ends = Next::new(END);
     let mut at = 0;
-    while let Some(i) = begin.find(&b[at..]).map(|i| at + i) {
-        let label = i + b"-----BEGIN".len();
-        // The header's closing dashes, on the same line and near.
-        let near = &b[label..b.len().min(label + 80)];
-        let near = &near[..memchr::memchr2(b'\n', b'\r', near).unwrap_or(near.len())];
-        let body = memmem::find(near, b"-----").map_or(label, |j| label + j + 5);
-        match end.find(&b[body..]) {
-            Some(j) => {
-                spans.push((body, body + j));
-                at = body + j + b"-----END".len();
-            }
-            None => {
+    loop {
+        let end = ends.at_or_after(b, at);
+        let begin = begins
+            .at_or_after(b, at)
+            .filter(|&i| end.is_none_or(|e| i < e));
+        if let Some(i) = begin {
+            let body = header_end(b, i);
+            let Some(j) = ends.at_or_after(b, body) else {
                 spans.push((body, b.len()));
                 return;
+            };
+            spans.push((body, j));
+            at = j + END.len();
+        } else if let Some(e) = end {
+            let start = body_before(b, at, e);
+            if start < e {
+                spans.push((start, e));
             }
+            at = e + END.len();
+        } else {
+            return;
         }
     }
+}
+
+/// The next occurrence of a marker at or after a position, searched again
+/// only once the position passes the one found: however many markers of the
+/// other kind come between, the text is searched once.
+struct Next<'n> {
+    finder: memmem::Finder<'n>,
+    from: usize,
+    found: Option<usize>,
+    searched: bool,
+}
+
+impl<'n> Next<'n> {
+    fn new(marker: &'n [u8]) -> Self {
+        Next {
+            finder: memmem::Finder::new(marker),
+            from: 0,
+            found: None,
+            searched: false,
+        }
+    }
+
+    fn at_or_after(&mut self, b: &[u8], from: usize) -> Option<usize> {
+        let known =
+            self.searched && self.from <= from && self.found.is_none_or(|found| found >= from);
+        if !known {
+            self.found = self.finder.find(&b[from.min(b.len())..]).map(|i| from + i);
+            self.from = from;
+            self.searched = true;
+        }
+        self.found
+    }
+}
+
+/// The end of the header a `-----BEGIN` at `i` starts: its closing dashes,
+/// on the same line and near; right after `-----BEGIN` when there are none.
+fn header_end(b: &[u8], i: usize) -> usize {
+    let label = i + BEGIN.len();
+    let near = &b[label..b.len().min(label + 80)];
+    let near = &near[..memchr::memchr2(b'\n', b'\r', near).unwrap_or(near.len())];
+    memmem::find(near, b"-----").map_or(label, |j| label + j + 5)
+}
+
+/// Where the body of a block ending at `e` starts when its begin marker is
+/// not in the text: back over base64, spaces and line breaks (real, or
+/// `\n` escapes), not before `floor`; the leading spaces and breaks stay.
+fn body_before(b: &[u8], floor: usize, e: usize) -> usize {
+    let in_body =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'\\' | b' ' | b'\n');
+    let mut start = e;
+    while start > floor && in_body(b[start - 1]) {
+        start -= 1;
+    }
+    while start < e && matches!(b[start], b' ' | b'\n') {
+        start += 1;
+    }
+    start
 }
 
 /// `scheme://user:password@host`: the password, up to the last `@` before
@@ -133,77 +200,6 @@ pub(super) fn jwt(b: &[u8], spans: &mut Vec<Span>) {
             spans.push((i, j));
         }
         at = j.max(i + 3);
-    }
-}
-
-/// Vendors' token formats, found anywhere (even glued to other text):
-/// (prefix, the fewest characters after it, whether only `A-Z0-9` follow).
-const TOKEN_PREFIXES: &[(&[u8], usize, bool)] = &[
-    // GitHub: classic personal, OAuth, app server-to-server, user, refresh; fine-grained.
-    (b"ghp_", 20, false),
-    (b"gho_", 20, false),
-    (b"ghs_", 20, false),
-    (b"ghu_", 20, false),
-    (b"ghr_", 20, false),
-    (b"github_pat_", 20, false),
-    // GitLab personal, deploy, runner, CI job tokens.
-    (b"glpat-", 16, false),
-    (b"gldt-", 16, false),
-    (b"glrt-", 16, false),
-    (b"glcbt-", 16, false),
-    // Slack bot, user, app-level, refresh, legacy workspace tokens.
-    (b"xoxb-", 10, false),
-    (b"xoxp-", 10, false),
-    (b"xoxa-", 10, false),
-    (b"xoxr-", 10, false),
-    (b"xoxs-", 10, false),
-    (b"xapp-", 10, false),
-    // AWS access key ids (long-lived, temporary), Google API keys.
-    (b"AKIA", 16, true),
-    (b"ASIA", 16, true),
-    (b"AIza", 30, false),
-    // OpenShift OAuth access tokens.
-    (b"sha256~", 20, false),
-    // npm, PyPI.
-    (b"npm_", 30, false),
-    (b"pypi-", 30, false),
-];
-
-/// The [`TOKEN_PREFIXES`] formats, the prefix masked too; and `sk-...`
-/// (OpenAI-style keys) at the start of a word only, 20 characters or more
-/// (`task-runner-...` is a name, not a key).
-pub(super) fn token_prefixes(b: &[u8], spans: &mut Vec<Span>) {
-    for &(prefix, min, upper) in TOKEN_PREFIXES {
-        let finder = memmem::Finder::new(prefix);
-        let mut at = 0;
-        while let Some(i) = finder.find(&b[at..]).map(|i| at + i) {
-            let body = i + prefix.len();
-            let len = b[body..]
-                .iter()
-                .take_while(|&&c| {
-                    if upper {
-                        c.is_ascii_uppercase() || c.is_ascii_digit()
-                    } else {
-                        is_word_byte(c)
-                    }
-                })
-                .count();
-            // A match's body may hold the prefix again: go on after it.
-            at = if len >= min {
-                spans.push((i, body + len));
-                body + len
-            } else {
-                body
-            };
-        }
-    }
-    let mut at = 0;
-    while let Some(i) = memmem::find(&b[at..], b"sk-").map(|i| at + i) {
-        let len = b[i + 3..].iter().take_while(|&&c| is_word_byte(c)).count();
-        at = i + 3 + len;
-        if len >= 20 && !(i > 0 && is_word_byte(b[i - 1])) {
-            spans.push((i, at));
-        }
     }
 }
 

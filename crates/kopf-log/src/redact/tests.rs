@@ -76,6 +76,12 @@ fn kopf_lines_are_left_alone() {
         "Handler 'refresh_token' failed temporarily: not yet",
         "Keep-alive in 'default' cluster: ok.",
         "pods is forbidden: User \"system:serviceaccount:sealed-secrets:token-refresher\" cannot list resource \"pods\"",
+        // Flags that name no secret, or take no value (psql's `--password` prompts).
+        "kopf run --standalone --namespace ops --liveness http://0.0.0.0:8080/healthz /app/operator.py",
+        "Command '['psql', '--password', '-h', 'db']' returned non-zero exit status 2.",
+        "psql -h db -p 5432 -U app; ssh -p 2222 host",
+        "Timer 'key-rotation' succeeded. Daemon 'shpat-sync' and 'dop-v1-cleanup' are running.",
+        "hf_hub_download_with_a_rather_long_name failed; dapi-gateway-5d8f9c7b6-abcde restarted",
     ] {
         assert_eq!(redact(line), line);
     }
@@ -93,6 +99,20 @@ fn masks_each_shape() {
             "-----BEGIN PRIVATE KEY-----abc",
             "-----BEGIN PRIVATE KEY-----***",
         ),
+        // The tail of a block whose head was cut away (kopf's `...` in an Event).
+        (
+            "... key tail: ZmFrZQ==\nMIIEabc\n-----END PRIVATE KEY----- y",
+            "... key tail: ***-----END PRIVATE KEY----- y",
+        ),
+        (
+            "...q8Xh3kLm9P\\n-----END EC PRIVATE KEY-----\\n')",
+            "...***-----END EC PRIVATE KEY-----\\n')",
+        ),
+        (
+            "a -----END X----- b -----BEGIN X----- c -----END X----- d -----END X-----",
+            "***-----END X----- b -----BEGIN X-----***-----END X----- ***-----END X-----",
+        ),
+        ("[ns/name] -----END X-----", "[ns/name] -----END X-----"),
         // Keys.
         ("{'tls.key': 'abc'}", "{'tls.key': '***'}"),
         ("{b'password': b'abc'}", "{b'password': b'***'}"),
@@ -132,6 +152,38 @@ fn masks_each_shape() {
         ),
         ("sk-0123456789abcdefghijABCD", "***"),
         ("version=3", "version=3"),
+        // Flags.
+        (
+            "pg_dump --host db --password Pw0rd --user app",
+            "pg_dump --host db --password *** --user app",
+        ),
+        (
+            "Command '['psql', '--password', 'x']' returned",
+            "Command '['psql', '--password', '***']' returned",
+        ),
+        (
+            "(\"psql\", \"--token\", \"it's\")",
+            "(\"psql\", \"--token\", \"***\")",
+        ),
+        ("[b'--password', b'x']", "[b'--password', b'***']"),
+        ("--token 'a b' -v", "--token '***' -v"),
+        ("keytool -storepass changeit", "keytool -storepass ***"),
+        (
+            "[\\\"--token\\\", \\\"x\\\"]",
+            "[\\\"--token\\\", \\\"***\\\"]",
+        ),
+        ("--api-key", "--api-key"),
+        // Vendors' tokens with hex bodies.
+        (
+            "dop_v1_4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d.",
+            "***.",
+        ),
+        ("(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)", "(***)"),
+        ("key-4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f", "***"),
+        (
+            "monkey-4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f",
+            "monkey-4f2a9c8e7b6d5a4c3e2f1a0b9c8d7e6f",
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(redact(input), want, "{input}");
