@@ -7,9 +7,8 @@ use crate::operator::{
     wait_status,
 };
 use crate::support::{self, Auditor, Fixture, TestNamespace, say};
-use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use std::time::Duration;
 
 fn audit(name: &str, deployment: &str, extra: serde_json::Value) -> serde_json::Value {
@@ -50,14 +49,7 @@ async fn an_operator_without_running_pods_keeps_its_findings_and_is_not_healthy(
         |s| found_checks(s).contains("runtime.handler-failures"),
     )
     .await;
-    Api::<Deployment>::namespaced(client.clone(), &ns.name)
-        .patch(
-            &deployment,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"spec": {"replicas": 0}})),
-        )
-        .await
-        .expect("scaling to 0");
+    support::scale_to_zero(&client, &ns.name, &deployment).await;
     say("scaled to 0: the log is gone, and with it the evidence");
     wait_status(
         &client,

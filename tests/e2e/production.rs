@@ -10,7 +10,6 @@ use crate::operator::{
 };
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::apps::v1::Deployment;
 use kopf_audit::api::{Finding, KopfAuditStatus};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -220,14 +219,7 @@ async fn a_frozen_operator_is_not_handling_until_it_resumes_and_scaled_to_zero_o
     .await;
 
     // Scaled to zero with finalized widgets: every deletion would hang.
-    Api::<Deployment>::namespaced(client.clone(), &ns.name)
-        .patch(
-            &deployment,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"spec": {"replicas": 0}})),
-        )
-        .await
-        .expect("scaling to 0");
+    support::scale_to_zero(&client, &ns.name, &deployment).await;
     let orphaned = wait_status(
         &client,
         &ns.name,

@@ -766,3 +766,15 @@ pub async fn idle_kopf_deployment(
         .await
         .unwrap_or_else(|e| panic!("creating Deployment {ns}/{name}: {e}"));
 }
+
+/// Scales a Deployment to 0 replicas: its pods go, and with them its logs.
+pub async fn scale_to_zero(client: &Client, ns: &str, deployment: &str) {
+    Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), ns)
+        .patch(
+            deployment,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"replicas": 0}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("scaling {ns}/{deployment} to 0: {e}"));
+}
