@@ -353,6 +353,16 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// How the auditor knows that a target runs kopf.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Recognition {
+    /// `kopf run` or `python -m kopf run` in the container's command or args.
+    CommandLine,
+    /// kopf's own lines in the container's log.
+    Log,
+}
+
 /// The auditor's reading of one target Deployment.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -364,7 +374,16 @@ pub struct TargetStatus {
     /// The container that runs kopf.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
-    /// `namespaced` (with `namespaces`) or `cluster-wide`.
+    /// How kopf was recognised: by the container's command line (its flags are read
+    /// there), or by its log when the command line hides kopf (the image's CMD,
+    /// `kopf.run()` from Python, a wrapper script).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recognised_by: Option<Recognition>,
+    /// What showed kopf and where the facts below come from, for a person to check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recognition: Option<String>,
+    /// `namespaced` (with `namespaces`), `cluster-wide`, or `unknown` when the command
+    /// line hides kopf's flags.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// The namespaces (or glob patterns) served in namespaced mode.

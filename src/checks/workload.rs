@@ -70,10 +70,62 @@ pub(crate) fn not_kopf(target: &TargetEvidence, wanted_container: Option<&str>) 
         CheckId::WorkloadNotKopf,
         name,
         format!(
-            "Deployment {name}: {which} runs kopf (`kopf run` or `python -m kopf run`); kopf-specific checks are skipped. Point spec.target at the kopf operator, or set spec.target.container."
+            "Deployment {name}: {which} runs kopf, neither on its command line (`kopf run`, `python -m kopf run`) nor by its log (no line that only kopf writes at the start of its containers' logs); kopf-specific checks are skipped. Point spec.target at the kopf operator, or set spec.target.container."
         ),
         None,
     )
+}
+
+/// The workload checks that hold for any Deployment, run on a target that is not kopf
+/// (or not known to be): no memory request or limit, OOMKilled, a crash loop, the
+/// default ServiceAccount. kopf's own thresholds do not apply to it.
+pub(crate) fn any_workload(target: &TargetEvidence, wanted: Option<&str>) -> Vec<Finding> {
+    let name = target.name();
+    let not_read = Err(crate::model::evidence::Unavailable::new(
+        crate::model::evidence::Obstacle::Failed,
+        "the auditor reads the logs of kopf operators only",
+    ));
+    let mut findings = Vec::new();
+    let containers = crate::model::kopf_run::template_containers(&target.deployment);
+    for container in containers
+        .iter()
+        .filter(|c| wanted.is_none_or(|w| c.name == w))
+    {
+        findings.extend(memory_missing(name, container, Bound::Requests));
+        findings.extend(memory_missing(name, container, Bound::Limits));
+        findings.extend(oom_killed(name, &target.pods, &container.name));
+        findings.extend(crash_loop(name, &target.pods, &container.name, &not_read));
+    }
+    findings.extend(default_service_account(name, target));
+    findings
+}
+
+/// A container with no memory request (or limit) at all.
+fn memory_missing(target: &str, container: &Container, bound: Bound) -> Option<Finding> {
+    if resource(container, bound, "memory").is_some() {
+        return None;
+    }
+    let (check, what, field) = match bound {
+        Bound::Requests => (
+            CheckId::WorkloadMemoryRequest,
+            "no memory request",
+            "resources.requests.memory",
+        ),
+        Bound::Limits => (
+            CheckId::WorkloadMemoryLimit,
+            "no memory limit",
+            "resources.limits.memory",
+        ),
+    };
+    Some(finding(
+        check,
+        target,
+        format!(
+            "Container {} has {what}: set {field} from its measured use.",
+            container.name
+        ),
+        None,
+    ))
 }
 
 /// Which half of a container's resources.
@@ -328,6 +380,9 @@ fn probe_http(probe: &Probe, container: &Container) -> Option<(u16, String)> {
 fn liveness(target: &str, container: &Container, run: &KopfRun) -> Option<Finding> {
     let endpoint = run.liveness.as_deref().and_then(LivenessEndpoint::parse);
     let probe = container.liveness_probe.as_ref();
+    if endpoint.is_none() && !run.origin.flags_known() {
+        return hidden_liveness(target, container);
+    }
     let problem = match (probe, &endpoint) {
         (_, Some(e)) if !e.reachable_by_kubelet() => format!(
             "serves kopf's liveness endpoint on {}, which kopf binds to localhost (kopf 1.45 `_core/engines/probing.py`: `parts.hostname or LOCALHOST`), so the kubelet's probe cannot reach it and restarts the pod in a loop: use {LIVENESS_FIX}",
@@ -364,6 +419,23 @@ fn liveness(target: &str, container: &Container, run: &KopfRun) -> Option<Findin
         target,
         format!("Container {} {problem}.", container.name),
         run.liveness.as_ref().map(|l| format!("--liveness={l}")),
+    ))
+}
+
+/// `workload.liveness` when the command line hides kopf's flags: whether kopf serves a
+/// liveness endpoint is not known, so only a missing probe is reported.
+fn hidden_liveness(target: &str, container: &Container) -> Option<Finding> {
+    if container.liveness_probe.is_some() {
+        return None;
+    }
+    Some(finding(
+        CheckId::WorkloadLiveness,
+        target,
+        format!(
+            "Container {} has no liveness probe: serve kopf's liveness endpoint ({LIVENESS_FIX}, or `liveness_endpoint=` in `kopf.run()`) and add livenessProbe.httpGet on port 8080 path /healthz.",
+            container.name
+        ),
+        None,
     ))
 }
 

@@ -1,7 +1,7 @@
 //! Running the checks: every enabled check on every target, then exemptions, disabled
 //! checks, severity overrides, and one finding per root cause.
 
-use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
+use crate::api::{Finding, KopfAuditSpec, Recognition, SkippedCheck, TargetStatus};
 use crate::catalog::{Area, CheckId, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
 use crate::model::bounded::{
@@ -10,6 +10,7 @@ use crate::model::bounded::{
 };
 use crate::model::evidence::Obstacle;
 use crate::model::evidence::{Evidence, Gathered, KopfEvidence, TargetEvidence, Unavailable};
+use crate::model::kopf_run::{RunOrigin, Scope};
 use crate::model::settings::CheckSettings;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -135,15 +136,31 @@ fn evaluate_target(
         }
         None => {
             eval.targets.push(target_status(target, None));
-            let why = format!(
-                "Deployment {name} runs no kopf operator; kopf-specific checks do not apply."
-            );
-            for area in KOPF_AREAS {
-                eval.areas
-                    .insert((name.clone(), area), AreaState::NotKopf(why.clone()));
-            }
             let wanted = spec.target.container.as_deref();
-            raised.push(Raised::alone(workload::not_kopf(target, wanted)));
+            match &target.undetermined {
+                // Not known to run kopf or not: the kopf areas wait, with the reason.
+                Some(why) => {
+                    for area in KOPF_AREAS {
+                        eval.areas
+                            .insert((name.clone(), area), AreaState::Unavailable(why.clone()));
+                    }
+                }
+                None => {
+                    let why = format!(
+                        "Deployment {name} runs no kopf operator; kopf-specific checks do not apply."
+                    );
+                    for area in KOPF_AREAS {
+                        eval.areas
+                            .insert((name.clone(), area), AreaState::NotKopf(why.clone()));
+                    }
+                    raised.push(Raised::alone(workload::not_kopf(target, wanted)));
+                }
+            }
+            raised.extend(
+                workload::any_workload(target, wanted)
+                    .into_iter()
+                    .map(Raised::alone),
+            );
         }
     }
     if let Some(kopf) = &target.kopf {
@@ -262,13 +279,16 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
     };
     let run = &kopf.run;
     let namespaces = match &run.scope {
-        crate::model::kopf_run::Scope::Namespaced(ns) => clean_list(ns, MAX_LISTED, MAX_NAME_BYTES),
+        Scope::Namespaced(ns) => clean_list(ns, MAX_LISTED, MAX_NAME_BYTES),
         _ => Vec::new(),
     };
+    let (recognised_by, recognition) = recognition(run);
     TargetStatus {
         name: name(target.name()),
         kopf: true,
         container: Some(name(&run.container)),
+        recognised_by: Some(recognised_by),
+        recognition: Some(clean(&recognition, MAX_REASON_BYTES)),
         mode: Some(run.scope.mode_name().into()),
         namespaces,
         peering: Some(clean(&run.peering.display(), MAX_NAME_BYTES)),
@@ -276,6 +296,41 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
         service_account,
         logs_truncated: kopf.logs.as_ref().is_ok_and(|l| l.truncated),
         events_truncated: kopf.events.as_ref().is_ok_and(|e| e.truncated),
+    }
+}
+
+/// How kopf was recognised, and where the run's facts come from.
+fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
+    match &run.origin {
+        RunOrigin::CommandLine => (
+            Recognition::CommandLine,
+            format!(
+                "Container {} runs `kopf run`: scope, peering, liveness and log format are read from its command line and KOPF_RUN_* variables.",
+                run.container
+            ),
+        ),
+        RunOrigin::Log(seen) => {
+            let scope = match &run.scope {
+                Scope::Unknown => {
+                    "The namespaces it serves are not known: its permissions, Events and objects are checked in its own namespace only."
+                }
+                Scope::Implicit => {
+                    "It serves every namespace: kopf warned that neither namespaces nor cluster-wide were given."
+                }
+                _ => "Its scope is set by KOPF_RUN_* variables.",
+            };
+            (
+                Recognition::Log,
+                format!(
+                    "The command line of container {} does not show kopf, but the start of its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"); its log format ({}) is read from the log. {scope} Peering is taken as kopf's default (auto) and the liveness endpoint as unknown unless KOPF_RUN_* variables set them: write them as `kopf run` flags or KOPF_RUN_* variables to have them audited.",
+                    run.container,
+                    seen.pod,
+                    seen.kopf_lines,
+                    seen.example,
+                    run.log_format.as_str(),
+                ),
+            )
+        }
     }
 }
 

@@ -578,6 +578,8 @@ fn a_status_with_every_list_and_string_at_its_bound_stays_far_below_etcd_s_limit
         name: text(MAX_NAME_BYTES),
         kopf: true,
         container: Some(text(MAX_NAME_BYTES)),
+        recognised_by: Some(crate::api::Recognition::Log),
+        recognition: Some(text(MAX_REASON_BYTES)),
         mode: Some("cluster-wide".into()),
         namespaces: vec![text(MAX_NAME_BYTES); MAX_LISTED + 1],
         peering: Some(text(MAX_NAME_BYTES)),

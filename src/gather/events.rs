@@ -27,7 +27,7 @@ pub(crate) const MAX_EVENTS_PER_NAMESPACE: usize = 5000;
 /// The namespaces whose Events concern the operator: those it serves, plus its own when
 /// it handles cluster-scoped objects.
 fn event_namespaces(run: &KopfRun, handled: &[HandledResource], own: &str) -> Namespaces {
-    match Namespaces::served(&run.scope) {
+    match Namespaces::served(&run.scope, own) {
         Namespaces::All => Namespaces::All,
         Namespaces::Only(mut list) => {
             if handled.iter().any(|h| !h.namespaced) {

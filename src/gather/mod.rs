@@ -11,6 +11,7 @@ pub(crate) mod logs;
 pub(crate) mod objects;
 pub(crate) mod peering;
 pub(crate) mod rbac;
+pub(crate) mod recognise;
 pub(crate) mod webhooks;
 
 use crate::api::{AuditTarget, KopfAuditSpec};
@@ -52,6 +53,8 @@ pub(crate) struct Shared {
     pub(crate) rbac: rbac::RbacReader,
     /// The logs read so far, per container.
     pub(crate) logs: logs::LogMemory,
+    /// Whether the first lines of each container instance's log showed kopf.
+    pub(crate) recognitions: recognise::Verdicts,
 }
 
 /// Which namespaces an audit may read: its own, or any with the cross-namespace
@@ -97,10 +100,13 @@ pub(crate) enum Namespaces {
 
 impl Namespaces {
     /// The namespaces kopf serves with this scope (`All` when it uses patterns or serves
-    /// every namespace).
-    pub(crate) fn served(scope: &Scope) -> Namespaces {
+    /// every namespace); when the scope is unknown, the operator's own namespace `own`,
+    /// the one it surely may read.
+    pub(crate) fn served(scope: &Scope, own: &str) -> Namespaces {
         if scope.is_cluster_wide() || scope.has_patterns() {
             Namespaces::All
+        } else if *scope == Scope::Unknown {
+            Namespaces::Only(BTreeSet::from([own.to_string()]))
         } else {
             Namespaces::Only(scope.specific_names().into_iter().collect())
         }
@@ -325,8 +331,15 @@ pub(crate) async fn gather(
     let mut targets = Vec::with_capacity(selected.len());
     for deployment in selected {
         let target_pods = pods_of(&deployment, &candidates.pods);
-        let mut target =
-            TargetEvidence::new(deployment, target_pods, spec.target.container.as_deref());
+        let wanted = spec.target.container.as_deref();
+        let mut target = TargetEvidence::new(deployment, target_pods, wanted);
+        if target.kopf.is_none() {
+            match recognise::recognise(client, &shared.recognitions, &target, wanted).await {
+                recognise::Recognised::Kopf(run) => target.kopf = Some(KopfEvidence::unread(run)),
+                recognise::Recognised::NotKopf => {}
+                recognise::Recognised::Undetermined(why) => target.undetermined = Some(why),
+            }
+        }
         if let Some(kopf) = target.kopf.take() {
             target.kopf = Some(gather_kopf(client, spec, reach, &target, kopf.run, shared).await);
         }
@@ -393,11 +406,11 @@ async fn gather_kopf(
                 bounds.window,
             )
             .await,
-            objects::gather(client, &run, list, reach).await,
+            objects::gather(client, &run, list, target.namespace(), reach).await,
         ),
         Err(why) => (Err(why.clone()), Err(why.clone())),
     };
-    let peering = peering::gather(client, &run, reach).await;
+    let peering = peering::gather(client, &run, target.namespace(), reach).await;
     let webhooks = webhooks::gather(client, reach).await;
     KopfEvidence {
         run,

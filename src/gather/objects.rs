@@ -20,9 +20,10 @@ pub(crate) async fn gather(
     client: &Client,
     run: &KopfRun,
     handled: &[HandledResource],
+    operator_namespace: &str,
     reach: &Reach,
 ) -> Gathered<Vec<ObjectSample>> {
-    let served = Namespaces::served(&run.scope);
+    let served = Namespaces::served(&run.scope, operator_namespace);
     if handled.iter().any(|h| !h.namespaced) && !reach.cross_namespace {
         return Err(reach.outside("cluster-scoped objects the operator handles"));
     }

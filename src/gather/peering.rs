@@ -31,6 +31,7 @@ enum Place {
 pub(crate) async fn gather(
     client: &Client,
     run: &KopfRun,
+    operator_namespace: &str,
     reach: &Reach,
 ) -> Gathered<Vec<PeeringObject>> {
     let name = match &run.peering {
@@ -41,7 +42,7 @@ pub(crate) async fn gather(
     let place = if run.scope.is_cluster_wide() {
         Place::Cluster
     } else {
-        match Namespaces::served(&run.scope) {
+        match Namespaces::served(&run.scope, operator_namespace) {
             Namespaces::Only(list) => Place::Namespaces(list.into_iter().collect()),
             Namespaces::All => Place::Matching,
         }

@@ -86,14 +86,17 @@ fn cross_namespace_needs_the_allowance() {
 #[test]
 fn served_namespaces_within_the_reach() {
     let own = reach("a", false);
-    let only_a = Namespaces::served(&Scope::Namespaced(vec!["a".into()]));
+    let only_a = Namespaces::served(&Scope::Namespaced(vec!["a".into()]), "own");
     assert!(only_a.within(&own));
-    let a_and_b = Namespaces::served(&Scope::Namespaced(vec!["a".into(), "b".into()]));
+    let a_and_b = Namespaces::served(&Scope::Namespaced(vec!["a".into(), "b".into()]), "own");
     assert!(!a_and_b.within(&own));
     assert!(a_and_b.within(&reach("a", true)));
-    assert_eq!(Namespaces::served(&Scope::ClusterWide), Namespaces::All);
     assert_eq!(
-        Namespaces::served(&Scope::Namespaced(vec!["a*".into()])),
+        Namespaces::served(&Scope::ClusterWide, "own"),
+        Namespaces::All
+    );
+    assert_eq!(
+        Namespaces::served(&Scope::Namespaced(vec!["a*".into()]), "own"),
         Namespaces::All
     );
     assert!(!Namespaces::All.within(&own));

@@ -111,6 +111,9 @@ pub(crate) struct TargetEvidence {
     /// How it runs kopf and what was gathered about that; `None` when no container
     /// runs kopf.
     pub(crate) kopf: Option<KopfEvidence>,
+    /// Why it is not known whether the target runs kopf: its command line does not show
+    /// kopf and no log could be read to tell. `None` when it is known.
+    pub(crate) undetermined: Option<Unavailable>,
 }
 
 /// What was gathered about a kopf operator, area by area.
@@ -161,6 +164,7 @@ impl TargetEvidence {
             find_kopf(template_containers(&deployment), wanted, namespace).map(|(_, run)| run);
         TargetEvidence {
             kopf: kopf.map(KopfEvidence::unread),
+            undetermined: None,
             deployment,
             pods,
         }

@@ -16,12 +16,17 @@ pub(crate) enum Scope {
     ClusterWide,
     /// Neither flag: kopf warns and falls back to cluster-wide.
     Implicit,
+    /// The command line does not show kopf's flags (kopf starts from the image's `CMD`,
+    /// from Python with `kopf.run()`, or from a wrapper script), and nothing seen tells
+    /// the namespaces: the auditor asks only about the operator's own namespace.
+    Unknown,
 }
 
 impl Scope {
-    /// Whether kopf serves every namespace.
+    /// Whether kopf serves every namespace, as far as the auditor knows (not when the
+    /// scope is unknown).
     pub(crate) fn is_cluster_wide(&self) -> bool {
-        !matches!(self, Scope::Namespaced(_))
+        matches!(self, Scope::ClusterWide | Scope::Implicit)
     }
 
     /// Whether any `-n` value is a pattern kopf must list namespaces to resolve.
@@ -52,16 +57,17 @@ impl Scope {
     pub(crate) fn serves(&self, namespace: &str) -> bool {
         match self {
             Scope::Namespaced(values) => values.iter().any(|p| match_namespace(namespace, p)),
+            // Unknown: any namespace may be served; what is read stays within reach.
             _ => true,
         }
     }
 
     /// The word shown in status.
     pub(crate) fn mode_name(&self) -> &'static str {
-        if self.is_cluster_wide() {
-            "cluster-wide"
-        } else {
-            "namespaced"
+        match self {
+            Scope::Namespaced(_) => "namespaced",
+            Scope::ClusterWide | Scope::Implicit => "cluster-wide",
+            Scope::Unknown => "unknown",
         }
     }
 }
@@ -246,11 +252,46 @@ pub(crate) enum Verbosity {
     Debug,
 }
 
-/// Everything the auditor learns about a kopf container from its spec.
+/// How the auditor knows that a container runs kopf, and so where its facts come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RunOrigin {
+    /// `kopf run` (or `python -m kopf run`) is in the container's command or args: the
+    /// flags were read there.
+    CommandLine,
+    /// The command line does not show kopf (the image's `CMD` or `ENTRYPOINT`,
+    /// `kopf.run()` from Python, a wrapper script), but the container's log does: kopf's
+    /// own lines. The flags are unknown; what the log tells is learned from it.
+    Log(LogRecognition),
+}
+
+/// What a container's log showed of kopf when its command line did not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LogRecognition {
+    /// The pod whose log was read.
+    pub(crate) pod: String,
+    /// How many of the lines read are kopf's own (its formats and messages).
+    pub(crate) kopf_lines: u64,
+    /// A line that only kopf writes, quoted (bounded, redacted).
+    pub(crate) example: String,
+    /// kopf's `FutureWarning` that neither namespaces nor cluster-wide were given.
+    pub(crate) implicit_scope: bool,
+}
+
+impl RunOrigin {
+    /// Whether the flags were read from the command line.
+    pub(crate) fn flags_known(&self) -> bool {
+        matches!(self, RunOrigin::CommandLine)
+    }
+}
+
+/// Everything the auditor learns about a kopf container from its spec (or, when the
+/// command line hides kopf, from its log).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct KopfRun {
     /// The container's name.
     pub(crate) container: String,
+    /// How kopf was recognised: where the facts below come from.
+    pub(crate) origin: RunOrigin,
     /// Namespaces served.
     pub(crate) scope: Scope,
     /// Peering mode.
@@ -306,6 +347,7 @@ pub(crate) fn parse_in_namespace(
     let run_at = kopf_run_position(&words)?;
     let mut run = KopfRun {
         container: container.name.clone(),
+        origin: RunOrigin::CommandLine,
         scope: Scope::Implicit,
         peering: Peering::Auto,
         priority: None,
@@ -317,6 +359,35 @@ pub(crate) fn parse_in_namespace(
     apply_env(&mut run, container);
     apply_flags(&mut run, &words[run_at..]);
     Some(run)
+}
+
+/// A container whose command line hides kopf, recognised from its log: kopf's defaults
+/// where the log tells nothing (peering `auto`, no liveness endpoint known, INFO), the
+/// scope unknown unless kopf's warning shows that neither namespaces nor cluster-wide
+/// were given, and the log format the log is written in. `KOPF_RUN_*` variables still
+/// count: kopf reads them however it is started.
+pub(crate) fn from_log(
+    container: &Container,
+    seen: LogRecognition,
+    log_format: KopfLogFormat,
+) -> KopfRun {
+    let mut run = KopfRun {
+        container: container.name.clone(),
+        scope: if seen.implicit_scope {
+            Scope::Implicit
+        } else {
+            Scope::Unknown
+        },
+        origin: RunOrigin::Log(seen),
+        peering: Peering::Auto,
+        priority: None,
+        dev: false,
+        log_format,
+        verbosity: (Verbosity::Normal, None),
+        liveness: None,
+    };
+    apply_env(&mut run, container);
+    run
 }
 
 /// The value of an env var as the kubelet would set it: a literal, or the pod's namespace

@@ -109,6 +109,12 @@ fn scopes(
 /// in for something that cannot (patterns); empty for cluster-wide.
 fn served_namespaces(run: &KopfRun, own: &str) -> BTreeMap<String, Option<String>> {
     let mut out = BTreeMap::new();
+    if run.scope == Scope::Unknown {
+        out.insert(
+            own.to_string(),
+            Some(" (the command line does not show kopf's namespaces: checked in the operator's own namespace)".into()),
+        );
+    }
     if let Scope::Namespaced(values) = &run.scope {
         let specific = run.scope.specific_names();
         for name in &specific {
@@ -264,6 +270,11 @@ fn peering(
     } else {
         PEERING_NAMESPACED
     };
+    // With the scope unknown, so is the peering resource kopf uses (`kopfpeerings` in
+    // namespaced mode, `clusterkopfpeerings` cluster-wide): nothing is asked.
+    if run.scope == Scope::Unknown {
+        return Vec::new();
+    }
     let present = PEERING_GROUPS.iter().find(|g| crds.has(plural, g));
     let group_and_reason = match (&run.peering, present) {
         (Peering::Standalone, _) | (Peering::Auto, None) => return Vec::new(),

@@ -1,13 +1,14 @@
 //! Builders the unit tests of every layer share: kopf runs, handled resources, rules.
 
 use super::evidence::{CrdInfo, HandledResource, HandledSource};
-use super::kopf_run::{KopfLogFormat, KopfRun, Peering, Scope, Verbosity};
+use super::kopf_run::{KopfLogFormat, KopfRun, Peering, RunOrigin, Scope, Verbosity};
 pub(crate) use super::rbac::test_rule as rule;
 
 /// A kopf run of container `operator` with this scope and peering, defaults otherwise.
 pub(crate) fn run(scope: Scope, peering: Peering) -> KopfRun {
     KopfRun {
         container: "operator".into(),
+        origin: RunOrigin::CommandLine,
         scope,
         peering,
         priority: None,

@@ -212,6 +212,7 @@ pub(crate) async fn run(
         shared: Arc::new(Shared {
             rbac: RbacReader::new(rbac_stores.clone()),
             logs: LogMemory::new(metrics.log_bytes_read()),
+            recognitions: Default::default(),
         }),
         metrics,
         written: Written::default(),
@@ -345,5 +346,8 @@ async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
         ctx.owed.retain(&live);
         ctx.targets.retain(&live);
         ctx.shared.logs.forget_unused(jiff::Timestamp::now());
+        ctx.shared
+            .recognitions
+            .forget_unused(jiff::Timestamp::now());
     }
 }

@@ -1,0 +1,90 @@
+use super::*;
+
+/// A log kopf itself wrote, captured from a real kopf run (see crates/kopf-log/tests).
+fn captured(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/crates/kopf-log/tests/data/captured/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn kopf_is_recognised_in_each_of_its_formats_and_versions() {
+    let cases = [
+        ("kopf-1.45.2-handlers.full.log", KopfLogFormat::Full),
+        ("kopf-1.45.2-handlers.json.log", KopfLogFormat::Json),
+        ("kopf-1.45.2-peering.plain.log", KopfLogFormat::Plain),
+        ("kopf-1.43.0-handlers.full.log", KopfLogFormat::Full),
+        ("kopf-1.38.0-handlers.json.log", KopfLogFormat::Json),
+        ("kopf-1.38.0-peering.plain.log", KopfLogFormat::Plain),
+    ];
+    for (name, format) in cases {
+        let (seen, found) = shows_kopf("op-0", &captured(name))
+            .unwrap_or_else(|| panic!("{name}: kopf not recognised"));
+        assert_eq!(found, format, "{name}");
+        assert_eq!(seen.pod, "op-0");
+        assert!(seen.kopf_lines >= 1, "{name}");
+        assert!(!seen.example.is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn only_the_first_64_kib_are_enough() {
+    let log = captured("kopf-1.45.2-handlers.full.log");
+    let head = &log[..log.len().min(HEAD_BYTES as usize)];
+    assert!(shows_kopf("op-0", head).is_some());
+}
+
+#[test]
+fn other_programs_logs_are_not_kopf() {
+    let logs: [&[u8]; 5] = [
+        b"INFO:root:starting the web server\nWARNING:root:slow request\n",
+        b"{\"message\": \"Started server\", \"timestamp\": \"2026-11-30T04:10:12+00:00\", \"severity\": \"info\"}\n{\"message\": \"GET /healthz 200\", \"severity\": \"info\"}\n",
+        b"{\"level\":\"info\",\"ts\":1733000000.1,\"msg\":\"Starting workers\",\"worker count\":1}\n",
+        b"10.0.0.1 - - [02/Dec/2026:11:00:00 +0000] \"GET / HTTP/1.1\" 200 612\n",
+        b"[main] listening on :8080\n[2026-12-02 11:00:00,123] myapp [INFO    ] ready\n",
+    ];
+    for log in logs {
+        assert!(
+            shows_kopf("app-0", log).is_none(),
+            "{}",
+            String::from_utf8_lossy(log)
+        );
+    }
+}
+
+#[test]
+fn an_import_error_inside_kopfs_loader_is_kopf() {
+    let log = b"Traceback (most recent call last):\n  File \"/usr/local/bin/kopf\", line 8, in <module>\n    sys.exit(main())\n  File \"/usr/local/lib/python3.11/site-packages/kopf/_core/reactor/loading.py\", line 29, in preload\n    importlib.import_module(name)\nModuleNotFoundError: No module named 'kubernetes'\n";
+    let (seen, _) = shows_kopf("op-0", log).expect("kopf's loader is in the traceback");
+    assert!(seen.example.contains("kopf"), "{}", seen.example);
+}
+
+#[test]
+fn kopfs_scope_warning_says_that_no_scope_was_given() {
+    let mut log = captured("kopf-1.45.2-handlers.full.log");
+    log.extend_from_slice(b"/usr/local/lib/python3.11/site-packages/kopf/_core/reactor/running.py:179: FutureWarning: Absence of either namespaces or cluster-wide flag will become an error soon. For now, switching to the cluster-wide mode for backward compatibility.\n");
+    let (seen, _) = shows_kopf("op-0", &log).expect("kopf");
+    assert!(seen.implicit_scope);
+    let (plain, _) = shows_kopf("op-0", &captured("kopf-1.45.2-handlers.full.log")).expect("kopf");
+    assert!(!plain.implicit_scope);
+}
+
+#[test]
+fn verdicts_are_remembered_and_forgotten() {
+    let verdicts = Verdicts::default();
+    let instance = Instance {
+        uid: "u".into(),
+        container: "c".into(),
+        restarts: 0,
+    };
+    let now = Timestamp::now();
+    verdicts.put(instance.clone(), Verdict::NotKopf, now);
+    assert!(matches!(
+        verdicts.get(&instance, now),
+        Some(Verdict::NotKopf)
+    ));
+    verdicts.forget_unused(now + jiff::SignedDuration::from_secs(2 * 3600));
+    assert!(verdicts.get(&instance, now).is_none());
+}
