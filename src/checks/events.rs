@@ -38,7 +38,11 @@ pub(crate) fn check(
         .filter(|e| posted_by_operator(e, name))
         .collect();
     let mut out = Vec::new();
-    out.extend(silent_failures(name, logs, events));
+    // Without a known handled resource no Event was read: silence cannot be told from
+    // Events that were never looked at.
+    if kopf.handled.as_ref().is_ok_and(|h| !h.is_empty()) {
+        out.extend(silent_failures(name, logs, events));
+    }
     out.extend(logging_flood(name, &posted));
     out.extend(steady_state_spam(name, &posted, settings.event_repeats));
     out.extend(post_failures(name, logs));

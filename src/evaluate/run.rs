@@ -2,7 +2,7 @@
 //! checks, severity overrides, and one finding per root cause.
 
 use crate::api::{Finding, KopfAuditSpec, Recognition, SkippedCheck, TargetStatus};
-use crate::catalog::{Area, CheckId, SKIP_ANNOTATION_PREFIX};
+use crate::catalog::{Area, CheckId, ConditionReason, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
 use crate::model::bounded::{
     MAX_EVIDENCE_BYTES, MAX_LISTED, MAX_MESSAGE_BYTES, MAX_NAME_BYTES, MAX_QUOTED_REASON_BYTES,
@@ -30,15 +30,15 @@ pub(crate) enum AreaState {
     Unavailable(Unavailable),
     /// The target runs no kopf, so the kopf checks do not apply.
     NotKopf(String),
-    /// Its checks ran on part of the evidence (the message says which part is
-    /// missing): what they found counts, what they did not find is not resolved.
-    Partial(String),
+    /// Its checks ran on part of the evidence (the reason and message say which part
+    /// is missing): what they found counts, what they did not find is not resolved.
+    Partial(ConditionReason, String),
 }
 
 impl AreaState {
     /// Whether the area's findings are those of a complete look (nothing stays stale).
     pub(crate) fn is_complete(&self) -> bool {
-        !matches!(self, AreaState::Unavailable(_) | AreaState::Partial(_))
+        !matches!(self, AreaState::Unavailable(_) | AreaState::Partial(..))
     }
 }
 
@@ -71,7 +71,7 @@ impl Evaluation {
         if let Some(u) = states
             .iter()
             .find(|s| matches!(s, AreaState::Unavailable(_)))
-            .or_else(|| states.iter().find(|s| matches!(s, AreaState::Partial(_))))
+            .or_else(|| states.iter().find(|s| matches!(s, AreaState::Partial(..))))
         {
             return (*u).clone();
         }
@@ -127,7 +127,9 @@ fn evaluate_target(
                 let state = match evidence_for(area, kopf) {
                     Ok(()) => {
                         raised.extend(checks::run_area(area, target, kopf, settings));
-                        partial_logs(area, kopf).map_or(AreaState::Evaluated, AreaState::Partial)
+                        partial(area, kopf).map_or(AreaState::Evaluated, |(reason, why)| {
+                            AreaState::Partial(reason, why)
+                        })
                     }
                     Err(why) => AreaState::Unavailable(why),
                 };
@@ -218,6 +220,25 @@ fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
         Area::Persistence => need(&kopf.handled).and(need(&kopf.objects)),
         Area::Runtime => need(&kopf.logs),
     }
+}
+
+/// Why an area saw only part of what it needs, if it did: no handled resource is known
+/// (the events and persistence areas then read nothing about objects), or records of
+/// the log window were read but not kept.
+fn partial(area: Area, kopf: &KopfEvidence) -> Option<(ConditionReason, String)> {
+    nothing_handled(area, kopf)
+        .map(|why| (ConditionReason::NothingHandled, why))
+        .or_else(|| partial_logs(area, kopf).map(|why| (ConditionReason::LogsPartial, why)))
+}
+
+/// Why the events or persistence area has no objects to look at: no handled resource is
+/// known. An area with nothing to read is not a compliant one.
+fn nothing_handled(area: Area, kopf: &KopfEvidence) -> Option<String> {
+    if !matches!(area, Area::Events | Area::Persistence) {
+        return None;
+    }
+    kopf.handled.as_ref().ok().filter(|h| h.is_empty())?;
+    Some("No resource the operator handles is known: spec.handledResources is empty, and neither its log nor its RBAC rules name a custom resource it serves (wildcard rules, or rules on core kinds only, name none). The Events and objects of handled resources were not read: list them in spec.handledResources to have them audited.".to_string())
 }
 
 /// Why an area that reads the log saw only part of it, if it did: records of the

@@ -606,3 +606,113 @@ fn a_status_with_every_list_and_string_at_its_bound_stays_far_below_etcd_s_limit
     // it: this (about 640 KiB) leaves over a third free. A raised bound shows here.
     assert!(bytes < 700 * 1024, "{bytes} bytes");
 }
+
+#[test]
+fn with_no_handled_resource_known_events_and_persistence_are_not_compliant() {
+    let failure = "[2026-12-01 10:00:00,000] kopf.objects         [ERROR   ] [ns/w1] Handler 'reconcile' failed temporarily: not yet";
+    let update = audit(None, read(failure), 10);
+    for t in [
+        ConditionType::EventsCompliant,
+        ConditionType::PersistenceCompliant,
+    ] {
+        assert_eq!(
+            area(&update.status, t),
+            ("Unknown".to_string(), "NothingHandled".to_string()),
+            "{t:?}"
+        );
+    }
+    // No Event was read, so a failure without one proves nothing.
+    assert!(
+        !update
+            .status
+            .findings
+            .iter()
+            .any(|f| f.check == CheckId::EventsSilentFailures),
+        "{:#?}",
+        update.status.findings
+    );
+}
+
+#[test]
+fn a_target_whose_kopf_cannot_be_told_waits_with_the_reason_and_is_not_called_not_kopf() {
+    let mut ev = evidence(&[], &[]);
+    if let Some(spec) = ev.targets[0].deployment.spec.template.spec.as_mut() {
+        spec.containers[0].command = None;
+        spec.containers[0].args = None;
+    }
+    let mut target = TargetEvidence::new(ev.targets[0].deployment.clone(), Vec::new(), None);
+    target.undetermined = Some(crate::model::evidence::Unavailable::new(
+        crate::model::evidence::Obstacle::NoRunningPod,
+        "no pod ever ran",
+    ));
+    ev.targets[0] = target;
+    let update = audit(None, ev, 10);
+    let ids: Vec<CheckId> = update.status.findings.iter().map(|f| f.check).collect();
+    assert!(!ids.contains(&CheckId::WorkloadNotKopf), "{ids:?}");
+    // The checks that hold for any Deployment still run.
+    assert!(ids.contains(&CheckId::WorkloadMemoryLimit), "{ids:?}");
+    assert_eq!(
+        area(&update.status, ConditionType::RuntimeHealthy),
+        ("Unknown".to_string(), "NoRunningPod".to_string())
+    );
+}
+
+#[test]
+fn a_deployment_that_is_not_kopf_still_gets_the_checks_of_any_workload() {
+    let mut ev = evidence(&[], &[]);
+    if let Some(spec) = ev.targets[0].deployment.spec.template.spec.as_mut() {
+        spec.containers[0].command = Some(vec!["nginx".into()]);
+    }
+    ev.targets[0] = TargetEvidence::new(ev.targets[0].deployment.clone(), Vec::new(), None);
+    let update = audit(None, ev, 10);
+    let ids: Vec<CheckId> = update.status.findings.iter().map(|f| f.check).collect();
+    for id in [
+        CheckId::WorkloadNotKopf,
+        CheckId::WorkloadMemoryRequest,
+        CheckId::WorkloadMemoryLimit,
+        CheckId::WorkloadDefaultServiceAccount,
+    ] {
+        assert!(ids.contains(&id), "{id:?} in {ids:?}");
+    }
+    // kopf's own advice does not apply to it.
+    assert!(!ids.contains(&CheckId::WorkloadLiveness), "{ids:?}");
+    assert!(!ids.contains(&CheckId::WorkloadNoScopeFlag), "{ids:?}");
+}
+
+#[test]
+fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see() {
+    use crate::model::kopf_run::{KopfLogFormat, LogRecognition, from_log};
+    let mut ev = evidence(&[], &[]);
+    let spec = ev.targets[0].deployment.spec.template.spec.as_mut();
+    let container = spec.map(|s| {
+        let c = &mut s.containers[0];
+        c.command = None;
+        c.args = None;
+        c.liveness_probe = Some(k8s_openapi::api::core::v1::Probe::default());
+        c.clone()
+    });
+    let container = container.expect("a container");
+    let seen = LogRecognition {
+        pod: "op-1".into(),
+        kopf_lines: 3,
+        example: "Activity 'login_via_client' succeeded.".into(),
+        implicit_scope: false,
+    };
+    let run = from_log(&container, seen, KopfLogFormat::Json);
+    ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));
+    let update = audit(None, ev, 10);
+    let target = &update.status.targets[0];
+    assert!(target.kopf);
+    assert_eq!(target.recognised_by, Some(crate::api::Recognition::Log));
+    assert_eq!(target.mode.as_deref(), Some("unknown"));
+    assert_eq!(target.log_format.as_deref(), Some("json"));
+    let why = target.recognition.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("op-1") && why.contains("login_via_client"),
+        "{why}"
+    );
+    let ids: Vec<CheckId> = update.status.findings.iter().map(|f| f.check).collect();
+    assert!(!ids.contains(&CheckId::WorkloadNotKopf), "{ids:?}");
+    assert!(!ids.contains(&CheckId::WorkloadLiveness), "{ids:?}");
+    assert!(!ids.contains(&CheckId::WorkloadNoScopeFlag), "{ids:?}");
+}

@@ -90,6 +90,18 @@ fn answer(method: &Method, path: &str, body: &serde_json::Value) -> Response<Bod
             list("RoleBindingList", "rbac.authorization.k8s.io/v1"),
         );
     }
+    if is(
+        &Method::GET,
+        "/customresourcedefinitions/widgets.example.com",
+    ) {
+        return json(StatusCode::OK, widget_crd());
+    }
+    if is(&Method::GET, "/apis/example.com/v1/namespaces/ns/widgets?") {
+        return json(StatusCode::OK, list("WidgetList", "example.com/v1"));
+    }
+    if is(&Method::GET, "/api/v1/namespaces/ns/events?") {
+        return json(StatusCode::OK, list("EventList", "v1"));
+    }
     if is(&Method::PATCH, "/kopfaudits/audit/status") {
         let mut audit = body.clone();
         audit["metadata"] =
@@ -102,6 +114,26 @@ fn answer(method: &Method, path: &str, body: &serde_json::Value) -> Response<Bod
     }
     // The PolicyReport CRD is not installed.
     not_found()
+}
+
+/// The CRD of the resource the operator handles: status kept, with a subresource.
+fn widget_crd() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }}}
+            }]
+        }
+    })
 }
 
 /// A compliant kopf Deployment `op` in `ns` and its running pod `op-1`.
@@ -145,7 +177,10 @@ fn audit_with(status: Option<KopfAuditStatus>) -> Arc<KopfAudit> {
     let mut audit: KopfAudit = serde_json::from_value(serde_json::json!({
         "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
         "metadata": {"name": "audit", "namespace": NS, "uid": "u-1", "generation": 1, "resourceVersion": "1"},
-        "spec": {"target": {"deployment": "op"}, "interval": "5m"}
+        "spec": {
+            "target": {"deployment": "op"}, "interval": "5m",
+            "handledResources": [{"group": "example.com", "version": "v1", "plural": "widgets"}]
+        }
     }))
     .expect("audit");
     audit.status = status;
@@ -195,12 +230,13 @@ async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothi
         .filter(|s| s.method == Method::GET || s.is(&Method::POST, "/subjectaccessreviews"))
         .collect();
     // The log, the bindings, and one review per distinct permission: CRDs
-    // get/list/watch, events create/patch, namespaces list/watch.
+    // get/list/watch, events create/patch, namespaces list/watch, widgets
+    // get/list/watch/patch and widgets/status patch.
     assert_eq!(
         seen.iter()
             .filter(|s| s.is(&Method::POST, "/subjectaccessreviews"))
             .count(),
-        7,
+        12,
         "{reads:#?}"
     );
     assert_eq!(seen.iter().filter(|s| s.path.contains("/log")).count(), 1);

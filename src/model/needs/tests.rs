@@ -248,3 +248,31 @@ fn every_namespaced_need_lies_where_role_bindings_are_watched_for_it() {
         "a cluster-wide run asks in its own namespace and at cluster scope only"
     );
 }
+
+#[test]
+fn an_unknown_scope_asks_only_about_the_operators_own_namespace() {
+    let unknown = run(Scope::Unknown, Peering::Auto);
+    let n = needs(
+        &unknown,
+        Some(&[widget(true, true)]),
+        "op",
+        &PeeringCrds::default(),
+    );
+    let lines = lines(&n);
+    // Nothing cluster-wide but kopf's CRD scan, and no namespaces or peering needs:
+    // which of them kopf uses depends on the scope nobody can see.
+    for line in &lines {
+        assert!(
+            line.ends_with(" op") || line.starts_with("rbac.crd-scan"),
+            "{line}"
+        );
+        assert!(!line.starts_with("rbac.namespaces"), "{line}");
+        assert!(!line.starts_with("rbac.peering"), "{line}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("rbac.handled-resources watch:error widgets.example.com op")),
+        "{lines:#?}"
+    );
+}
