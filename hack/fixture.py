@@ -415,12 +415,48 @@ def kopf_venv_bin(version: str | None) -> Path:
     return Path(res.stdout.strip().splitlines()[-1]) / 'bin'
 
 
+def image_config(fixture_dir: Path, image: str | None) -> dict[str, list[str]]:
+    """The ENTRYPOINT and CMD the fixture's image.yaml gives an image, as an OCI image
+    config has them: what a container runs when the Deployment sets no command."""
+    path = fixture_dir / 'image.yaml'
+    if not image or not path.exists():
+        return {}
+    images = (yaml.safe_load(path.read_text()) or {}).get('images') or {}
+    config = images.get(image) or {}
+    return {'entrypoint': list(config.get('entrypoint') or []), 'cmd': list(config.get('cmd') or [])}
+
+
+def container_words(container: dict[str, Any], fixture_dir: Path) -> list[str]:
+    """What the kubelet runs: `command` replaces the image's ENTRYPOINT (and drops its
+    CMD), `args` replace its CMD."""
+    image = image_config(fixture_dir, container.get('image'))
+    command = container.get('command')
+    args = container.get('args')
+    if command is not None:
+        return list(command) + list(args or [])
+    return image.get('entrypoint', []) + (list(args) if args is not None else image.get('cmd', []))
+
+
+def write_out_command(docs: list[dict[str, Any]], fixture_dir: Path) -> None:
+    """Writes the image's ENTRYPOINT and CMD into the Deployment's containers that set
+    no command: the same operator, with its command line visible."""
+    for doc in docs:
+        if doc.get('kind') != 'Deployment':
+            continue
+        for c in doc['spec']['template']['spec']['containers']:
+            if c.get('command') is None:
+                words = container_words(c, fixture_dir)
+                if words:
+                    c['command'] = words
+                    c.pop('args', None)
+
+
 def local_argv(container: dict[str, Any], env: dict[str, str], fixture_dir: Path,
                log_format: str | None, venv_bin: Path) -> tuple[list[str], dict[str, str], list[str]]:
     """The container's command line as a local process: returns argv, extra env, notes."""
-    argv = [expand(a, env) for a in (container.get('command') or []) + (container.get('args') or [])]
+    argv = [expand(a, env) for a in container_words(container, fixture_dir)]
     if not argv:
-        raise FixtureError(f"container {container['name']}: no command/args (the image's entrypoint is unknown here)")
+        raise FixtureError(f"container {container['name']}: no command/args, and no image.yaml entry for {container.get('image')!r}")
     notes: list[str] = []
 
     def map_path(a: str) -> str:
@@ -687,6 +723,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     sups: list[PodSupervisor] = []
     try:
         docs = load_manifests(fixture_dir, ns)
+        if args.write_command:
+            write_out_command(docs, fixture_dir)
         expect = load_expect(fixture_dir)
         exit_reason = args.exit_reason or (expect.get('harness') or {}).get('exitReason')
         kopf_version = args.kopf_version or (expect.get('harness') or {}).get('kopfVersion')
@@ -788,6 +826,8 @@ def main() -> int:
     r.add_argument('--fixture', required=True, help='a directory name under tests/fixtures/kopf/')
     r.add_argument('--namespace', required=True)
     r.add_argument('--log-format', choices=['full', 'plain', 'json'], help='override kopf --log-format')
+    r.add_argument('--write-command', action='store_true',
+                   help="write the image's ENTRYPOINT and CMD (image.yaml) into the Deployment's command")
     r.add_argument('--workdir', help='default: $KOPF_AUDIT_WORKDIR or <repo>/.e2e')
     r.add_argument('--exit-reason', choices=['Error', 'OOMKilled'],
                    help='reason recorded when the process exits (default Error; expect.yaml harness.exitReason)')

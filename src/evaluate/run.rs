@@ -343,7 +343,7 @@ fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
             (
                 Recognition::Log,
                 format!(
-                    "The command line of container {} does not show kopf, but the start of its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"); its log format ({}) is read from the log. {scope} Peering is taken as kopf's default (auto) and the liveness endpoint as unknown unless KOPF_RUN_* variables set them: write them as `kopf run` flags or KOPF_RUN_* variables to have them audited.",
+                    "The command line of container {} does not show kopf, but the start of its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"); its log format ({}) is read from the log. {scope} The peering mode and the liveness endpoint are not known unless KOPF_RUN_* variables set them: write them as `kopf run` flags or KOPF_RUN_* variables to have them audited.",
                     run.container,
                     seen.pod,
                     seen.kopf_lines,

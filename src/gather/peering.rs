@@ -37,7 +37,8 @@ pub(crate) async fn gather(
     let name = match &run.peering {
         Peering::Standalone => return Ok(Vec::new()),
         Peering::Named(name) => name.as_str(),
-        Peering::Auto => DEFAULT_PEERING,
+        // Unknown: kopf's default peering is what an instance would join.
+        Peering::Auto | Peering::Unknown => DEFAULT_PEERING,
     };
     let place = if run.scope.is_cluster_wide() {
         Place::Cluster

@@ -226,6 +226,8 @@ pub(crate) enum Peering {
     Named(String),
     /// Neither: peering is used if kopf's peering CRD exists.
     Auto,
+    /// The command line hides kopf's flags: `--standalone` or `--peering` may be there.
+    Unknown,
 }
 
 impl Peering {
@@ -235,6 +237,7 @@ impl Peering {
             Peering::Standalone => "standalone".into(),
             Peering::Named(name) => name.clone(),
             Peering::Auto => "auto".into(),
+            Peering::Unknown => "unknown".into(),
         }
     }
 }
@@ -361,10 +364,10 @@ pub(crate) fn parse_in_namespace(
     Some(run)
 }
 
-/// A container whose command line hides kopf, recognised from its log: kopf's defaults
-/// where the log tells nothing (peering `auto`, no liveness endpoint known, INFO), the
-/// scope unknown unless kopf's warning shows that neither namespaces nor cluster-wide
-/// were given, and the log format the log is written in. `KOPF_RUN_*` variables still
+/// A container whose command line hides kopf, recognised from its log: the scope and
+/// peering mode unknown (unless kopf's warning shows that neither namespaces nor
+/// cluster-wide were given), no liveness endpoint known, INFO, and the log format the
+/// log is written in. `KOPF_RUN_*` variables still
 /// count: kopf reads them however it is started.
 pub(crate) fn from_log(
     container: &Container,
@@ -379,7 +382,7 @@ pub(crate) fn from_log(
             Scope::Unknown
         },
         origin: RunOrigin::Log(seen),
-        peering: Peering::Auto,
+        peering: Peering::Unknown,
         priority: None,
         dev: false,
         log_format,

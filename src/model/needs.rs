@@ -277,7 +277,7 @@ fn peering(
     }
     let present = PEERING_GROUPS.iter().find(|g| crds.has(plural, g));
     let group_and_reason = match (&run.peering, present) {
-        (Peering::Standalone, _) | (Peering::Auto, None) => return Vec::new(),
+        (Peering::Standalone | Peering::Unknown, _) | (Peering::Auto, None) => return Vec::new(),
         (Peering::Auto, Some(g)) => (
             *g,
             format!("peering is on: --standalone is not given and the CRD {plural}.{g} exists"),

@@ -18,6 +18,7 @@ mod operator;
 mod production;
 mod prometheus;
 mod rbac;
+mod recognition;
 mod redaction;
 mod support;
 mod tenancy;

@@ -163,7 +163,19 @@ pub struct Fixture {
 impl Fixture {
     /// Deploys a fixture into `namespace` and waits for `FIXTURE READY`.
     pub fn start(name: &str, namespace: &str, log_format: Option<&str>) -> Fixture {
-        say(format!("starting kopf fixture {name} in {namespace}"));
+        Fixture::start_with(name, namespace, log_format, &[])
+    }
+
+    /// The same, with more hack/fixture.py options (e.g. `--write-command`).
+    pub fn start_with(
+        name: &str,
+        namespace: &str,
+        log_format: Option<&str>,
+        options: &[&str],
+    ) -> Fixture {
+        say(format!(
+            "starting kopf fixture {name} in {namespace} {options:?}"
+        ));
         let mut cmd = Command::new("python3");
         cmd.arg(repo().join("hack/fixture.py"))
             .args(["run", "--kubeconfig"])
@@ -174,6 +186,7 @@ impl Fixture {
         if let Some(f) = log_format {
             cmd.args(["--log-format", f]);
         }
+        cmd.args(options);
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start hack/fixture.py: {e}"));
