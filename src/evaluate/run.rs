@@ -5,8 +5,8 @@ use crate::api::{Finding, KopfAuditSpec, Recognition, SkippedCheck, TargetStatus
 use crate::catalog::{Area, CheckId, ConditionReason, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
 use crate::model::bounded::{
-    MAX_EVIDENCE_BYTES, MAX_LISTED, MAX_MESSAGE_BYTES, MAX_NAME_BYTES, MAX_QUOTED_REASON_BYTES,
-    MAX_REASON_BYTES, clean, clean_lines, clean_list, clean_name,
+    MAX_CONDITION_MESSAGE_BYTES, MAX_EVIDENCE_BYTES, MAX_LISTED, MAX_MESSAGE_BYTES, MAX_NAME_BYTES,
+    MAX_QUOTED_REASON_BYTES, MAX_REASON_BYTES, clean, clean_lines, clean_list, clean_name,
 };
 use crate::model::evidence::Obstacle;
 use crate::model::evidence::{Evidence, Gathered, KopfEvidence, TargetEvidence, Unavailable};
@@ -309,7 +309,7 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
         kopf: true,
         container: Some(name(&run.container)),
         recognised_by: Some(recognised_by),
-        recognition: Some(clean(&recognition, MAX_REASON_BYTES)),
+        recognition: Some(clean(&recognition, MAX_CONDITION_MESSAGE_BYTES)),
         mode: Some(run.scope.mode_name().into()),
         namespaces,
         peering: Some(clean(&run.peering.display(), MAX_NAME_BYTES)),
@@ -326,24 +326,24 @@ fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
         RunOrigin::CommandLine => (
             Recognition::CommandLine,
             format!(
-                "Container {} runs `kopf run`: scope, peering, liveness and log format are read from its command line and KOPF_RUN_* variables.",
+                "`kopf run` is in the command line of container {}: scope, peering, liveness and log format are read there and from KOPF_RUN_* variables.",
                 run.container
             ),
         ),
         RunOrigin::Log(seen) => {
             let scope = match &run.scope {
                 Scope::Unknown => {
-                    "The namespaces it serves are not known: its permissions, Events and objects are checked in its own namespace only."
+                    "Namespaces served: not known, so checked in its own namespace only."
                 }
                 Scope::Implicit => {
-                    "It serves every namespace: kopf warned that neither namespaces nor cluster-wide were given."
+                    "Namespaces served: all, by kopf's warning that no scope was given."
                 }
-                _ => "Its scope is set by KOPF_RUN_* variables.",
+                _ => "Namespaces served: from KOPF_RUN_* variables.",
             };
             (
                 Recognition::Log,
                 format!(
-                    "The command line of container {} does not show kopf, but the start of its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"); its log format ({}) is read from the log. {scope} The peering mode and the liveness endpoint are not known unless KOPF_RUN_* variables set them: write them as `kopf run` flags or KOPF_RUN_* variables to have them audited.",
+                    "Container {} does not show kopf on its command line; its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"). Log format: {}, from the log. {scope} Peering and liveness: not known unless KOPF_RUN_* variables set them; write them as `kopf run` flags to have them audited.",
                     run.container,
                     seen.pod,
                     seen.kopf_lines,

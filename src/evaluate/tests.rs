@@ -579,7 +579,7 @@ fn a_status_with_every_list_and_string_at_its_bound_stays_far_below_etcd_s_limit
         kopf: true,
         container: Some(text(MAX_NAME_BYTES)),
         recognised_by: Some(crate::api::Recognition::Log),
-        recognition: Some(text(MAX_REASON_BYTES)),
+        recognition: Some(text(MAX_CONDITION_MESSAGE_BYTES)),
         mode: Some("cluster-wide".into()),
         namespaces: vec![text(MAX_NAME_BYTES); MAX_LISTED + 1],
         peering: Some(text(MAX_NAME_BYTES)),
@@ -698,7 +698,7 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
         example: "Activity 'login_via_client' succeeded.".into(),
         implicit_scope: false,
     };
-    let run = from_log(&container, seen, KopfLogFormat::Json);
+    let run = from_log(&container, Some("ns"), seen, KopfLogFormat::Json);
     ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));
     let update = audit(None, ev, 10);
     let target = &update.status.targets[0];

@@ -128,7 +128,8 @@ pub(crate) async fn recognise(
         for pod in pods {
             match verdict(&api, verdicts, pod, &container.name).await {
                 Ok(Verdict::Kopf(seen, format)) => {
-                    return Recognised::Kopf(from_log(container, seen, format));
+                    let namespace = Some(target.namespace());
+                    return Recognised::Kopf(from_log(container, namespace, seen, format));
                 }
                 Ok(Verdict::NotKopf) => read_any = true,
                 Err(why) => {
@@ -250,9 +251,12 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
     let signed: Vec<&kopf_log::Record> = records.iter().filter(|r| only_kopf_writes(r)).collect();
     let (example, kopf_lines) = match signed.first() {
         Some(first) => (first.message.clone(), signed.len() as u64),
-        // kopf died before its first line (an ImportError in the operator's code): the
-        // traceback runs through kopf's own loader.
-        None => (kopf_frame(text)?, 1),
+        // kopf started from Python with `logging.basicConfig()` instead of kopf's own
+        // formats; or kopf died before its first line (an ImportError in the operator's
+        // code), and the traceback runs through kopf's own loader.
+        None => basic_config_line(text)
+            .or_else(|| kopf_frame(text))
+            .map(|l| (l, 1))?,
     };
     Some((
         LogRecognition {
@@ -268,6 +272,30 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
 /// kopf's warning when neither namespaces nor cluster-wide are given (a Python
 /// `FutureWarning` on stderr, kopf 1.45 `_core/reactor/running.py`).
 const SCOPE_WARNING: &[u8] = b"Absence of either namespaces or cluster-wide flag";
+
+/// A line of one of kopf's loggers in Python's `logging.basicConfig()` format
+/// (`INFO:kopf.objects:Handler 'x' succeeded.`), as an operator that calls `kopf.run()`
+/// and configures logging itself writes them.
+fn basic_config_line(text: &[u8]) -> Option<String> {
+    const LEVELS: [&str; 5] = ["DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:"];
+    text.split(|&b| b == b'\n')
+        .map(String::from_utf8_lossy)
+        .find(|line| {
+            // The kubelet's timestamp, when the log was read with one, comes first.
+            let line = line.split_once(' ').map_or(line.as_ref(), |(first, rest)| {
+                if first.ends_with('Z') && first.contains('T') {
+                    rest
+                } else {
+                    line
+                }
+            });
+            LEVELS.iter().any(|l| {
+                line.strip_prefix(l)
+                    .is_some_and(|r| r.starts_with("kopf.") || r.starts_with("kopf:"))
+            })
+        })
+        .map(|line| line.trim().to_string())
+}
 
 /// A traceback frame in kopf's own package (`File ".../site-packages/kopf/..."`).
 fn kopf_frame(text: &[u8]) -> Option<String> {

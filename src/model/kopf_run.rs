@@ -359,7 +359,7 @@ pub(crate) fn parse_in_namespace(
         verbosity: (Verbosity::Normal, None),
         liveness: None,
     };
-    apply_env(&mut run, container);
+    apply_env(&mut run, container, namespace);
     apply_flags(&mut run, &words[run_at..]);
     Some(run)
 }
@@ -371,6 +371,7 @@ pub(crate) fn parse_in_namespace(
 /// count: kopf reads them however it is started.
 pub(crate) fn from_log(
     container: &Container,
+    namespace: Option<&str>,
     seen: LogRecognition,
     log_format: KopfLogFormat,
 ) -> KopfRun {
@@ -389,7 +390,7 @@ pub(crate) fn from_log(
         verbosity: (Verbosity::Normal, None),
         liveness: None,
     };
-    apply_env(&mut run, container);
+    apply_env(&mut run, container, namespace);
     run
 }
 
@@ -472,11 +473,14 @@ fn kopf_run_position(words: &[String]) -> Option<usize> {
     None
 }
 
-fn apply_env(run: &mut KopfRun, container: &Container) {
+/// Applies the `KOPF_RUN_*` variables, literal or the pod's namespace (a
+/// `metadata.namespace` field reference, as `KOPF_RUN_NAMESPACES` is often set).
+fn apply_env(run: &mut KopfRun, container: &Container, namespace: Option<&str>) {
     for var in container.env.iter().flatten() {
-        let Some(value) = var.value.as_deref() else {
+        let Some(value) = env_value(container, &var.name, namespace) else {
             continue;
         };
+        let value = value.as_str();
         match var.name.as_str() {
             "KOPF_RUN_NAMESPACES" | "KOPF_RUN_NAMESPACE" => {
                 let names: Vec<String> = value.split_whitespace().map(str::to_string).collect();

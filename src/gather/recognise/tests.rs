@@ -55,6 +55,14 @@ fn other_programs_logs_are_not_kopf() {
 }
 
 #[test]
+fn kopf_logging_through_pythons_basic_config_is_kopf() {
+    let log = b"INFO:kopf.activities.startup:Activity 'configure' succeeded.\nERROR:kopf.objects:Handler 'provision' failed permanently: no\n";
+    let (seen, _) = shows_kopf("op-0", log).expect("kopf's loggers by name");
+    assert!(seen.example.contains("kopf.objects") || seen.example.contains("kopf.activities"));
+    assert!(shows_kopf("app-0", b"INFO:myapp.server:listening\n").is_none());
+}
+
+#[test]
 fn an_import_error_inside_kopfs_loader_is_kopf() {
     let log = b"Traceback (most recent call last):\n  File \"/usr/local/bin/kopf\", line 8, in <module>\n    sys.exit(main())\n  File \"/usr/local/lib/python3.11/site-packages/kopf/_core/reactor/loading.py\", line 29, in preload\n    importlib.import_module(name)\nModuleNotFoundError: No module named 'kubernetes'\n";
     let (seen, _) = shows_kopf("op-0", log).expect("kopf's loader is in the traceback");

@@ -229,3 +229,39 @@ fn verbosity_priority_and_dev() {
     let quiet = parse(&container(&["kopf", "run", "--debug"], &[])).expect("kopf");
     assert_eq!(quiet.verbosity.0, Verbosity::Debug);
 }
+
+#[test]
+fn kopf_run_variables_from_the_pods_namespace_count_however_kopf_is_started() {
+    use k8s_openapi::api::core::v1::{EnvVarSource, ObjectFieldSelector};
+    let mut c = container(&["kopf", "run", "op.py"], &[]);
+    c.env = Some(vec![EnvVar {
+        name: "KOPF_RUN_NAMESPACES".into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "metadata.namespace".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }]);
+    let written = parse_in_namespace(&c, Some("team-a")).expect("kopf");
+    assert_eq!(written.scope, Scope::Namespaced(vec!["team-a".into()]));
+    // The same container with the command in the image: recognised by its log.
+    c.command = None;
+    c.args = None;
+    assert!(parse_in_namespace(&c, Some("team-a")).is_none());
+    let seen = LogRecognition {
+        pod: "op-0".into(),
+        kopf_lines: 2,
+        example: "Activity 'login_via_client' succeeded.".into(),
+        implicit_scope: false,
+    };
+    let hidden = from_log(&c, Some("team-a"), seen.clone(), KopfLogFormat::Full);
+    assert_eq!(hidden.scope, written.scope);
+    assert_eq!(hidden.peering, Peering::Unknown);
+    c.env = None;
+    let unknown = from_log(&c, Some("team-a"), seen, KopfLogFormat::Full);
+    assert_eq!(unknown.scope, Scope::Unknown);
+    assert!(!unknown.origin.flags_known());
+}
