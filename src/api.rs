@@ -398,6 +398,10 @@ pub struct TargetStatus {
     /// The ServiceAccount the pods run as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<String>,
+    /// The resources the operator handles (`plural.group/version`), each with where it
+    /// was learned: spec.handledResources, its RBAC rules, its log, or kopf's Events.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handled_resources: Vec<String>,
     /// The log read hit `spec.logs.limitBytes`: the window was not read in full, so the
     /// log-based checks saw only part of it. Raise the limit or shorten the window.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

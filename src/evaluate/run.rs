@@ -315,9 +315,25 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
         peering: Some(clean(&run.peering.display(), MAX_NAME_BYTES)),
         log_format: Some(run.log_format.as_str().into()),
         service_account,
+        handled_resources: handled_status(kopf),
         logs_truncated: kopf.logs.as_ref().is_ok_and(|l| l.truncated),
         events_truncated: kopf.events.as_ref().is_ok_and(|e| e.truncated),
     }
+}
+
+/// The handled resources as status lists them, at most [`MAX_LISTED`].
+fn handled_status(kopf: &KopfEvidence) -> Vec<String> {
+    let Ok(handled) = &kopf.handled else {
+        return Vec::new();
+    };
+    let lines: Vec<String> = handled
+        .iter()
+        .map(|h| {
+            let group = if h.group.is_empty() { "core" } else { &h.group };
+            format!("{}.{group}/{} ({})", h.plural, h.version, h.source.label())
+        })
+        .collect();
+    clean_list(&lines, MAX_LISTED, MAX_NAME_BYTES)
 }
 
 /// How kopf was recognised, and where the run's facts come from.

@@ -585,6 +585,7 @@ fn a_status_with_every_list_and_string_at_its_bound_stays_far_below_etcd_s_limit
         peering: Some(text(MAX_NAME_BYTES)),
         log_format: Some("plain".into()),
         service_account: Some(text(MAX_NAME_BYTES)),
+        handled_resources: vec![text(MAX_NAME_BYTES); MAX_LISTED + 1],
         logs_truncated: true,
         events_truncated: true,
     };

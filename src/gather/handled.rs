@@ -15,7 +15,9 @@ use crate::model::kopf_run::KopfRun;
 use crate::model::names::{is_dns_label, is_dns_subdomain};
 use crate::model::needs::CRD_GROUP;
 use crate::model::rbac::{Binding, PEERING_CLUSTER, PEERING_GROUPS, PEERING_NAMESPACED, Verb};
+use k8s_openapi::api::core::v1::Event;
 use kube::Client;
+use kube::api::{Api, ListParams};
 use std::collections::BTreeMap;
 
 /// Gathers the handled resources of one target.
@@ -38,7 +40,133 @@ pub(crate) async fn gather(
     for (key, source) in logged(logs) {
         found.entry(key).or_insert(source);
     }
-    inferred(client, found, cache).await
+    let mut handled = inferred(client, found, cache).await?;
+    if handled.is_empty() {
+        handled = posted_about(client, target, run, reach, &bindings, cache).await?;
+    }
+    Ok(handled)
+}
+
+/// kopf's reporting component on the Events it posts (kopf 1.45
+/// `_cogs/clients/events.py`: `source.component` and `reportingComponent`).
+const KOPF_COMPONENT: &str = "kopf";
+
+/// Events read per namespace to learn what kopf posts about.
+const POSTED_EVENTS_READ: u32 = 500;
+
+/// When neither the RBAC rules on custom resources nor the log name a handled resource
+/// (wildcard rules, or rules on core kinds only), the kinds of the objects kopf posted
+/// Events about in the operator's own namespace (and the ones it serves by name, within
+/// reach), each only when the operator's rules let it watch them: another kopf operator
+/// in the same namespace posts Events too, and only this one's rules say what it may
+/// serve.
+async fn posted_about(
+    client: &Client,
+    target: &TargetEvidence,
+    run: &KopfRun,
+    reach: &Reach,
+    bindings: &[Binding],
+    cache: &RbacReader,
+) -> Result<Vec<HandledResource>, Unavailable> {
+    let mut namespaces = vec![target.namespace().to_string()];
+    namespaces.extend(
+        run.scope
+            .specific_names()
+            .into_iter()
+            .filter(|ns| reach.may_read(Some(ns)) && *ns != target.namespace()),
+    );
+    let mut kinds: BTreeMap<(String, String), String> = BTreeMap::new();
+    for ns in &namespaces {
+        let api: Api<Event> = Api::namespaced(client.clone(), ns);
+        let params = ListParams::default()
+            .fields(&format!("source={KOPF_COMPONENT}"))
+            .limit(POSTED_EVENTS_READ);
+        let list = api.list(&params).await.map_err(|e| {
+            super::obstacle(
+                &e,
+                &format!("list the Events kopf posted in {ns}"),
+                &format!("list on events in {ns}"),
+            )
+        })?;
+        for event in &list.items {
+            let object = &event.involved_object;
+            let (Some(api_version), Some(kind)) = (&object.api_version, &object.kind) else {
+                continue;
+            };
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            kinds.insert((group.to_string(), kind.clone()), version.to_string());
+        }
+    }
+    let mut out = Vec::new();
+    for ((group, kind), version) in kinds {
+        if !is_valid_group_version(&group, &version) {
+            continue;
+        }
+        let Some((plural, namespaced)) = plural_of(client, &group, &version, &kind).await? else {
+            continue;
+        };
+        let watched = bindings
+            .iter()
+            .flat_map(|b| b.rules.iter())
+            .any(|r| r.has_verb(Verb::Watch) && r.covers_resource(&group, &plural, ""));
+        if !watched {
+            continue;
+        }
+        let crd = if group.contains('.') && is_custom(&group, &plural) {
+            cache.crd(client, &format!("{plural}.{group}")).await?
+        } else {
+            None
+        };
+        out.push(match crd {
+            Some(crd) => from_crd(&crd, Some(&version), HandledSource::Events),
+            None => HandledResource {
+                group,
+                version,
+                plural,
+                kind: Some(kind),
+                namespaced,
+                crd: None,
+                source: HandledSource::Events,
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Whether an Event's `apiVersion` can be asked about: its group a DNS subdomain (or
+/// core), its version a DNS label. An Event's fields may hold anything.
+fn is_valid_group_version(group: &str, version: &str) -> bool {
+    (group.is_empty() || is_dns_subdomain(group)) && is_dns_label(version)
+}
+
+/// The plural and scope of a kind, from discovery; `None` when discovery does not know
+/// it (404).
+async fn plural_of(
+    client: &Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<Option<(String, bool)>, Unavailable> {
+    let list = if group.is_empty() {
+        client.list_core_api_resources(version).await
+    } else {
+        client
+            .list_api_group_resources(&format!("{group}/{version}"))
+            .await
+    };
+    match list {
+        Ok(list) => Ok(list
+            .resources
+            .iter()
+            .find(|r| r.kind == kind && !r.name.contains('/'))
+            .map(|r| (r.name.clone(), r.namespaced))),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+        Err(e) => Err(super::obstacle(
+            &e,
+            &format!("discover the resources of {group}/{version} (to learn the plural of {kind})"),
+            "get on the API discovery URLs",
+        )),
+    }
 }
 
 /// A custom resource: `(group, plural)`.

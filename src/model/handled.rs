@@ -12,9 +12,22 @@ pub(crate) enum HandledSource {
     RbacRule,
     /// A custom resource the operator's own log names (a denial, an unresolved resource).
     Log,
+    /// A resource whose objects kopf posted Events about, and that the operator's rules
+    /// let it watch (learned when its rules are wildcards or name core kinds only).
+    Events,
 }
 
 impl HandledSource {
+    /// Where it was learned, in a few words (for status).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            HandledSource::Spec => "spec.handledResources",
+            HandledSource::RbacWatch | HandledSource::RbacRule => "RBAC rules",
+            HandledSource::Log => "the operator's log",
+            HandledSource::Events => "kopf's Events",
+        }
+    }
+
     /// How a message says where the resource was learned from.
     pub(crate) fn describe(self) -> &'static str {
         match self {
@@ -27,6 +40,9 @@ impl HandledSource {
             }
             HandledSource::Log => {
                 "it is inferred as handled: the operator's own log names it (kopf tried to serve it)"
+            }
+            HandledSource::Events => {
+                "it is inferred as handled: kopf posted Events about its objects, and the operator's RBAC lets it watch them"
             }
         }
     }

@@ -93,3 +93,48 @@ async fn an_operator_started_from_python_with_kopf_run_is_recognised_by_its_log(
         Some("NotKopf")
     );
 }
+
+#[tokio::test]
+async fn with_wildcard_rbac_on_core_secrets_the_handled_resource_is_learned_from_kopfs_events() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "wildcard-secrets").await;
+    let _kopf = Fixture::start("wildcard-secrets", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    let audit = serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": "audit"},
+        "spec": {"target": {"deployment": deployment}, "interval": "30s"}
+    });
+    create_audit(&client, &ns.name, audit)
+        .await
+        .expect("creating the KopfAudit");
+    let learned = "secrets.core/v1 (kopf's Events)";
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "secrets learned from kopf's Events",
+        Duration::from_secs(180),
+        |s| {
+            s.targets
+                .first()
+                .is_some_and(|t| t.handled_resources.iter().any(|h| h == learned))
+        },
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let found = found_checks(&status);
+    let expect = expectations("wildcard-secrets");
+    for id in &expect.must {
+        assert!(found.contains(id), "{id} must be reported: {found:?}");
+    }
+    for id in &expect.must_not {
+        assert!(!found.contains(id), "{id} must not be reported: {found:?}");
+    }
+    for area in ["EventsCompliant", "PersistenceCompliant"] {
+        let (_, reason) = condition(&status, area).expect("condition");
+        assert_ne!(reason, "NothingHandled", "{area}: {:#?}", status.conditions);
+    }
+}

@@ -157,3 +157,109 @@ async fn a_failed_discovery_is_no_unknown_kind() {
         "a kind discovery does not know: kopf reports it unresolved"
     );
 }
+
+/// A namespace where kopf posted Events about a Secret and a Widget (and one Event whose
+/// apiVersion is no valid group/version), with discovery of both.
+fn kopf_posted(
+    method: &http::Method,
+    path: &str,
+    _body: &serde_json::Value,
+) -> http::Response<kube::client::Body> {
+    let ok = |body: serde_json::Value| crate::testing::json(http::StatusCode::OK, body);
+    let event = |api_version: &str, kind: &str, name: &str| {
+        serde_json::json!({
+            "metadata": {"name": format!("kopf-event-{name}"), "namespace": "ns"},
+            "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name, "namespace": "ns"},
+            "source": {"component": "kopf"}, "reportingComponent": "kopf",
+            "type": "Normal", "reason": "Logging", "message": "Handler 'x' succeeded."
+        })
+    };
+    assert_eq!(method, &http::Method::GET, "{path}");
+    if path.starts_with("/api/v1/namespaces/ns/events?") {
+        assert!(path.contains("fieldSelector=source%3Dkopf"), "{path}");
+        return ok(
+            serde_json::json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": [
+                event("v1", "Secret", "s1"),
+                event("example.com/v1", "Widget", "w1"),
+                event("v1/../../x", "Pod", "p1"),
+            ]}),
+        );
+    }
+    if path == "/api/v1" {
+        return ok(
+            serde_json::json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+                {"name": "secrets", "singularName": "secret", "namespaced": true, "kind": "Secret", "verbs": ["get"]}
+            ]}),
+        );
+    }
+    if path == "/apis/example.com/v1" {
+        return ok(
+            serde_json::json!({"kind": "APIResourceList", "groupVersion": "example.com/v1", "resources": [
+                {"name": "widgets", "singularName": "widget", "namespaced": true, "kind": "Widget", "verbs": ["get"]},
+                {"name": "widgets/status", "singularName": "", "namespaced": true, "kind": "Widget", "verbs": ["get"]}
+            ]}),
+        );
+    }
+    crate::testing::json(
+        http::StatusCode::NOT_FOUND,
+        serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"}),
+    )
+}
+
+fn operator_target() -> TargetEvidence {
+    let mut d = k8s_openapi::api::apps::v1::Deployment::default();
+    d.metadata.name = Some("op".into());
+    d.metadata.namespace = Some("ns".into());
+    TargetEvidence {
+        deployment: d,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn with_wildcard_or_core_only_rules_the_kinds_kopf_posted_about_are_learned() {
+    use crate::model::kopf_run::{Peering, Scope};
+    let (client, _api) = crate::testing::FakeApi::start("ns", kopf_posted);
+    let run = crate::model::testing::run(Scope::Unknown, Peering::Unknown);
+    let reach = Reach {
+        own: "ns".into(),
+        cross_namespace: false,
+        reader: "ns/audit".into(),
+    };
+    let cache = RbacReader::default();
+    let names = |handled: &[HandledResource]| -> Vec<String> {
+        handled
+            .iter()
+            .map(|h| format!("{}/{}/{} {:?}", h.group, h.version, h.plural, h.source))
+            .collect()
+    };
+
+    let wildcard = [binding(vec![rule(&["*"], &["*"], &["*"])])];
+    let learned = posted_about(&client, &operator_target(), &run, &reach, &wildcard, &cache)
+        .await
+        .expect("learned");
+    assert_eq!(
+        names(&learned),
+        vec!["/v1/secrets Events", "example.com/v1/widgets Events"]
+    );
+
+    // Rules on core kinds only: the Widget's Events were posted by another operator.
+    let core_only = [binding(vec![rule(
+        &[""],
+        &["secrets"],
+        &["get", "list", "watch", "patch"],
+    )])];
+    let learned = posted_about(
+        &client,
+        &operator_target(),
+        &run,
+        &reach,
+        &core_only,
+        &cache,
+    )
+    .await
+    .expect("learned");
+    assert_eq!(names(&learned), vec!["/v1/secrets Events"]);
+    assert_eq!(learned[0].kind.as_deref(), Some("Secret"));
+    assert!(learned[0].crd.is_none());
+}
