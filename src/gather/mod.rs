@@ -82,7 +82,7 @@ impl Reach {
         Unavailable::new(
             Obstacle::OutsideNamespace,
             format!(
-                "This area needs {what}, outside the KopfAudit's namespace {}: the auditor reads other namespaces only when started with --allow-cross-namespace, so that a tenant cannot read another namespace through its KopfAudit.",
+                "This area needs {what}, outside the KopfAudit's namespace {}: the auditor reads other namespaces only when started with --allow-cross-namespace (Helm value allowCrossNamespace), so that a tenant cannot read another namespace through its KopfAudit. A platform team can grant it (see the README, \"Tenancy\"), or audit the operator with `kopf-audit check` and its own credentials.",
                 self.own
             ),
         )
