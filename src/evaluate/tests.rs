@@ -604,8 +604,9 @@ fn a_status_with_every_list_and_string_at_its_bound_stays_far_below_etcd_s_limit
     status.skipped = vec![skipped; MAX_SKIPPED];
     let bytes = serde_json::to_string(&status).expect("JSON").len();
     // etcd takes 1.5 MiB a request and the KopfAudit's annotations may take 256 KiB of
-    // it: this (about 640 KiB) leaves over a third free. A raised bound shows here.
-    assert!(bytes < 700 * 1024, "{bytes} bytes");
+    // it: this (about 785 KiB, with each target's recognition note and handled
+    // resources) leaves over a third free. A raised bound shows here.
+    assert!(bytes < 820 * 1024, "{bytes} bytes");
 }
 
 #[test]
