@@ -129,7 +129,7 @@ define_checks! {
     WorkloadRolloutOverlap = "workload.rollout-overlap", Workload, Warning, "A single-leader kopf Deployment whose rollouts run two instances at once (RollingUpdate with a surge): kopf's docs use `strategy: Recreate`.";
     WorkloadDebugLogging = "workload.debug-logging", Workload, Warning, "kopf runs with `-v`/`--debug`, or DEBUG records dominate the log: it logs whole bodies and patches, secrets included.";
     WorkloadWebhookBlastRadius = "workload.webhook-blast-radius", Workload, Warning, "kopf-managed admission webhooks that fail closed on a single or not-ready operator, reach kube-system, or point at a dev tunnel.";
-    RbacCrdScan = "rbac.crd-scan", Rbac, Error, "No list or watch (get: warning) on customresourcedefinitions at cluster scope.";
+    RbacCrdScan = "rbac.crd-scan", Rbac, Error, "No list or watch on customresourcedefinitions at cluster scope (kopf never gets a CRD: get is not needed).";
     RbacEvents = "rbac.events", Rbac, Error, "No create on core events in a namespace where the operator must post.";
     RbacEventsPatch = "rbac.events-patch", Rbac, Info, "Events create is granted but patch is not (advice: kopf 1.45 only creates).";
     RbacNamespaces = "rbac.namespaces", Rbac, Error, "Namespaced mode (`-n`) without list and watch on namespaces.";
