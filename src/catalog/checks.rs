@@ -152,7 +152,7 @@ define_checks! {
     PersistenceOrphanedFinalizers = "persistence.orphaned-finalizers", Persistence, Error, "Handled objects carry the operator's finalizer while it has no running instance (error), or live in its own namespace (info): deletions hang.";
     RuntimeHandlerFailures = "runtime.handler-failures", Runtime, Warning, "Handler failures in the window, per handler and object.";
     RuntimeStartupForbidden = "runtime.startup-forbidden", Runtime, Error, "An `is forbidden` line in the logs names a missing verb and resource.";
-    RuntimePermissionDegraded = "runtime.permission-degraded", Runtime, Error, "`Not enough permissions to watch for resources`: changes go unnoticed.";
+    RuntimePermissionDegraded = "runtime.permission-degraded", Runtime, Error, "`Not enough permissions to watch for resources`: changes go unnoticed (when rbac.crd-scan names the refused CRD watch, that finding alone is kept).";
     RuntimePeeringConflict = "runtime.peering-conflict", Runtime, Error, "`Possibly conflicting operators with the same priority`.";
     RuntimeUnresolvedResources = "runtime.unresolved-resources", Runtime, Error, "`Unresolved resources cannot be served`: a handled CRD is missing.";
     RuntimeThrottling = "runtime.throttling", Runtime, Error, "`Throttling for N seconds due to an unexpected error`.";

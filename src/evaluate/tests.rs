@@ -604,3 +604,57 @@ fn a_status_with_every_list_and_string_at_its_bound_stays_far_below_etcd_s_limit
     // it: this (about 640 KiB) leaves over a third free. A raised bound shows here.
     assert!(bytes < 700 * 1024, "{bytes} bytes");
 }
+
+/// `Not enough permissions to watch for resources`, as kopf 1.45 logs it when its CRD
+/// watch is refused.
+const BLIND: &str = "[2026-11-30 02:42:49,501] kopf._core.reactor.o [WARNING ] Not enough permissions to watch for resources: changes (creation/deletion/updates) will not be noticed; the resources are only refreshed on operator restarts.";
+
+#[test]
+fn a_refused_crd_watch_is_one_finding_the_rbac_one_with_the_rule() {
+    // kopf logs the degradation because its CRD watch is refused: rbac.crd-scan names
+    // the rule to add, so runtime.permission-degraded does not repeat it.
+    let mut ev = read(BLIND);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    let needs = crate::model::needs::needs(&kopf.run, Some(&[]), "ns", &Default::default());
+    let denied: Vec<crate::model::rbac::Permission> = needs
+        .iter()
+        .filter(|n| n.check == CheckId::RbacCrdScan)
+        .flat_map(|n| n.permissions())
+        .collect();
+    let answers = crate::model::needs::permissions(&needs)
+        .into_iter()
+        .map(|p| {
+            let allowed = !denied.contains(&p);
+            (p, allowed)
+        })
+        .collect();
+    let rbac = crate::model::evidence::RbacEvidence {
+        answers,
+        needs,
+        ..Default::default()
+    };
+    kopf.rbac = Ok(rbac.clone());
+    let found: Vec<CheckId> = evaluation(ev.clone(), &Policy::default())
+        .findings
+        .iter()
+        .map(|f| f.check)
+        .collect();
+    assert!(found.contains(&CheckId::RbacCrdScan), "{found:?}");
+    assert!(
+        !found.contains(&CheckId::RuntimePermissionDegraded),
+        "{found:?}"
+    );
+    // Granted since (the log is older than the fix): the degradation stays reported.
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.rbac = Ok(crate::model::evidence::RbacEvidence {
+        answers: rbac.answers.keys().map(|p| (p.clone(), true)).collect(),
+        ..rbac
+    });
+    let found: Vec<CheckId> = evaluation(ev, &Policy::default())
+        .findings
+        .iter()
+        .map(|f| f.check)
+        .filter(|c| c.area() != crate::catalog::Area::Workload)
+        .collect();
+    assert_eq!(found, vec![CheckId::RuntimePermissionDegraded]);
+}
