@@ -139,13 +139,12 @@ fn status_schema(
         .enumerate()
         .filter_map(|(index, resource)| {
             let crd = resource.crd.as_ref()?;
-            let problem = if !crd.status_subresource {
-                "has no status subresource"
-            } else if !crd.status_preserves_unknown_fields {
-                "has a status schema that prunes unknown fields"
-            } else {
+            // Without a status subresource kopf patches status with the object itself
+            // (kopf 1.45 `_cogs/clients/patching.py`): only the schema decides.
+            if crd.status_preserves_unknown_fields {
                 return None;
-            };
+            }
+            let problem = "has a status schema that prunes unknown fields";
             // Status storage in use: kopf's keys in status, and no progress annotations.
             let mine = objects.iter().filter(|o| o.resource == index);
             let status_storage = mine.clone().any(|o| !o.status_kopf_keys.is_empty())
@@ -155,7 +154,7 @@ fn status_schema(
                 CheckId::PersistenceStatusSchema,
                 target,
                 format!(
-                    "CRD {} {problem}: {}, and with status storage its progress and diff-base under status.kopf; what the schema does not keep is dropped silently. Enable the status subresource and add `x-kubernetes-preserve-unknown-fields: true` under status in the CRD's schema.",
+                    "CRD {} {problem}: {}, and with status storage its progress and diff-base under status.kopf; what the schema does not keep is dropped silently. Add `x-kubernetes-preserve-unknown-fields: true` under status in the CRD's schema (or under status.kopf, declaring the handlers' result fields).",
                     crd.name,
                     status_writes(version)
                 ),

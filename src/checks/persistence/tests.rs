@@ -71,6 +71,16 @@ fn pruning_status_schema_is_an_error_when_status_storage_is_used() {
 }
 
 #[test]
+fn a_schema_that_keeps_status_is_fine_without_a_status_subresource() {
+    // kopf 1.45 patches status with the object when there is no status subresource
+    // (`_cogs/clients/patching.py`): what the schema keeps stays, nothing is pruned.
+    let mut with_status = object(&[], &[]);
+    with_status.status_kopf_keys = vec!["progress".into()];
+    let kept = status_schema("op", &[resource(false, true)], &[with_status], None);
+    assert_eq!(kept, Vec::new());
+}
+
+#[test]
 fn stuck_deletion_and_annotation_size() {
     let now = jiff::Timestamp::from_second(10_000).expect("ts");
     let mut deleting = object(&[], &["example.com/finalizer"]);
