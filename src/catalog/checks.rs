@@ -146,7 +146,7 @@ define_checks! {
     PersistenceDiffbaseAnnotation = "persistence.diffbase-annotation", Persistence, Warning, "Handled objects carry kopf.zalando.org/last-handled-configuration.";
     PersistenceDefaultFinalizer = "persistence.default-finalizer", Persistence, Info, "The finalizer is kopf's default kopf.zalando.org/KopfFinalizerMarker.";
     PersistenceStatusSchema = "persistence.status-schema", Persistence, Warning, "The handled CRD's schema prunes what kopf writes into status: neither status nor status.kopf keeps unknown fields.";
-    PersistencePatchInconsistencies = "persistence.patch-inconsistencies", Persistence, Error, "The logs contain `Merge-patching finished with inconsistencies`.";
+    PersistencePatchInconsistencies = "persistence.patch-inconsistencies", Persistence, Error, "The logs contain `Merge-patching finished with inconsistencies` (warning on a built-in kind, whose status no schema can keep).";
     PersistenceStuckFinalizer = "persistence.stuck-finalizer", Persistence, Error, "A handled object has been deleting for over 10 minutes with a kopf finalizer.";
     PersistenceAnnotationSize = "persistence.annotation-size", Persistence, Warning, "A handled object's annotations approach the 262144-byte limit.";
     PersistenceOrphanedFinalizers = "persistence.orphaned-finalizers", Persistence, Error, "Handled objects carry the operator's finalizer while it has no running instance (error), or live in its own namespace (info): deletions hang.";
