@@ -121,7 +121,7 @@ define_checks! {
     WorkloadCpuLimit = "workload.cpu-limit", Workload, Warning, "A CPU limit is set; CPU is compressible, set only a request.";
     WorkloadCpuRequest = "workload.cpu-request", Workload, Info, "No CPU request.";
     WorkloadOomKilled = "workload.oom-killed", Workload, Error, "A container's current or last state is OOMKilled: raise the memory limit first.";
-    WorkloadCrashLoop = "workload.crash-loop", Workload, Error, "CrashLoopBackOff or restarts; quotes the first lines of the previous container's log.";
+    WorkloadCrashLoop = "workload.crash-loop", Workload, Error, "CrashLoopBackOff or restarts; quotes the lines of the previous container's log that explain the exit, kopf's or not (a Python traceback at import).";
     WorkloadStandaloneReplicas = "workload.standalone-replicas", Workload, Error, "`--standalone` (peering off) with more than one replica: two operators handle every object.";
     WorkloadLiveness = "workload.liveness", Workload, Warning, "No liveness probe, or it does not hit kopf's `--liveness` endpoint.";
     WorkloadDefaultServiceAccount = "workload.default-service-account", Workload, Warning, "The pod runs as the namespace's `default` ServiceAccount.";

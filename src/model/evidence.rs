@@ -202,6 +202,10 @@ pub(crate) struct LogEvidence {
     pub(crate) records: Vec<kopf_log::Record>,
     /// The previous container's log of every restarted pod, by pod name.
     pub(crate) previous: BTreeMap<String, Vec<kopf_log::Record>>,
+    /// The end of each previous container's log after kopf's last line, when it has
+    /// lines that are not kopf's (a Python traceback printed before kopf logged
+    /// anything, an ImportError of the operator's module), by pod name; bounded.
+    pub(crate) previous_tail: BTreeMap<String, Vec<kopf_log::Record>>,
     /// Line counts, for `runtime.unparsed-logs`.
     pub(crate) stats: kopf_log::Stats,
     /// The byte cap cut the log: the window was not fully read.
