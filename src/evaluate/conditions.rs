@@ -171,10 +171,10 @@ fn area_condition(
         AreaState::NotKopf(message) => {
             DesiredCondition::new(type_, S::Unknown, R::NotKopf, message)
         }
-        AreaState::Partial(why) if serious.is_empty() => {
-            DesiredCondition::new(type_, S::Unknown, R::LogsPartial, why)
+        AreaState::Partial(reason, why) if serious.is_empty() => {
+            DesiredCondition::new(type_, S::Unknown, reason, why)
         }
-        AreaState::Partial(why) => {
+        AreaState::Partial(_, why) => {
             DesiredCondition::new(type_, S::False, R::FindingsPresent, found() + " " + &why)
         }
         AreaState::Unavailable(u) if u.why == Obstacle::Failed => {

@@ -2,7 +2,7 @@
 //! checks, severity overrides, and one finding per root cause.
 
 use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
-use crate::catalog::{Area, CheckId, SKIP_ANNOTATION_PREFIX};
+use crate::catalog::{Area, CheckId, ConditionReason, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
 use crate::model::bounded::{
     MAX_EVIDENCE_BYTES, MAX_LISTED, MAX_MESSAGE_BYTES, MAX_NAME_BYTES, MAX_QUOTED_REASON_BYTES,
@@ -29,15 +29,15 @@ pub(crate) enum AreaState {
     Unavailable(Unavailable),
     /// The target runs no kopf, so the kopf checks do not apply.
     NotKopf(String),
-    /// Its checks ran on part of the evidence (the message says which part is
-    /// missing): what they found counts, what they did not find is not resolved.
-    Partial(String),
+    /// Its checks ran on part of the evidence (the reason and message say which part
+    /// is missing): what they found counts, what they did not find is not resolved.
+    Partial(ConditionReason, String),
 }
 
 impl AreaState {
     /// Whether the area's findings are those of a complete look (nothing stays stale).
     pub(crate) fn is_complete(&self) -> bool {
-        !matches!(self, AreaState::Unavailable(_) | AreaState::Partial(_))
+        !matches!(self, AreaState::Unavailable(_) | AreaState::Partial(..))
     }
 }
 
@@ -70,7 +70,7 @@ impl Evaluation {
         if let Some(u) = states
             .iter()
             .find(|s| matches!(s, AreaState::Unavailable(_)))
-            .or_else(|| states.iter().find(|s| matches!(s, AreaState::Partial(_))))
+            .or_else(|| states.iter().find(|s| matches!(s, AreaState::Partial(..))))
         {
             return (*u).clone();
         }
@@ -126,7 +126,7 @@ fn evaluate_target(
                 let state = match evidence_for(area, kopf) {
                     Ok(()) => {
                         raised.extend(checks::run_area(area, target, kopf, settings));
-                        partial_logs(area, kopf).map_or(AreaState::Evaluated, AreaState::Partial)
+                        partial(area, kopf)
                     }
                     Err(why) => AreaState::Unavailable(why),
                 };
@@ -201,6 +201,38 @@ fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
         Area::Persistence => need(&kopf.handled).and(need(&kopf.objects)),
         Area::Runtime => need(&kopf.logs),
     }
+}
+
+/// How far an area whose evidence was gathered could be evaluated: in full, or on part
+/// of it (the log, or the Events, read in part).
+fn partial(area: Area, kopf: &KopfEvidence) -> AreaState {
+    let parts: Vec<(ConditionReason, String)> = [
+        partial_events(area, kopf).map(|why| (ConditionReason::OutsideNamespace, why)),
+        partial_logs(area, kopf).map(|why| (ConditionReason::LogsPartial, why)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match parts.first() {
+        None => AreaState::Evaluated,
+        Some((reason, _)) => {
+            let why: Vec<&str> = parts.iter().map(|(_, why)| why.as_str()).collect();
+            AreaState::Partial(*reason, why.join(" "))
+        }
+    }
+}
+
+/// Why the Events area saw only part of the Events, if it did: kopf may file the Events
+/// of cluster-scoped objects in a namespace the reach leaves unread (`default`).
+fn partial_events(area: Area, kopf: &KopfEvidence) -> Option<String> {
+    if area != Area::Events {
+        return None;
+    }
+    let unread = &kopf.events.as_ref().ok()?.unread;
+    let first = unread.iter().next()?;
+    Some(format!(
+        "The Events of the cluster-scoped objects it handles may be in namespace {first}, which was not read: kopf files them there when its login names no namespace (the kubernetes client's login; kopf 1.45 `_cogs/clients/events.py`), and none were found in the operator's own namespace. {first} is outside the KopfAudit's namespace: the auditor reads it only when started with --allow-cross-namespace. Findings seen are reported; none is resolved, and failures of cluster-scoped objects are not called silent."
+    ))
 }
 
 /// Why an area that reads the log saw only part of it, if it did: records of the

@@ -658,3 +658,28 @@ fn a_refused_crd_watch_is_one_finding_the_rbac_one_with_the_rule() {
         .collect();
     assert_eq!(found, vec![CheckId::RuntimePermissionDegraded]);
 }
+
+#[test]
+fn events_left_unread_in_default_make_the_events_area_say_so() {
+    // kopf may file the Events of cluster-scoped objects in `default`, outside the
+    // KopfAudit's namespace: the area says what it could not read, not "compliant".
+    let mut ev = read(HEALTHY);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.events = Ok(crate::model::evidence::EventEvidence {
+        unread: ["default".to_string()].into(),
+        ..Default::default()
+    });
+    let update = audit(None, ev, 0);
+    let (status, reason) = area(&update.status, ConditionType::EventsCompliant);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("Unknown", "OutsideNamespace")
+    );
+    let message = condition(&update.status, ConditionType::EventsCompliant)
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(message.contains("namespace default"), "{message}");
+    assert!(message.contains("--allow-cross-namespace"), "{message}");
+    // The other areas are unaffected.
+    assert_eq!(cond(&update.status, ConditionType::RuntimeHealthy), "True");
+}

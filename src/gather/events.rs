@@ -1,8 +1,9 @@
 //! Reads the Events that tell whether the operator surfaced its failures: core/v1 Events
-//! (kopf posts those) in the namespaces it serves and in its own namespace (where kopf
-//! posts the Events of cluster-scoped objects), within the log window. A field selector
-//! narrows the read to the handled kind where there is one; pages are followed up to a
-//! bound, and only Events about handled objects in served namespaces are kept.
+//! (kopf posts those) in the namespaces it serves and where kopf posts the Events of
+//! cluster-scoped objects (its own namespace, or `default`), within the log window. A
+//! field selector narrows the read to the handled kind where there is one; pages are
+//! followed up to a bound, and only Events about handled objects in served namespaces
+//! are kept.
 
 use super::{Namespaces, Reach, obstacle};
 use crate::catalog::EventType;
@@ -24,22 +25,53 @@ const PAGE: u32 = 500;
 /// the status says `eventsTruncated`.
 pub(crate) const MAX_EVENTS_PER_NAMESPACE: usize = 5000;
 
-/// The namespaces whose Events concern the operator: those it serves, plus its own when
-/// it handles cluster-scoped objects.
-fn event_namespaces(run: &KopfRun, handled: &[HandledResource], own: &str) -> Namespaces {
-    match Namespaces::served(&run.scope) {
+/// Where kopf files the Events of cluster-scoped objects when its login names no
+/// namespace. kopf 1.45 `_cogs/clients/events.py` posts them into `ref.namespace or
+/// get_default_namespace() or 'default'`; the login through the `kubernetes` client
+/// (`login_via_client`, `_core/intents/piggybacking.py`, chosen whenever that package is
+/// installed and pykube is not) names no namespace, in a cluster as on a laptop. Only
+/// kopf's own logins (service account, kubeconfig) and pykube's name one: the operator's
+/// own namespace in a cluster.
+pub(crate) const KOPF_FALLBACK_NAMESPACE: &str = "default";
+
+/// The namespaces whose Events concern the operator (those it serves; with
+/// cluster-scoped objects, its own and `default` too), and those of them the reach
+/// leaves unread (`default`, outside the KopfAudit's namespace).
+fn event_namespaces(
+    run: &KopfRun,
+    handled: &[HandledResource],
+    own: &str,
+    reach: &Reach,
+) -> (Namespaces, BTreeSet<String>) {
+    let mut unread = BTreeSet::new();
+    let namespaces = match Namespaces::served(&run.scope) {
         Namespaces::All => Namespaces::All,
         Namespaces::Only(mut list) => {
             if handled.iter().any(|h| !h.namespaced) {
                 list.insert(own.to_string());
+                if reach.may_read(Some(KOPF_FALLBACK_NAMESPACE)) {
+                    list.insert(KOPF_FALLBACK_NAMESPACE.to_string());
+                } else if !list.contains(KOPF_FALLBACK_NAMESPACE) {
+                    unread.insert(KOPF_FALLBACK_NAMESPACE.to_string());
+                }
             }
             Namespaces::Only(list)
         }
-    }
+    };
+    (namespaces, unread)
+}
+
+/// Whether kopf is seen filing the Events of cluster-scoped objects in the operator's
+/// own namespace: one login, one namespace, so `default` holds none of them.
+fn files_at_home(events: &[EventRecord], own: &str) -> bool {
+    events
+        .iter()
+        .any(|e| e.reporter == Reporter::Kopf && e.object_namespace.is_empty() && e.filed_in == own)
 }
 
 /// Lists the Events about the handled objects, newer than `now - window`;
-/// `operator_namespace` is where kopf files the Events of cluster-scoped objects.
+/// `operator_namespace` is where kopf files the Events of cluster-scoped objects unless
+/// its login names no namespace ([`KOPF_FALLBACK_NAMESPACE`]).
 pub(crate) async fn gather(
     client: &Client,
     run: &KopfRun,
@@ -49,7 +81,7 @@ pub(crate) async fn gather(
     now: Timestamp,
     window: Duration,
 ) -> Gathered<EventEvidence> {
-    let namespaces = event_namespaces(run, handled, operator_namespace);
+    let (namespaces, unread) = event_namespaces(run, handled, operator_namespace, reach);
     if !namespaces.within(reach) {
         return Err(reach.outside("the Events of the namespaces the operator serves"));
     }
@@ -76,6 +108,7 @@ pub(crate) async fn gather(
             })
             .collect(),
     };
+    let homes = [operator_namespace, KOPF_FALLBACK_NAMESPACE];
     let mut out = EventEvidence::default();
     for (api, where_) in apis {
         let (events, cut) = list_paged(&api, selector.as_deref()).await.map_err(|e| {
@@ -91,8 +124,11 @@ pub(crate) async fn gather(
                 .iter()
                 .map(record)
                 .filter(|r| r.time.is_none_or(|t| t >= since))
-                .filter_map(|r| r.about_handled(handled, &run.scope, operator_namespace)),
+                .filter_map(|r| r.about_handled(handled, &run.scope, &homes)),
         );
+    }
+    if !files_at_home(&out.events, operator_namespace) {
+        out.unread = unread;
     }
     Ok(out)
 }
@@ -145,6 +181,7 @@ pub(crate) fn record(event: &Event) -> EventRecord {
         group: group_of(obj.api_version.as_deref().unwrap_or("")).to_string(),
         kind: obj.kind.clone().unwrap_or_default(),
         object_namespace: obj.namespace.clone().unwrap_or_default(),
+        filed_in: String::new(),
         name: obj.name.clone().unwrap_or_default(),
         uid: obj.uid.clone().unwrap_or_default(),
         type_: EventType::parse(event.type_.as_deref().unwrap_or("")),
@@ -155,3 +192,6 @@ pub(crate) fn record(event: &Event) -> EventRecord {
         time,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -191,7 +191,7 @@ fn events(
             .entry(own_namespace.to_string())
             .or_insert_with(|| {
                 Some(
-                    " (kopf posts the events of cluster-scoped objects into its own namespace)"
+                    " (kopf posts the events of cluster-scoped objects into the namespace its login names, its own in a cluster; into default when the login names none, as the kubernetes client's does)"
                         .into(),
                 )
             });
