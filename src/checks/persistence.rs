@@ -52,15 +52,16 @@ pub(crate) fn check(
 enum Patched<'a> {
     /// An object of a custom resource, with its CRD.
     Custom(&'a HandledResource),
-    /// An object of a built-in kind (no CRD): its status is typed, or absent (a Secret,
-    /// a ConfigMap), so the API server drops what kopf writes there.
-    BuiltIn(&'a HandledResource),
+    /// An object of a built-in kind (no CRD), that one when known: its status is typed,
+    /// or absent (a Secret, a ConfigMap), so the API server drops what kopf writes there.
+    BuiltIn(Option<&'a HandledResource>),
     /// Not known.
     Unknown,
 }
 
 /// The handled resource of the object a log record is about: by its kind (JSON format),
-/// else by the sampled object of that name, else the only kind of resource handled.
+/// else by the sampled object of that name, else the only resource handled (or a
+/// built-in kind when every one handled is).
 fn patched<'a>(
     record: &kopf_log::Record,
     handled: &'a [HandledResource],
@@ -68,7 +69,7 @@ fn patched<'a>(
 ) -> Patched<'a> {
     let of = |h: &'a HandledResource| match h.crd {
         Some(_) => Patched::Custom(h),
-        None => Patched::BuiltIn(h),
+        None => Patched::BuiltIn(Some(h)),
     };
     let object = record.object.as_ref();
     let by_kind = object
@@ -84,10 +85,10 @@ fn patched<'a>(
     if let Some(h) = by_kind.or_else(by_name) {
         return of(h);
     }
-    let built_in = handled.iter().all(|h| h.crd.is_none());
-    let custom = handled.iter().all(|h| h.crd.is_some());
-    match handled.first() {
-        Some(h) if built_in || custom => of(h),
+    match handled {
+        [only] => of(only),
+        [] => Patched::Unknown,
+        several if several.iter().all(|h| h.crd.is_none()) => Patched::BuiltIn(None),
         _ => Patched::Unknown,
     }
 }
@@ -118,8 +119,11 @@ fn patch_inconsistencies(
         ),
         Patched::BuiltIn(h) => (
             format!(
-                "{line}: kopf wrote into the status of {kind} objects, a built-in kind, and the API server dropped it: a built-in kind keeps only its own typed status (a Secret or a ConfigMap has none at all), and no schema can change that. Keep kopf's progress and diff-base in annotations for it (the defaults since kopf 1.44; not StatusProgressStorage or StatusDiffBaseStorage), and return nothing from its handlers (kopf stores a return value in status.<handler id>).",
-                kind = h.kind.as_deref().unwrap_or(h.plural.as_str())
+                "{line}: kopf wrote into the status of {objects}, a built-in kind, and the API server dropped it: a built-in kind keeps only its own typed status (a Secret or a ConfigMap has none at all), and no schema can change that. Keep kopf's progress and diff-base in annotations for it (the defaults since kopf 1.44; not StatusProgressStorage or StatusDiffBaseStorage), and return nothing from its handlers (kopf stores a return value in status.<handler id>).",
+                objects = h.map_or("its objects".to_string(), |h| format!(
+                    "{} objects",
+                    h.kind.as_deref().unwrap_or(h.plural.as_str())
+                ))
             ),
             Severity::Warning,
         ),

@@ -306,6 +306,20 @@ fn inconsistencies_on_a_custom_resource_name_its_crd_and_stay_errors() {
         "{}",
         f.message
     );
+    // Several built-in kinds handled, the object unknown: still a built-in kind.
+    let configmaps = HandledResource {
+        plural: "configmaps".into(),
+        kind: Some("ConfigMap".into()),
+        ..secrets()
+    };
+    let f = patch_inconsistencies("op", &logged(INCONSISTENT), &[secrets(), configmaps], &[])
+        .expect("finding");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message.contains("status of its objects, a built-in kind"),
+        "{}",
+        f.message
+    );
     // Nothing known of the object: both fixes, at the check's severity.
     let f = patch_inconsistencies("op", &logged(INCONSISTENT), &[], &[]).expect("finding");
     assert_eq!(f.severity, Severity::Error);
