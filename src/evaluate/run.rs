@@ -207,7 +207,7 @@ fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
 /// of it (the log, or the Events, read in part).
 fn partial(area: Area, kopf: &KopfEvidence) -> AreaState {
     let parts: Vec<(ConditionReason, String)> = [
-        partial_events(area, kopf).map(|why| (ConditionReason::OutsideNamespace, why)),
+        partial_events(area, kopf),
         partial_logs(area, kopf).map(|why| (ConditionReason::LogsPartial, why)),
     ]
     .into_iter()
@@ -223,15 +223,18 @@ fn partial(area: Area, kopf: &KopfEvidence) -> AreaState {
 }
 
 /// Why the Events area saw only part of the Events, if it did: kopf may file the Events
-/// of cluster-scoped objects in a namespace the reach leaves unread (`default`).
-fn partial_events(area: Area, kopf: &KopfEvidence) -> Option<String> {
+/// of cluster-scoped objects in a namespace that was not read (`default`).
+fn partial_events(area: Area, kopf: &KopfEvidence) -> Option<(ConditionReason, String)> {
     if area != Area::Events {
         return None;
     }
-    let unread = &kopf.events.as_ref().ok()?.unread;
-    let first = unread.iter().next()?;
-    Some(format!(
-        "The Events of the cluster-scoped objects it handles may be in namespace {first}, which was not read: kopf files them there when its login names no namespace (the kubernetes client's login; kopf 1.45 `_cogs/clients/events.py`), and none were found in the operator's own namespace. {first} is outside the KopfAudit's namespace: the auditor reads it only when started with --allow-cross-namespace. Findings seen are reported; none is resolved, and failures of cluster-scoped objects are not called silent."
+    let (namespace, why) = kopf.events.as_ref().ok()?.unread.iter().next()?;
+    Some((
+        why.reason(),
+        format!(
+            "The Events of the cluster-scoped objects it handles may be in namespace {namespace}, which was not read: kopf files them there when its login names no namespace (the kubernetes client's login; kopf 1.45 `_cogs/clients/events.py`), and none were found in the operator's own namespace. {} Findings seen are reported; none is resolved, and failures of cluster-scoped objects are not called silent.",
+            why.message
+        ),
     ))
 }
 

@@ -666,7 +666,14 @@ fn events_left_unread_in_default_make_the_events_area_say_so() {
     let mut ev = read(HEALTHY);
     let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
     kopf.events = Ok(crate::model::evidence::EventEvidence {
-        unread: ["default".to_string()].into(),
+        unread: [(
+            "default".to_string(),
+            crate::model::evidence::Unavailable::new(
+                crate::model::evidence::Obstacle::OutsideNamespace,
+                "This area needs the Events in namespace default, outside the KopfAudit's namespace ns: the auditor reads other namespaces only when started with --allow-cross-namespace.",
+            ),
+        )]
+        .into(),
         ..Default::default()
     });
     let update = audit(None, ev, 0);

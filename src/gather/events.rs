@@ -8,7 +8,7 @@
 use super::{Namespaces, Reach, obstacle};
 use crate::catalog::EventType;
 use crate::model::evidence::{
-    EventEvidence, EventRecord, Gathered, HandledResource, Reporter, group_of,
+    EventEvidence, EventRecord, Gathered, HandledResource, Reporter, Unavailable, group_of,
 };
 use crate::model::kopf_run::KopfRun;
 use crate::model::names::field_selector_value;
@@ -16,7 +16,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Events per list page.
@@ -34,31 +34,48 @@ pub(crate) const MAX_EVENTS_PER_NAMESPACE: usize = 5000;
 /// own namespace in a cluster.
 pub(crate) const KOPF_FALLBACK_NAMESPACE: &str = "default";
 
-/// The namespaces whose Events concern the operator (those it serves; with
-/// cluster-scoped objects, its own and `default` too), and those of them the reach
-/// leaves unread (`default`, outside the KopfAudit's namespace).
+/// Where the Events that concern the operator are read.
+struct EventNamespaces {
+    /// Those it serves (with cluster-scoped objects, its own too): each must be read.
+    required: Namespaces,
+    /// `default`, where kopf files the Events of cluster-scoped objects when its login
+    /// names no namespace, if within reach and not already required: read when it can
+    /// be.
+    fallback: Option<&'static str>,
+    /// Where such Events may be that is not read, and why.
+    unread: BTreeMap<String, Unavailable>,
+}
+
+/// Where the Events that concern the operator are, and what of it the reach excludes.
 fn event_namespaces(
     run: &KopfRun,
     handled: &[HandledResource],
     own: &str,
     reach: &Reach,
-) -> (Namespaces, BTreeSet<String>) {
-    let mut unread = BTreeSet::new();
-    let namespaces = match Namespaces::served(&run.scope) {
-        Namespaces::All => Namespaces::All,
-        Namespaces::Only(mut list) => {
-            if handled.iter().any(|h| !h.namespaced) {
-                list.insert(own.to_string());
-                if reach.may_read(Some(KOPF_FALLBACK_NAMESPACE)) {
-                    list.insert(KOPF_FALLBACK_NAMESPACE.to_string());
-                } else if !list.contains(KOPF_FALLBACK_NAMESPACE) {
-                    unread.insert(KOPF_FALLBACK_NAMESPACE.to_string());
-                }
-            }
-            Namespaces::Only(list)
-        }
+) -> EventNamespaces {
+    let mut out = EventNamespaces {
+        required: Namespaces::served(&run.scope),
+        fallback: None,
+        unread: BTreeMap::new(),
     };
-    (namespaces, unread)
+    if let Namespaces::Only(list) = &mut out.required
+        && handled.iter().any(|h| !h.namespaced)
+    {
+        list.insert(own.to_string());
+        if list.contains(KOPF_FALLBACK_NAMESPACE) {
+            // Its own namespace is `default`: read already.
+        } else if reach.may_read(Some(KOPF_FALLBACK_NAMESPACE)) {
+            out.fallback = Some(KOPF_FALLBACK_NAMESPACE);
+        } else {
+            out.unread.insert(
+                KOPF_FALLBACK_NAMESPACE.to_string(),
+                reach.outside(&format!(
+                    "the Events in namespace {KOPF_FALLBACK_NAMESPACE}"
+                )),
+            );
+        }
+    }
+    out
 }
 
 /// Whether kopf is seen filing the Events of cluster-scoped objects in the operator's
@@ -71,7 +88,9 @@ fn files_at_home(events: &[EventRecord], own: &str) -> bool {
 
 /// Lists the Events about the handled objects, newer than `now - window`;
 /// `operator_namespace` is where kopf files the Events of cluster-scoped objects unless
-/// its login names no namespace ([`KOPF_FALLBACK_NAMESPACE`]).
+/// its login names no namespace ([`KOPF_FALLBACK_NAMESPACE`]). A namespace the operator
+/// serves that cannot be read makes the area unavailable; `default` that cannot be read
+/// is named in [`EventEvidence::unread`].
 pub(crate) async fn gather(
     client: &Client,
     run: &KopfRun,
@@ -81,8 +100,12 @@ pub(crate) async fn gather(
     now: Timestamp,
     window: Duration,
 ) -> Gathered<EventEvidence> {
-    let (namespaces, unread) = event_namespaces(run, handled, operator_namespace, reach);
-    if !namespaces.within(reach) {
+    let EventNamespaces {
+        required,
+        fallback,
+        mut unread,
+    } = event_namespaces(run, handled, operator_namespace, reach);
+    if !required.within(reach) {
         return Err(reach.outside("the Events of the namespaces the operator serves"));
     }
     let kinds: BTreeSet<&str> = handled.iter().filter_map(|h| h.kind.as_deref()).collect();
@@ -96,28 +119,35 @@ pub(crate) async fn gather(
         [one] => Some(format!("involvedObject.kind={}", field_selector_value(one))),
         _ => None,
     };
-    let apis: Vec<(Api<Event>, String)> = match &namespaces {
-        Namespaces::All => vec![(Api::all(client.clone()), "every namespace".into())],
-        Namespaces::Only(list) => list
-            .iter()
-            .map(|ns| {
-                (
-                    Api::namespaced(client.clone(), ns),
-                    format!("namespace {ns}"),
-                )
-            })
-            .collect(),
+    let namespaced = |ns: &str| (Api::namespaced(client.clone(), ns), Some(ns.to_string()));
+    let mut apis: Vec<(Api<Event>, Option<String>)> = match &required {
+        Namespaces::All => vec![(Api::all(client.clone()), None)],
+        Namespaces::Only(list) => list.iter().map(|ns| namespaced(ns)).collect(),
     };
+    let required_reads = apis.len();
+    apis.extend(fallback.map(namespaced));
     let homes = [operator_namespace, KOPF_FALLBACK_NAMESPACE];
     let mut out = EventEvidence::default();
-    for (api, where_) in apis {
-        let (events, cut) = list_paged(&api, selector.as_deref()).await.map_err(|e| {
+    for (index, (api, namespace)) in apis.into_iter().enumerate() {
+        let where_ = match &namespace {
+            Some(ns) => format!("namespace {ns}"),
+            None => "every namespace".to_string(),
+        };
+        let read = list_paged(&api, selector.as_deref()).await.map_err(|e| {
             obstacle(
                 &e,
                 &format!("list events in {where_}"),
                 &format!("list on events in {where_}"),
             )
-        })?;
+        });
+        let (events, cut) = match (read, namespace) {
+            (Ok(read), _) => read,
+            (Err(why), Some(ns)) if index >= required_reads => {
+                unread.insert(ns, why);
+                continue;
+            }
+            (Err(why), _) => return Err(why),
+        };
         out.truncated |= cut;
         out.events.extend(
             events

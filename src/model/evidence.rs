@@ -326,9 +326,10 @@ pub(crate) struct EventEvidence {
     /// The read stopped at its bound: older Events were not read.
     pub(crate) truncated: bool,
     /// Namespaces where kopf may have filed Events of cluster-scoped objects that were
-    /// not read: outside the KopfAudit's namespace without the cross-namespace allowance
-    /// (`default`, where kopf files them when its login names no namespace).
-    pub(crate) unread: BTreeSet<String>,
+    /// not read, and why (`default`, where kopf files them when its login names no
+    /// namespace: outside the KopfAudit's namespace without the cross-namespace
+    /// allowance, or refused to the auditor).
+    pub(crate) unread: BTreeMap<String, Unavailable>,
 }
 
 /// One handled object, reduced to what the persistence checks read.

@@ -117,9 +117,52 @@ async fn without_the_allowance_default_is_named_unread_not_read() {
         "{paths:?}"
     );
     assert!(events.events.is_empty());
-    assert_eq!(events.unread, BTreeSet::from(["default".to_string()]));
+    let unread: Vec<&String> = events.unread.keys().collect();
+    assert_eq!(unread, vec!["default"]);
+    let why = &events.unread["default"];
+    assert_eq!(why.why, crate::model::evidence::Obstacle::OutsideNamespace);
+    assert!(
+        why.message.contains("--allow-cross-namespace"),
+        "{}",
+        why.message
+    );
     // kopf is seen filing them at home: one login, one namespace, nothing is missing.
     let (events, _) = read(vec![kopf_event("ops", "Provisioned", "Normal")], false).await;
     assert_eq!(events.events.len(), 1);
     assert!(events.unread.is_empty(), "{:?}", events.unread);
+}
+
+#[tokio::test]
+async fn default_refused_to_the_auditor_is_named_unread_and_the_rest_counts() {
+    // A namespaced install with the allowance: its Role does not reach `default`.
+    let refuse_default = |method: &Method, path: &str, body: &serde_json::Value| {
+        if path.starts_with("/api/v1/namespaces/default/events") {
+            return json(
+                StatusCode::FORBIDDEN,
+                serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "reason": "Forbidden", "code": 403, "message": "events is forbidden"}),
+            );
+        }
+        answer(Vec::new())(method, path, body)
+    };
+    let (client, _api) = FakeApi::start("ops", refuse_default);
+    let r = run(ns(&["ops"]), Peering::Standalone);
+    let events = gather(
+        &client,
+        &r,
+        &[gadgets()],
+        "ops",
+        &reach("ops", true),
+        jiff::Timestamp::now(),
+        std::time::Duration::from_secs(600),
+    )
+    .await
+    .expect("the area is read, `default` aside");
+    let why = &events.unread["default"];
+    assert_eq!(why.why, crate::model::evidence::Obstacle::Forbidden);
+    assert!(
+        why.message.contains("list on events in namespace default"),
+        "{}",
+        why.message
+    );
 }
