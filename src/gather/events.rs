@@ -29,10 +29,10 @@ pub(crate) const MAX_EVENTS_PER_NAMESPACE: usize = 5000;
 /// namespace. kopf 1.45 `_cogs/clients/events.py` posts them into `ref.namespace or
 /// get_default_namespace() or 'default'`; the login through the `kubernetes` client
 /// (`login_via_client`, `_core/intents/piggybacking.py`, chosen whenever that package is
-/// installed and pykube is not) names no namespace, in a cluster as on a laptop. Only
-/// kopf's own logins (service account, kubeconfig) and pykube's name one: the operator's
-/// own namespace in a cluster.
-pub(crate) const KOPF_FALLBACK_NAMESPACE: &str = "default";
+/// installed and pykube is not) names no namespace, in a cluster as on a laptop. kopf's
+/// own logins name one (the service account's namespace, the kubeconfig context's), and
+/// pykube's the one of its config.
+const KOPF_FALLBACK_NAMESPACE: &str = "default";
 
 /// Where the Events that concern the operator are read.
 struct EventNamespaces {
@@ -62,9 +62,11 @@ fn event_namespaces(
         && handled.iter().any(|h| !h.namespaced)
     {
         list.insert(own.to_string());
+        // When its own namespace is `default`, that is read already.
         if list.contains(KOPF_FALLBACK_NAMESPACE) {
-            // Its own namespace is `default`: read already.
-        } else if reach.may_read(Some(KOPF_FALLBACK_NAMESPACE)) {
+            return out;
+        }
+        if reach.may_read(Some(KOPF_FALLBACK_NAMESPACE)) {
             out.fallback = Some(KOPF_FALLBACK_NAMESPACE);
         } else {
             out.unread.insert(

@@ -166,3 +166,15 @@ async fn default_refused_to_the_auditor_is_named_unread_and_the_rest_counts() {
         why.message
     );
 }
+
+#[test]
+fn an_operator_living_in_default_reads_it_once_and_misses_nothing() {
+    let r = run(ns(&["default"]), Peering::Standalone);
+    let places = event_namespaces(&r, &[gadgets()], "default", &reach("default", false));
+    assert_eq!(
+        places.required,
+        Namespaces::Only(BTreeSet::from(["default".to_string()]))
+    );
+    assert_eq!(places.fallback, None);
+    assert!(places.unread.is_empty());
+}
