@@ -121,7 +121,7 @@ define_checks! {
     WorkloadCpuLimit = "workload.cpu-limit", Workload, Warning, "A CPU limit is set; CPU is compressible, set only a request.";
     WorkloadCpuRequest = "workload.cpu-request", Workload, Info, "No CPU request.";
     WorkloadOomKilled = "workload.oom-killed", Workload, Error, "A container's current or last state is OOMKilled: raise the memory limit first.";
-    WorkloadCrashLoop = "workload.crash-loop", Workload, Error, "CrashLoopBackOff or restarts; quotes the first lines of the previous container's log.";
+    WorkloadCrashLoop = "workload.crash-loop", Workload, Error, "CrashLoopBackOff or restarts; quotes the lines of the previous container's log that explain the exit, kopf's or not (a Python traceback at import).";
     WorkloadStandaloneReplicas = "workload.standalone-replicas", Workload, Error, "`--standalone` (peering off) with more than one replica: two operators handle every object.";
     WorkloadLiveness = "workload.liveness", Workload, Warning, "No liveness probe, or it does not hit kopf's `--liveness` endpoint.";
     WorkloadDefaultServiceAccount = "workload.default-service-account", Workload, Warning, "The pod runs as the namespace's `default` ServiceAccount.";
@@ -129,7 +129,7 @@ define_checks! {
     WorkloadRolloutOverlap = "workload.rollout-overlap", Workload, Warning, "A single-leader kopf Deployment whose rollouts run two instances at once (RollingUpdate with a surge): kopf's docs use `strategy: Recreate`.";
     WorkloadDebugLogging = "workload.debug-logging", Workload, Warning, "kopf runs with `-v`/`--debug`, or DEBUG records dominate the log: it logs whole bodies and patches, secrets included.";
     WorkloadWebhookBlastRadius = "workload.webhook-blast-radius", Workload, Warning, "kopf-managed admission webhooks that fail closed on a single or not-ready operator, reach kube-system, or point at a dev tunnel.";
-    RbacCrdScan = "rbac.crd-scan", Rbac, Error, "No list or watch (get: warning) on customresourcedefinitions at cluster scope.";
+    RbacCrdScan = "rbac.crd-scan", Rbac, Error, "No list or watch on customresourcedefinitions at cluster scope (kopf never gets a CRD: get is not needed).";
     RbacEvents = "rbac.events", Rbac, Error, "No create on core events in a namespace where the operator must post.";
     RbacEventsPatch = "rbac.events-patch", Rbac, Info, "Events create is granted but patch is not (advice: kopf 1.45 only creates).";
     RbacNamespaces = "rbac.namespaces", Rbac, Error, "Namespaced mode (`-n`) without list and watch on namespaces.";
@@ -145,14 +145,14 @@ define_checks! {
     PersistenceProgressAnnotations = "persistence.progress-annotations", Persistence, Warning, "Handled objects carry kopf.zalando.org/<handler-id> progress annotations.";
     PersistenceDiffbaseAnnotation = "persistence.diffbase-annotation", Persistence, Warning, "Handled objects carry kopf.zalando.org/last-handled-configuration.";
     PersistenceDefaultFinalizer = "persistence.default-finalizer", Persistence, Info, "The finalizer is kopf's default kopf.zalando.org/KopfFinalizerMarker.";
-    PersistenceStatusSchema = "persistence.status-schema", Persistence, Warning, "The handled CRD has no status subresource or its status schema prunes unknown fields.";
-    PersistencePatchInconsistencies = "persistence.patch-inconsistencies", Persistence, Error, "The logs contain `Merge-patching finished with inconsistencies`.";
+    PersistenceStatusSchema = "persistence.status-schema", Persistence, Warning, "The handled CRD's schema prunes what kopf writes into status: neither status nor status.kopf keeps unknown fields.";
+    PersistencePatchInconsistencies = "persistence.patch-inconsistencies", Persistence, Error, "The logs contain `Merge-patching finished with inconsistencies` (warning on a built-in kind, whose status no schema can keep).";
     PersistenceStuckFinalizer = "persistence.stuck-finalizer", Persistence, Error, "A handled object has been deleting for over 10 minutes with a kopf finalizer.";
     PersistenceAnnotationSize = "persistence.annotation-size", Persistence, Warning, "A handled object's annotations approach the 262144-byte limit.";
     PersistenceOrphanedFinalizers = "persistence.orphaned-finalizers", Persistence, Error, "Handled objects carry the operator's finalizer while it has no running instance (error), or live in its own namespace (info): deletions hang.";
     RuntimeHandlerFailures = "runtime.handler-failures", Runtime, Warning, "Handler failures in the window, per handler and object.";
     RuntimeStartupForbidden = "runtime.startup-forbidden", Runtime, Error, "An `is forbidden` line in the logs names a missing verb and resource.";
-    RuntimePermissionDegraded = "runtime.permission-degraded", Runtime, Error, "`Not enough permissions to watch for resources`: changes go unnoticed.";
+    RuntimePermissionDegraded = "runtime.permission-degraded", Runtime, Error, "`Not enough permissions to watch for resources`: changes go unnoticed (when rbac.crd-scan names the refused CRD watch, that finding alone is kept).";
     RuntimePeeringConflict = "runtime.peering-conflict", Runtime, Error, "`Possibly conflicting operators with the same priority`.";
     RuntimeUnresolvedResources = "runtime.unresolved-resources", Runtime, Error, "`Unresolved resources cannot be served`: a handled CRD is missing.";
     RuntimeThrottling = "runtime.throttling", Runtime, Error, "`Throttling for N seconds due to an unexpected error`.";

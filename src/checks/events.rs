@@ -32,6 +32,8 @@ pub(crate) fn check(
         return Vec::new();
     };
     let name = target.name();
+    // The Events of cluster-scoped objects may lie where they were not read.
+    let cluster_scoped_unread = !events.unread.is_empty();
     let events = &events.events;
     let posted: Vec<&EventRecord> = events
         .iter()
@@ -41,7 +43,7 @@ pub(crate) fn check(
     // Without a known handled resource no Event was read: silence cannot be told from
     // Events that were never looked at.
     if kopf.handled.as_ref().is_ok_and(|h| !h.is_empty()) {
-        out.extend(silent_failures(name, logs, events));
+        out.extend(silent_failures(name, logs, events, cluster_scoped_unread));
     }
     out.extend(logging_flood(name, &posted));
     out.extend(steady_state_spam(name, &posted, settings.event_repeats));
@@ -80,13 +82,23 @@ fn is_about(event: &EventRecord, record: &Record) -> bool {
 }
 
 /// `events.silent-failures`: handler failures in the log with no problem Event on their
-/// object (whoever posted it: any Warning on the object tells its owner).
-fn silent_failures(target: &str, logs: &LogEvidence, events: &[EventRecord]) -> Option<Finding> {
+/// object (whoever posted it: any Warning on the object tells its owner). Failures of
+/// cluster-scoped objects are not judged when their Events may lie in a namespace that
+/// was not read (`cluster_scoped_unread`).
+fn silent_failures(
+    target: &str,
+    logs: &LogEvidence,
+    events: &[EventRecord],
+    cluster_scoped_unread: bool,
+) -> Option<Finding> {
     let mut silent: BTreeMap<String, &Record> = BTreeMap::new();
     for record in logs.records.iter().filter(|r| r.kind.is_handler_failure()) {
         let Some(object) = &record.object else {
             continue;
         };
+        if cluster_scoped_unread && object.namespace.is_none() {
+            continue;
+        }
         let reported = events
             .iter()
             .any(|e| e.type_.is_problem() && is_about(e, record));

@@ -267,7 +267,7 @@ fn over_privileged(target: &str, evidence: &RbacEvidence) -> Vec<Finding> {
                 CheckId::RbacOverPrivileged,
                 target,
                 format!(
-                    "ServiceAccount {sa} is granted more than kopf needs by {binding} -> {role} (via {via}): {what}. kopf uses only get/list/watch on CRDs, create on events, namespaces list/watch in namespaced mode, its peering objects and get/list/watch/patch on the resources it handles (plus their /status); bind a role with exactly those rules (the other rbac findings name any that are missing) and remove this binding (least privilege).",
+                    "ServiceAccount {sa} is granted more than kopf needs by {binding} -> {role} (via {via}): {what}. kopf uses only list/watch on CRDs, create on events, namespaces list/watch in namespaced mode, its peering objects and get/list/watch/patch on the resources it handles (plus their /status); bind a role with exactly those rules (the other rbac findings name any that are missing) and remove this binding (least privilege).",
                     sa = evidence.service_account,
                     binding = b.describe(),
                     role = b.describe_role(),

@@ -10,6 +10,7 @@ use crate::model::evidence::{
     KopfEvidence, LogEvidence, ObjectSample, Peer, PeeringObject, TargetEvidence, qualified,
 };
 use crate::model::kopf_run::KopfRun;
+use crate::model::needs::{CRD_GROUP, CRD_RESOURCE};
 use crate::model::settings::CheckSettings;
 use k8s_openapi::api::core::v1::Pod;
 use kopf_log::{BackgroundTask, EventKind, KopfVersion, PermissionScope, Record, VersionRange};
@@ -43,6 +44,7 @@ pub(crate) fn check(
     };
     let name = target.name();
     let mut out: Vec<Raised> = startup_forbidden(name, logs);
+    out.extend(permission_degraded(name, kopf, logs));
     let not_handling = match &kopf.objects {
         Ok(objects) => not_handling(
             name,
@@ -64,7 +66,6 @@ pub(crate) fn check(
         dead_watcher(name, logs),
         kopf_version(name, logs).into_iter().collect(),
         handler_failures(name, logs),
-        permission_degraded(name, logs).into_iter().collect(),
         peering_conflict(name, logs).into_iter().collect(),
         unresolved_resources(name, logs).into_iter().collect(),
         throttling(name, logs).into_iter().collect(),
@@ -188,9 +189,14 @@ fn first_of(
     ))
 }
 
-/// `runtime.permission-degraded`: `Not enough permissions to watch for resources`.
-fn permission_degraded(target: &str, logs: &LogEvidence) -> Option<Finding> {
-    first_of(
+/// `runtime.permission-degraded`: `Not enough permissions to watch for resources`. kopf
+/// logs it when its watch of CRDs is refused (kopf 1.45 `_core/reactor/observation.py`
+/// `resource_observer`, a list then a watch of customresourcedefinitions), so its causes
+/// are the refusals of list and watch on CRDs at cluster scope that the RBAC answers or
+/// the log show: `rbac.crd-scan` reports the same cause with the rule to add, and one
+/// finding is kept (evaluate keeps one per cause).
+fn permission_degraded(target: &str, kopf: &KopfEvidence, logs: &LogEvidence) -> Option<Raised> {
+    let finding = first_of(
         target,
         logs,
         CheckId::RuntimePermissionDegraded,
@@ -203,7 +209,42 @@ fn permission_degraded(target: &str, logs: &LogEvidence) -> Option<Finding> {
             )
         },
         "kopf may not watch some resources, so their changes are not noticed: grant list and watch on them (see the rbac findings).",
-    )
+    )?;
+    Some(Raised {
+        finding,
+        causes: crd_watch_denials(kopf, logs),
+    })
+}
+
+/// The refusals of list or watch on CRDs at cluster scope: those the API server answers
+/// for the operator's ServiceAccount (the `rbac.crd-scan` need), and those its log
+/// shows.
+fn crd_watch_denials(kopf: &KopfEvidence, logs: &LogEvidence) -> Vec<Cause> {
+    let answered = kopf.rbac.iter().flat_map(|rbac| {
+        rbac.needs
+            .iter()
+            .filter(|need| need.check == CheckId::RbacCrdScan)
+            .flat_map(|need| need.verbs.iter().map(|(verb, _)| need.permission(*verb)))
+            .filter(|p| rbac.allowed(p) == Some(false))
+            .map(|p| Cause::denied(&p))
+    });
+    let logged = logs
+        .all_records()
+        .filter_map(|r| r.forbidden.as_ref().and_then(Cause::from_log))
+        .filter(|cause| {
+            let Cause::Denied {
+                verb,
+                group,
+                resource,
+                namespace,
+            } = cause;
+            matches!(verb.as_str(), "list" | "watch")
+                && group == CRD_GROUP
+                && resource == CRD_RESOURCE
+                && namespace.is_none()
+        });
+    let causes: BTreeSet<Cause> = answered.chain(logged).collect();
+    causes.into_iter().collect()
 }
 
 /// `runtime.peering-conflict`: `Possibly conflicting operators with the same priority`.

@@ -16,8 +16,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 /// Below this memory limit a kopf operator is OOMKilled before doing any work.
 const MEMORY_LIMIT_ERROR_BELOW: f64 = 256.0 * 1024.0 * 1024.0;
 
-/// How many lines of a previous container's log a crash-loop finding quotes.
-const CRASH_QUOTE_LINES: usize = 3;
+/// How many lines of a previous container's log a crash-loop finding quotes: kopf's
+/// last denial, its last error and that error's exception, and the exit line of what
+/// followed kopf's last line.
+const CRASH_QUOTE_LINES: usize = 4;
 /// How long each quoted line may be.
 const QUOTE_CHARS: usize = 240;
 
@@ -301,7 +303,8 @@ fn crash_loop(
     let quote = match logs {
         Ok(logs) => match logs.previous.get(pod_name(pod)) {
             Some(records) => {
-                let lines = exit_lines(records);
+                let tail = logs.previous_tail.get(pod_name(pod));
+                let lines = exit_lines(records, tail.map_or(&[][..], Vec::as_slice));
                 if lines.is_empty() {
                     "(no error in the previous container's log)".to_string()
                 } else {
@@ -323,8 +326,10 @@ fn crash_loop(
 }
 
 /// The lines that explain why a container exited: the last denial, the last ERROR or
-/// CRITICAL record and the last line of its traceback (the exception), redacted.
-fn exit_lines(records: &[kopf_log::Record]) -> Vec<String> {
+/// CRITICAL record and the last line of its traceback (the exception), and the last
+/// line of what the container wrote after kopf's last line (`tail`: a Python traceback
+/// kopf did not log, such as an ImportError of the operator's module), redacted.
+fn exit_lines(records: &[kopf_log::Record], tail: &[kopf_log::Record]) -> Vec<String> {
     let is_error = |r: &&kopf_log::Record| r.level.is_some_and(|l| l >= kopf_log::Level::Error);
     let last_denial = records.iter().rev().find(|r| r.forbidden.is_some());
     let last_error = records.iter().rev().find(is_error);
@@ -340,11 +345,24 @@ fn exit_lines(records: &[kopf_log::Record]) -> Vec<String> {
     }
     if let Some(r) = last_error {
         push(&r.message);
-        if let Some(exception) = r.traceback.iter().rev().find(|l| !l.trim().is_empty()) {
-            push(exception.trim());
+        if let Some(exception) = last_traceback_line(r) {
+            push(exception);
         }
     }
+    if let Some(r) = tail.last() {
+        push(last_traceback_line(r).unwrap_or(r.message.as_str()));
+    }
     out
+}
+
+/// The last non-empty line of a record's traceback: the exception.
+fn last_traceback_line(record: &kopf_log::Record) -> Option<&str> {
+    record
+        .traceback
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
 }
 
 fn standalone_replicas(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Option<Finding> {

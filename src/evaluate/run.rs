@@ -127,9 +127,7 @@ fn evaluate_target(
                 let state = match evidence_for(area, kopf) {
                     Ok(()) => {
                         raised.extend(checks::run_area(area, target, kopf, settings));
-                        partial(area, kopf).map_or(AreaState::Evaluated, |(reason, why)| {
-                            AreaState::Partial(reason, why)
-                        })
+                        partial(area, kopf)
                     }
                     Err(why) => AreaState::Unavailable(why),
                 };
@@ -222,13 +220,40 @@ fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
     }
 }
 
-/// Why an area saw only part of what it needs, if it did: no handled resource is known
-/// (the events and persistence areas then read nothing about objects), or records of
-/// the log window were read but not kept.
-fn partial(area: Area, kopf: &KopfEvidence) -> Option<(ConditionReason, String)> {
-    nothing_handled(area, kopf)
-        .map(|why| (ConditionReason::NothingHandled, why))
-        .or_else(|| partial_logs(area, kopf).map(|why| (ConditionReason::LogsPartial, why)))
+/// How far an area whose evidence was gathered could be evaluated: in full, or on part
+/// of it (no handled resource known, the log or the Events read in part).
+fn partial(area: Area, kopf: &KopfEvidence) -> AreaState {
+    let parts: Vec<(ConditionReason, String)> = [
+        nothing_handled(area, kopf).map(|why| (ConditionReason::NothingHandled, why)),
+        partial_events(area, kopf),
+        partial_logs(area, kopf).map(|why| (ConditionReason::LogsPartial, why)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match parts.first() {
+        None => AreaState::Evaluated,
+        Some((reason, _)) => {
+            let why: Vec<&str> = parts.iter().map(|(_, why)| why.as_str()).collect();
+            AreaState::Partial(*reason, why.join(" "))
+        }
+    }
+}
+
+/// Why the Events area saw only part of the Events, if it did: kopf may file the Events
+/// of cluster-scoped objects in a namespace that was not read (`default`).
+fn partial_events(area: Area, kopf: &KopfEvidence) -> Option<(ConditionReason, String)> {
+    if area != Area::Events {
+        return None;
+    }
+    let (namespace, why) = kopf.events.as_ref().ok()?.unread.iter().next()?;
+    Some((
+        why.reason(),
+        format!(
+            "The Events of the cluster-scoped objects it handles may be in namespace {namespace}, which was not read: kopf files them there when its login names no namespace (the kubernetes client's login; kopf 1.45 `_cogs/clients/events.py`), and none were found in the operator's own namespace. {} Findings seen are reported; none is resolved, and failures of cluster-scoped objects are not called silent.",
+            why.message
+        ),
+    ))
 }
 
 /// Why the events or persistence area has no objects to look at: no handled resource is

@@ -718,3 +718,90 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
     assert!(!ids.contains(&CheckId::WorkloadLiveness), "{ids:?}");
     assert!(!ids.contains(&CheckId::WorkloadNoScopeFlag), "{ids:?}");
 }
+
+/// `Not enough permissions to watch for resources`, as kopf 1.45 logs it when its CRD
+/// watch is refused.
+const BLIND: &str = "[2026-11-30 02:42:49,501] kopf._core.reactor.o [WARNING ] Not enough permissions to watch for resources: changes (creation/deletion/updates) will not be noticed; the resources are only refreshed on operator restarts.";
+
+#[test]
+fn a_refused_crd_watch_is_one_finding_the_rbac_one_with_the_rule() {
+    // kopf logs the degradation because its CRD watch is refused: rbac.crd-scan names
+    // the rule to add, so runtime.permission-degraded does not repeat it.
+    let mut ev = read(BLIND);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    let needs = crate::model::needs::needs(&kopf.run, Some(&[]), "ns", &Default::default());
+    let denied: Vec<crate::model::rbac::Permission> = needs
+        .iter()
+        .filter(|n| n.check == CheckId::RbacCrdScan)
+        .flat_map(|n| n.permissions())
+        .collect();
+    let answers = crate::model::needs::permissions(&needs)
+        .into_iter()
+        .map(|p| {
+            let allowed = !denied.contains(&p);
+            (p, allowed)
+        })
+        .collect();
+    let rbac = crate::model::evidence::RbacEvidence {
+        answers,
+        needs,
+        ..Default::default()
+    };
+    kopf.rbac = Ok(rbac.clone());
+    let found: Vec<CheckId> = evaluation(ev.clone(), &Policy::default())
+        .findings
+        .iter()
+        .map(|f| f.check)
+        .collect();
+    assert!(found.contains(&CheckId::RbacCrdScan), "{found:?}");
+    assert!(
+        !found.contains(&CheckId::RuntimePermissionDegraded),
+        "{found:?}"
+    );
+    // Granted since (the log is older than the fix): the degradation stays reported.
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.rbac = Ok(crate::model::evidence::RbacEvidence {
+        answers: rbac.answers.keys().map(|p| (p.clone(), true)).collect(),
+        ..rbac
+    });
+    let found: Vec<CheckId> = evaluation(ev, &Policy::default())
+        .findings
+        .iter()
+        .map(|f| f.check)
+        .filter(|c| c.area() != crate::catalog::Area::Workload)
+        .collect();
+    assert_eq!(found, vec![CheckId::RuntimePermissionDegraded]);
+}
+
+#[test]
+fn events_left_unread_in_default_make_the_events_area_say_so() {
+    // kopf may file the Events of cluster-scoped objects in `default`, outside the
+    // KopfAudit's namespace: the area says what it could not read, not "compliant".
+    let mut ev = read(HEALTHY);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.handled = Ok(vec![crate::model::testing::widget(false, true)]);
+    kopf.events = Ok(crate::model::evidence::EventEvidence {
+        unread: [(
+            "default".to_string(),
+            crate::model::evidence::Unavailable::new(
+                crate::model::evidence::Obstacle::OutsideNamespace,
+                "This area needs the Events in namespace default, outside the KopfAudit's namespace ns: the auditor reads other namespaces only when started with --allow-cross-namespace.",
+            ),
+        )]
+        .into(),
+        ..Default::default()
+    });
+    let update = audit(None, ev, 0);
+    let (status, reason) = area(&update.status, ConditionType::EventsCompliant);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("Unknown", "OutsideNamespace")
+    );
+    let message = condition(&update.status, ConditionType::EventsCompliant)
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(message.contains("namespace default"), "{message}");
+    assert!(message.contains("--allow-cross-namespace"), "{message}");
+    // The other areas are unaffected.
+    assert_eq!(cond(&update.status, ConditionType::RuntimeHealthy), "True");
+}

@@ -40,6 +40,11 @@ const NEWEST_TAIL_LINES: i64 = 1000;
 /// Traceback lines kept per remembered record (the last ones name the exception).
 const KEPT_TRACEBACK_LINES: usize = 3;
 
+/// Records kept of the end of a previous container's log after kopf's last line: a
+/// container that crashed before kopf logged anything (an ImportError in the operator's
+/// module) or outside kopf's logging says why only there.
+pub(crate) const PREVIOUS_TAIL_RECORDS: usize = 2;
+
 /// Containers not read for this long are forgotten (their pods are gone).
 pub(crate) const FORGET_AFTER: Duration = Duration::from_secs(3600);
 
@@ -76,11 +81,21 @@ struct ContainerLog {
     /// bound of one read, or forgotten from the digest past its bound.
     dropped: VecDeque<(Timestamp, usize)>,
     /// The previous container's log, by the restart count it was read at.
-    previous: Option<(i32, Vec<kopf_log::Record>)>,
+    previous: Option<(i32, Previous)>,
     /// When it was last read.
     used: Option<Timestamp>,
     /// What the wording of everything read of it says of kopf's version.
     version: kopf_log::VersionRange,
+}
+
+/// What is kept of a previous container's log.
+#[derive(Clone, Debug, Default)]
+struct Previous {
+    /// The records some check reads, as of a current log.
+    records: Vec<kopf_log::Record>,
+    /// The records after kopf's last line that are not kopf's, at most
+    /// [`PREVIOUS_TAIL_RECORDS`].
+    tail: Vec<kopf_log::Record>,
 }
 
 /// What the auditor remembers of container logs between audits, bounded, shared by all
@@ -172,7 +187,13 @@ pub(crate) async fn gather(
                 Ok(previous) => {
                     memory.bytes_read.inc_by(previous.bytes);
                     log.version.narrow(previous.stats.kopf_version);
-                    log.previous = Some((restarts, previous.records));
+                    log.previous = Some((
+                        restarts,
+                        Previous {
+                            records: previous.records,
+                            tail: previous.tail,
+                        },
+                    ));
                 }
                 // The previous container's log may be gone; the current one still counts.
                 Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => {}
@@ -208,7 +229,14 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
     }
     evidence.dropped += log.dropped.iter().map(|(_, n)| n).sum::<usize>();
     if let Some((_, previous)) = &log.previous {
-        evidence.previous.insert(pod.to_string(), previous.clone());
+        evidence
+            .previous
+            .insert(pod.to_string(), previous.records.clone());
+        if !previous.tail.is_empty() {
+            evidence
+                .previous_tail
+                .insert(pod.to_string(), previous.tail.clone());
+        }
     }
     evidence.version.narrow(log.version);
 }
@@ -307,6 +335,8 @@ struct Read {
     cut: bool,
     /// Records some check reads that were not kept (past [`MAX_READ_RECORDS`]).
     dropped: usize,
+    /// The records after the last of kopf's that are not kopf's (previous logs only).
+    tail: Vec<kopf_log::Record>,
 }
 
 /// Reads what was written since `cursor` (the window when there is none); when the cap
@@ -331,7 +361,7 @@ async fn read_new(
                 Some(i64::try_from(bounds.window.as_secs().max(1)).unwrap_or(i64::MAX))
         }
     }
-    let mut first = stream(api, &key.pod, &params, bounds.limit_bytes, cursor).await?;
+    let mut first = stream(api, &key.pod, &params, bounds.limit_bytes, cursor, 0).await?;
     if first.cut {
         let newest = LogParams {
             container: Some(key.container.clone()),
@@ -340,7 +370,7 @@ async fn read_new(
             limit_bytes: Some(bounds.limit_bytes),
             ..Default::default()
         };
-        let tail = stream(api, &key.pod, &newest, bounds.limit_bytes, first.cursor).await?;
+        let tail = stream(api, &key.pod, &newest, bounds.limit_bytes, first.cursor, 0).await?;
         first.records.extend(tail.records);
         first.dropped += tail.dropped;
         first.stats.add(&tail.stats);
@@ -350,7 +380,7 @@ async fn read_new(
     Ok(first)
 }
 
-/// Reads the end of the previous container's log.
+/// Reads the end of the previous container's log, with its non-kopf tail.
 async fn read_previous(
     api: &Api<Pod>,
     key: &ContainerKey,
@@ -364,7 +394,15 @@ async fn read_previous(
         limit_bytes: Some(bounds.limit_bytes),
         ..Default::default()
     };
-    stream(api, &key.pod, &params, bounds.limit_bytes, None).await
+    stream(
+        api,
+        &key.pod,
+        &params,
+        bounds.limit_bytes,
+        None,
+        PREVIOUS_TAIL_RECORDS,
+    )
+    .await
 }
 
 /// The kubelet timestamp that starts a line (`<RFC3339Nano> stdout F …`).
@@ -376,18 +414,20 @@ fn line_time(line: &[u8]) -> Option<Timestamp> {
 }
 
 /// Streams one container log into a parser, skipping the lines at or before `after`,
-/// at most `limit + LINE_SLACK_BYTES` bytes whatever the server sends.
+/// at most `limit + LINE_SLACK_BYTES` bytes whatever the server sends; keeps up to
+/// `tail` records of the non-kopf lines after kopf's last one.
 async fn stream(
     api: &Api<Pod>,
     pod: &str,
     params: &LogParams,
     limit: i64,
     after: Option<Timestamp>,
+    tail: usize,
 ) -> Result<Read, kube::Error> {
     let mut body = Box::pin(api.log_stream(pod, params).await?);
-    let mut parser = scanner();
+    let mut parser = scanner(tail > 0);
     let mut out = Read::default();
-    let mut kept = Kept::default();
+    let mut kept = Kept::with_tail(tail);
     let mut lines = LineTracker::new(after);
     let hard_stop = limit.saturating_add(LINE_SLACK_BYTES);
     let mut total: i64 = 0;
@@ -422,6 +462,7 @@ async fn stream(
     }
     out.records = kept.records;
     out.dropped = kept.dropped;
+    out.tail = kept.tail.into();
     out.stats = parser.stats();
     out.cursor = lines.last;
     Ok(out)
@@ -532,10 +573,32 @@ struct Kept {
     records: Vec<kopf_log::Record>,
     index: HashMap<String, usize>,
     dropped: usize,
+    /// The non-kopf records since kopf's last one, the latest [`Kept::tail_len`].
+    tail: VecDeque<kopf_log::Record>,
+    tail_len: usize,
 }
 
 impl Kept {
+    /// Keeps, besides, up to `tail_len` records of the non-kopf lines after kopf's last
+    /// line (the parser must then build routine records: [`scanner`]).
+    fn with_tail(tail_len: usize) -> Kept {
+        Kept {
+            tail_len,
+            ..Kept::default()
+        }
+    }
+
     fn keep(&mut self, record: kopf_log::Record) {
+        if self.tail_len > 0 {
+            if record.is_kopf() {
+                self.tail.clear();
+            } else {
+                if self.tail.len() >= self.tail_len {
+                    self.tail.pop_front();
+                }
+                self.tail.push_back(record.clone());
+            }
+        }
         if record.is_routine() {
             return;
         }
@@ -578,9 +641,15 @@ impl Extend<kopf_log::Record> for Kept {
 const MAX_READ_RECORDS: usize = MAX_DIGEST;
 
 /// A parser that only counts routine lines (successes, chatter, noise) without building
-/// them: the auditor's scan.
-fn scanner() -> kopf_log::Parser {
-    kopf_log::Parser::new(kopf_log::ParserOptions::default()).with_routine(kopf_log::Routine::Count)
+/// them: the auditor's scan. With `whole`, every record is built, so that the lines
+/// after kopf's last one can be kept (a previous container's log, read once a restart).
+fn scanner(whole: bool) -> kopf_log::Parser {
+    let routine = if whole {
+        kopf_log::Routine::Keep
+    } else {
+        kopf_log::Routine::Count
+    };
+    kopf_log::Parser::new(kopf_log::ParserOptions::default()).with_routine(routine)
 }
 
 #[cfg(test)]

@@ -27,7 +27,9 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef,
 };
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrBool,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -170,14 +172,13 @@ pub(crate) struct CrdVersion {
     pub(crate) storage: bool,
     /// Has a status subresource.
     pub(crate) status_subresource: bool,
-    /// Its status schema (or the whole object) preserves unknown fields.
+    /// Its schema keeps what kopf writes into status (`keeps_kopf_status`).
     pub(crate) status_preserves_unknown_fields: bool,
 }
 
 impl CrdDigest {
     /// The digest of a CRD.
     pub(crate) fn of(crd: &CustomResourceDefinition) -> CrdDigest {
-        let preserves = |p: Option<bool>| p == Some(true);
         CrdDigest {
             name: crd.metadata.name.clone().unwrap_or_default(),
             group: crd.spec.group.clone(),
@@ -201,21 +202,45 @@ impl CrdDigest {
                             .subresources
                             .as_ref()
                             .is_some_and(|s| s.status.is_some()),
-                        status_preserves_unknown_fields: schema.is_some_and(|root| {
-                            preserves(root.x_kubernetes_preserve_unknown_fields)
-                                || root
-                                    .properties
-                                    .as_ref()
-                                    .and_then(|p| p.get("status"))
-                                    .is_some_and(|s| {
-                                        preserves(s.x_kubernetes_preserve_unknown_fields)
-                                    })
-                        }),
+                        status_preserves_unknown_fields: schema.is_some_and(keeps_kopf_status),
                     }
                 })
                 .collect(),
         }
     }
+}
+
+/// Whether a schema keeps a field's unknown keys: it preserves unknown fields, or takes
+/// any key (`additionalProperties` true, or a schema that preserves them).
+fn keeps_unknown(schema: &JSONSchemaProps) -> bool {
+    schema.x_kubernetes_preserve_unknown_fields == Some(true)
+        || match &schema.additional_properties {
+            Some(JSONSchemaPropsOrBool::Bool(any)) => *any,
+            Some(JSONSchemaPropsOrBool::Schema(values)) => {
+                values.x_kubernetes_preserve_unknown_fields == Some(true)
+            }
+            None => false,
+        }
+}
+
+/// Whether a CRD version's schema keeps what kopf writes into status: the whole object
+/// or `status` keeps unknown keys, or `status` declares kopf's own `status.kopf` (its
+/// progress and diff-base storage) keeping them. Handler results (`status.<handler
+/// id>`) are the author's fields: declared or not, a pruned one shows in kopf's
+/// `Merge-patching finished with inconsistencies` line. Without a status subresource
+/// kopf patches status with the object itself (kopf 1.45 `_cogs/clients/patching.py`),
+/// so only the schema decides what is kept.
+fn keeps_kopf_status(root: &JSONSchemaProps) -> bool {
+    fn field<'a>(schema: &'a JSONSchemaProps, name: &str) -> Option<&'a JSONSchemaProps> {
+        schema.properties.as_ref().and_then(|p| p.get(name))
+    }
+    if keeps_unknown(root) {
+        return true;
+    }
+    let Some(status) = field(root, "status") else {
+        return false;
+    };
+    keeps_unknown(status) || field(status, "kopf").is_some_and(keeps_unknown)
 }
 
 /// What the audits share of RBAC and CRDs: the watch caches (or lists), the

@@ -206,6 +206,10 @@ pub(crate) struct LogEvidence {
     pub(crate) records: Vec<kopf_log::Record>,
     /// The previous container's log of every restarted pod, by pod name.
     pub(crate) previous: BTreeMap<String, Vec<kopf_log::Record>>,
+    /// The end of each previous container's log after kopf's last line, when it has
+    /// lines that are not kopf's (a Python traceback printed before kopf logged
+    /// anything, an ImportError of the operator's module), by pod name; bounded.
+    pub(crate) previous_tail: BTreeMap<String, Vec<kopf_log::Record>>,
     /// Line counts, for `runtime.unparsed-logs`.
     pub(crate) stats: kopf_log::Stats,
     /// The byte cap cut the log: the window was not fully read.
@@ -256,6 +260,9 @@ pub(crate) struct EventRecord {
     pub(crate) kind: String,
     /// The involved object's namespace (empty for cluster-scoped objects).
     pub(crate) object_namespace: String,
+    /// Where the Event of a cluster-scoped object was filed (kopf writes it into
+    /// `involvedObject.namespace`); empty otherwise.
+    pub(crate) filed_in: String,
     /// The involved object's name.
     pub(crate) name: String,
     /// The involved object's uid.
@@ -282,14 +289,15 @@ impl EventRecord {
 
     /// The Event as evidence about the operator, if it is: about an object of a handled
     /// resource in a namespace kopf serves (or a cluster-scoped handled object), and not
-    /// posted by kopf-audit. kopf files the Events of a cluster-scoped object in its own
-    /// namespace and writes that namespace into `involvedObject` (kopf 1.45
-    /// `_cogs/clients/events.py`); such a record is normalized to no namespace.
+    /// posted by kopf-audit. kopf files the Events of a cluster-scoped object in the
+    /// namespace of its login (its own, or `default`: `homes`) and writes that namespace
+    /// into `involvedObject` (kopf 1.45 `_cogs/clients/events.py`); such a record is
+    /// normalized to no namespace.
     pub(crate) fn about_handled(
         mut self,
         handled: &[HandledResource],
         scope: &Scope,
-        own_namespace: &str,
+        homes: &[&str],
     ) -> Option<EventRecord> {
         if self.reporter == Reporter::Auditor {
             return None;
@@ -301,8 +309,8 @@ impl EventRecord {
             let served = !self.object_namespace.is_empty() && scope.serves(&self.object_namespace);
             return served.then_some(self);
         }
-        if self.object_namespace.is_empty() || self.object_namespace == own_namespace {
-            self.object_namespace.clear();
+        if self.object_namespace.is_empty() || homes.contains(&self.object_namespace.as_str()) {
+            self.filed_in = std::mem::take(&mut self.object_namespace);
             return Some(self);
         }
         None
@@ -321,6 +329,11 @@ pub(crate) struct EventEvidence {
     pub(crate) events: Vec<EventRecord>,
     /// The read stopped at its bound: older Events were not read.
     pub(crate) truncated: bool,
+    /// Namespaces where kopf may have filed Events of cluster-scoped objects that were
+    /// not read, and why (`default`, where kopf files them when its login names no
+    /// namespace: outside the KopfAudit's namespace without the cross-namespace
+    /// allowance, or refused to the auditor).
+    pub(crate) unread: BTreeMap<String, Unavailable>,
 }
 
 /// One handled object, reduced to what the persistence checks read.

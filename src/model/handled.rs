@@ -81,7 +81,8 @@ pub(crate) struct CrdInfo {
     pub(crate) name: String,
     /// The served version has a status subresource.
     pub(crate) status_subresource: bool,
-    /// The served version's `status` schema preserves unknown fields (or the whole
-    /// object does).
+    /// The served version's schema keeps what kopf writes into status: `status` (or
+    /// the whole object) preserves unknown fields or takes any key, or `status.kopf`,
+    /// kopf's own storage, does.
     pub(crate) status_preserves_unknown_fields: bool,
 }

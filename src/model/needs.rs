@@ -161,16 +161,19 @@ pub(crate) fn needs(
     out
 }
 
-/// `rbac.crd-scan`: kopf lists and watches CRDs at startup.
+/// `rbac.crd-scan`: kopf lists and watches CRDs, and never gets one: it learns the
+/// resources it serves from API discovery (`_cogs/clients/scanning.py`) and then
+/// watches CRDs for changes (`_core/reactor/observation.py` `resource_observer`, a
+/// list followed by a watch). kopf's documented RBAC grants exactly `[list, watch]`
+/// (`docs/deployment-rbac.yaml`, 1.37 to 1.45).
 fn crd_scan() -> Need {
     let mut crd = Need::new(CheckId::RbacCrdScan, CRD_GROUP, CRD_RESOURCE, None);
     crd.verbs = vec![
         (Verb::List, Severity::Error),
         (Verb::Watch, Severity::Error),
-        (Verb::Get, Severity::Warning),
     ];
-    crd.rule_verbs = vec![Verb::Get, Verb::List, Verb::Watch];
-    crd.why = "kopf lists and watches CRDs at startup to resolve the resources it serves (kopf 1.45 retries for about 54 s, then runs on blind to changes; older versions crash-loop); get is part of kopf's documented RBAC".into();
+    crd.rule_verbs = vec![Verb::List, Verb::Watch];
+    crd.why = "kopf lists and watches CRDs to notice the resources it serves appear and change (kopf 1.45 retries for about 54 s, then runs on blind to changes; older versions crash-loop); it never gets a single CRD, so kopf's documented RBAC grants only list and watch".into();
     crd
 }
 
@@ -194,7 +197,7 @@ fn events(
             .entry(own_namespace.to_string())
             .or_insert_with(|| {
                 Some(
-                    " (kopf posts the events of cluster-scoped objects into its own namespace)"
+                    " (kopf posts the events of cluster-scoped objects into the namespace its login names, its own in a cluster; into default when the login names none, as the kubernetes client's does)"
                         .into(),
                 )
             });

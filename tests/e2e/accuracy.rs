@@ -1,6 +1,7 @@
-//! Right about the right operator, in a noisy shared cluster: four real kopf operators
+//! Right about the right operator, in a noisy shared cluster: five real kopf operators
 //! side by side (cluster-wide on a cluster-scoped resource, on a namespace pattern,
-//! flooding Logging Events, retrying with a Warning each time), plus noise: objects of
+//! flooding Logging Events, retrying with a Warning each time, flooding `default` with
+//! the Logging Events of a cluster-scoped resource), plus noise: objects of
 //! other kinds sharing their names, same-kind objects in namespaces they do not serve,
 //! over 2,000 Events, repeated kubelet-style BackOff Warnings. Every finding names only
 //! the operator's own objects, and the expected findings are all there.
@@ -135,6 +136,7 @@ async fn in_a_noisy_shared_cluster_every_finding_is_about_the_operators_own_obje
         "pattern-widgets",
         "logging-flood",
         "cluster-scoped-posted",
+        "cluster-scoped-default",
     ];
     let running: Vec<Fixture> = fixtures
         .iter()

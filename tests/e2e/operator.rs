@@ -227,6 +227,62 @@ fixture_workload_test! {
 }
 
 #[tokio::test]
+async fn a_crash_at_import_quotes_python_s_traceback_from_the_previous_log() {
+    // `kopf run` dies importing the operator's module: Python's traceback on stderr is
+    // the whole log, no kopf line. The crash-loop finding quotes its exception.
+    let fixture = "import-error";
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, fixture).await;
+    let _kopf = Fixture::start(fixture, &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
+        .await
+        .expect("creating the KopfAudit");
+    let crash = |s: &KopfAuditStatus| {
+        s.findings
+            .iter()
+            .find(|f| f.check.as_str() == "workload.crash-loop")
+            .cloned()
+    };
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "workload.crash-loop quoting the ImportError",
+        Duration::from_secs(180),
+        |s| {
+            crash(s).is_some_and(|f| {
+                f.evidence.as_deref().is_some_and(|e| {
+                    e.contains(
+                        "ImportError: cannot import name 'StatusDiffbaseStorage' from 'kopf'",
+                    )
+                })
+            })
+        },
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let f = crash(&status).expect("crash-loop");
+    let evidence = f.evidence.unwrap_or_default();
+    assert!(!evidence.contains("no error"), "{evidence}");
+    let found = found_checks(&status);
+    for id in expectations(fixture)
+        .must_not
+        .iter()
+        .filter(|c| c.starts_with("workload."))
+    {
+        assert!(
+            !found.contains(id),
+            "{fixture}: {id}: {:#?}",
+            status.findings
+        );
+    }
+    say(format!("{fixture}: {evidence}"));
+}
+
+#[tokio::test]
 async fn target_loss_and_return_are_one_event_each_and_steady_state_writes_nothing() {
     let client = support::admin_client().await;
     ensure_crd(&client).await;

@@ -8,6 +8,7 @@ fn event(name: &str, type_: &str, reason: &str, reporter: &str) -> EventRecord {
         group: "example.com".into(),
         kind: "Widget".into(),
         object_namespace: "ns".into(),
+        filed_in: String::new(),
         name: name.into(),
         uid: format!("uid-{name}"),
         type_: EventType::parse(type_),
@@ -47,8 +48,13 @@ const FAIL_A: &str = "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] 
 #[test]
 fn failure_without_warning_event_is_silent() {
     let l = logs(&[FAIL_A]);
-    let f =
-        silent_failures("op", &l, &[event("a", "Normal", "Provisioned", "kopf")]).expect("finding");
+    let f = silent_failures(
+        "op",
+        &l,
+        &[event("a", "Normal", "Provisioned", "kopf")],
+        false,
+    )
+    .expect("finding");
     assert!(f.message.contains("ns/a"), "{}", f.message);
     assert!(
         f.evidence
@@ -59,7 +65,8 @@ fn failure_without_warning_event_is_silent() {
         silent_failures(
             "op",
             &l,
-            &[event("a", "Warning", "ProvisioningFailed", "kopf")]
+            &[event("a", "Warning", "ProvisioningFailed", "kopf")],
+            false
         )
         .is_none()
     );
@@ -70,7 +77,7 @@ fn an_event_on_a_same_named_object_elsewhere_does_not_report_the_failure() {
     let l = logs(&[FAIL_A]);
     let mut elsewhere = event("a", "Warning", "Failed", "kopf");
     elsewhere.object_namespace = "other".into();
-    assert!(silent_failures("op", &l, &[elsewhere]).is_some());
+    assert!(silent_failures("op", &l, &[elsewhere], false).is_some());
 }
 
 #[test]
@@ -79,8 +86,12 @@ fn cluster_scoped_failures_match_events_of_cluster_scoped_objects() {
     let l = logs(&[line]);
     let mut e = event("gadget-1", "Warning", "Failed", "kopf");
     e.object_namespace = String::new();
-    assert!(silent_failures("op", &l, &[e]).is_none());
-    assert!(silent_failures("op", &l, &[]).is_some());
+    assert!(silent_failures("op", &l, &[e], false).is_none());
+    assert!(silent_failures("op", &l, &[], false).is_some());
+    // Their Events may be in `default`, unread: not called silent.
+    assert!(silent_failures("op", &l, &[], true).is_none());
+    // A namespaced object's failure is judged all the same.
+    assert!(silent_failures("op", &logs(&[FAIL_A]), &[], true).is_some());
 }
 
 #[test]

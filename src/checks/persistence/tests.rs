@@ -71,6 +71,16 @@ fn pruning_status_schema_is_an_error_when_status_storage_is_used() {
 }
 
 #[test]
+fn a_schema_that_keeps_status_is_fine_without_a_status_subresource() {
+    // kopf 1.45 patches status with the object when there is no status subresource
+    // (`_cogs/clients/patching.py`): what the schema keeps stays, nothing is pruned.
+    let mut with_status = object(&[], &[]);
+    with_status.status_kopf_keys = vec!["progress".into()];
+    let kept = status_schema("op", &[resource(false, true)], &[with_status], None);
+    assert_eq!(kept, Vec::new());
+}
+
+#[test]
 fn stuck_deletion_and_annotation_size() {
     let now = jiff::Timestamp::from_second(10_000).expect("ts");
     let mut deleting = object(&[], &["example.com/finalizer"]);
@@ -222,5 +232,100 @@ fn the_status_schema_message_says_what_this_kopf_writes() {
         said(new).contains("from kopf 1.44 its progress goes to annotations"),
         "{}",
         said(new)
+    );
+}
+
+/// The log with one line, parsed as the gatherer does.
+fn logged(line: &str) -> LogEvidence {
+    let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
+    let mut records: Vec<kopf_log::Record> =
+        parser.push_line(line.as_bytes()).into_iter().collect();
+    while let Some(r) = parser.finish() {
+        records.push(r);
+    }
+    LogEvidence {
+        records,
+        ..Default::default()
+    }
+}
+
+/// Core Secrets, as spec.handledResources names them (no CRD).
+fn secrets() -> HandledResource {
+    HandledResource {
+        group: String::new(),
+        version: "v1".into(),
+        plural: "secrets".into(),
+        kind: Some("Secret".into()),
+        namespaced: true,
+        crd: None,
+        source: HandledSource::Spec,
+    }
+}
+
+const INCONSISTENT: &str = "[2026-12-02 11:30:00,000] kopf.objects         [WARNING ] [ns/a] Merge-patching finished with inconsistencies: (('remove', ('status',), {'kopf': {'progress': {}}}, None),)";
+const INCONSISTENT_JSON: &str = r#"{"message": "Merge-patching finished with inconsistencies: (('remove', ('status',), {'reconcile': {'ok': True}}, None),)", "timestamp": "2026-12-02T11:30:00.000000+00:00", "severity": "warn", "object": {"apiVersion": "v1", "kind": "Secret", "name": "b", "uid": "u", "namespace": "ns"}}"#;
+
+#[test]
+fn inconsistencies_on_a_built_in_kind_say_what_is_true_there() {
+    // A Secret has no status: kopf's status.kopf and handler results are dropped by
+    // the API server, which no CRD schema can change.
+    let objects = [object(&[], &[])];
+    let mixed = [resource(true, false), secrets()];
+    let mut sample = object(&[], &[]);
+    sample.resource = 1;
+    for (handled, objects, line) in [
+        (vec![secrets()], &objects[..], INCONSISTENT),
+        (mixed.to_vec(), std::slice::from_ref(&sample), INCONSISTENT),
+        (mixed.to_vec(), &[][..], INCONSISTENT_JSON),
+    ] {
+        let f = patch_inconsistencies("op", &logged(line), &handled, objects).expect("finding");
+        assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+        assert!(
+            f.message.contains("Secret objects, a built-in kind"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("annotations"), "{}", f.message);
+        assert!(!f.message.contains("CRD"), "{}", f.message);
+    }
+}
+
+#[test]
+fn inconsistencies_on_a_custom_resource_name_its_crd_and_stay_errors() {
+    let objects = [object(&[], &[])];
+    let f = patch_inconsistencies(
+        "op",
+        &logged(INCONSISTENT),
+        &[resource(true, false)],
+        &objects,
+    )
+    .expect("finding");
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.message.contains("CRD widgets.example.com"),
+        "{}",
+        f.message
+    );
+    // Several built-in kinds handled, the object unknown: still a built-in kind.
+    let configmaps = HandledResource {
+        plural: "configmaps".into(),
+        kind: Some("ConfigMap".into()),
+        ..secrets()
+    };
+    let f = patch_inconsistencies("op", &logged(INCONSISTENT), &[secrets(), configmaps], &[])
+        .expect("finding");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message.contains("status of its objects, a built-in kind"),
+        "{}",
+        f.message
+    );
+    // Nothing known of the object: both fixes, at the check's severity.
+    let f = patch_inconsistencies("op", &logged(INCONSISTENT), &[], &[]).expect("finding");
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.message.contains("custom resource") && f.message.contains("built-in kind"),
+        "{}",
+        f.message
     );
 }

@@ -271,6 +271,53 @@ fn parse_log(lines: &[&str]) -> Vec<kopf_log::Record> {
 }
 
 #[test]
+fn a_crash_before_kopf_logs_anything_quotes_python_s_traceback() {
+    // The operator's module fails to import: `kopf run` dies with Python's own
+    // traceback on stderr, no kopf line at all.
+    let status = ContainerStatus {
+        name: "operator".into(),
+        restart_count: 4,
+        state: Some(ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some("CrashLoopBackOff".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut t = target(&good_container(), 1, Some("op"));
+    t.pods = vec![pod_with(status)];
+    let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default());
+    let mut tail: Vec<kopf_log::Record> = [
+        "Traceback (most recent call last):",
+        "  File \"/app/operator.py\", line 12, in <module>",
+        "    from backend import Widget",
+        "ImportError: cannot import name 'Widget' from 'backend'; password=hunter2secretvalue",
+    ]
+    .iter()
+    .filter_map(|l| parser.push_line(l.as_bytes()))
+    .collect();
+    tail.extend(parser.finish());
+    let logs: Gathered<LogEvidence> = Ok(LogEvidence {
+        previous: [("op-1".to_string(), Vec::new())].into(),
+        previous_tail: [("op-1".to_string(), tail)].into(),
+        ..Default::default()
+    });
+    let crash = crash_loop("op", &t.pods, "operator", &logs).expect("finding");
+    let evidence = crash.evidence.unwrap_or_default();
+    assert!(
+        evidence.starts_with("pod op-1: ImportError: cannot import name 'Widget'"),
+        "{evidence}"
+    );
+    assert!(
+        !evidence.contains("hunter2secretvalue"),
+        "redacted: {evidence}"
+    );
+    assert!(!evidence.contains("no error"), "{evidence}");
+}
+
+#[test]
 fn a_liveness_url_without_a_host_is_unreachable() {
     let mut c = good_container();
     c.args = Some(vec!["-A".into(), "--liveness=http://:8080/healthz".into()]);

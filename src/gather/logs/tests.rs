@@ -203,7 +203,7 @@ async fn a_steady_audit_reads_only_what_was_written_since_the_last() {
 
 #[test]
 fn distinct_records_past_the_bound_are_counted_and_repeats_are_kept_once() {
-    let mut parser = scanner();
+    let mut parser = scanner(false);
     let mut kept = Kept::default();
     let at = Timestamp::now();
     let failure = |object: usize| {
@@ -227,4 +227,99 @@ fn distinct_records_past_the_bound_are_counted_and_repeats_are_kept_once() {
         kept.dropped, 7,
         "the distinct ones past the bound, not the repeats"
     );
+}
+
+/// A pod whose kopf container restarted once.
+fn restarted_pod() -> Pod {
+    let mut p = pod();
+    if let Some(cs) = p
+        .status
+        .as_mut()
+        .and_then(|s| s.container_statuses.as_mut())
+        .and_then(|c| c.first_mut())
+    {
+        cs.restart_count = 1;
+    }
+    p
+}
+
+/// The previous container died outside kopf's logging: Python's traceback, none of it
+/// kopf's, after kopf's failure and an INFO line (a traceback right after an ERROR line
+/// would be that record's own); the current one logs a kopf line.
+fn import_error(method: &Method, path: &str, _body: &serde_json::Value) -> Response<Body> {
+    assert_eq!(method, Method::GET, "{path}");
+    let at = |s: u32| format!("2026-12-02T11:00:0{s}.000000000Z");
+    let body = if path.contains("previous=true") {
+        [
+            format!("{} [2026-12-02 11:00:00,000] kopf.objects         [ERROR   ] [ns/w1] Handler 'reconcile' failed temporarily: an older failure", at(0)),
+            format!("{} [2026-12-02 11:00:00,500] kopf.objects         [INFO    ] [ns/w1] Handler 'reconcile' succeeded.", at(0)),
+            format!("{} Traceback (most recent call last):", at(1)),
+            format!("{}   File \"/app/operator.py\", line 9, in <module>", at(1)),
+            format!("{} ImportError: cannot import name 'Widget' from 'backend' (/app/backend.py); token=hunter2secretvalue", at(1)),
+        ]
+        .join("\n")
+    } else {
+        failure_now()
+    };
+    Response::new(Body::from(body.into_bytes()))
+}
+
+#[tokio::test]
+async fn a_previous_log_keeps_the_lines_after_kopf_s_last_one() {
+    let (client, _api) = FakeApi::start("ns", import_error);
+    let memory = LogMemory::default();
+    let pods = [restarted_pod()];
+    let logs = gather(
+        &client,
+        &memory,
+        "ns/audit",
+        "ns",
+        &pods,
+        "operator",
+        bounds(1 << 20),
+    )
+    .await
+    .expect("read");
+    let tail = logs.previous_tail.get("op-1").expect("the non-kopf tail");
+    assert_eq!(tail.len(), 1, "the traceback is one record: {tail:#?}");
+    let exception = tail[0].traceback.last().expect("the exception line");
+    assert!(
+        exception.starts_with("ImportError: cannot import name 'Widget'"),
+        "{exception}"
+    );
+    assert_eq!(
+        logs.previous.get("op-1").map(Vec::len),
+        Some(1),
+        "kopf's failure is kept as before"
+    );
+}
+
+#[test]
+fn the_tail_is_what_follows_kopf_s_last_line_and_is_bounded() {
+    let mut kept = Kept::with_tail(PREVIOUS_TAIL_RECORDS);
+    let mut parser = scanner(true);
+    let text = "plain noise before kopf\n\
+        [2026-12-02 11:00:00,000] kopf.objects         [INFO    ] [ns/w1] Handler 'reconcile' succeeded.\n\
+        one\ntwo\nthree\n";
+    parser.push_chunk(text.as_bytes(), &mut kept);
+    while let Some(record) = parser.finish() {
+        kept.keep(record);
+    }
+    let tail: Vec<&str> = kept.tail.iter().map(|r| r.message.as_str()).collect();
+    assert_eq!(tail, vec!["two", "three"]);
+    assert!(
+        kept.records.is_empty(),
+        "routine records are still not kept"
+    );
+    // A current log keeps no tail.
+    let mut kept = Kept::default();
+    kept.keep(parser_record("one"));
+    assert!(kept.tail.is_empty());
+}
+
+fn parser_record(line: &str) -> kopf_log::Record {
+    let mut parser = scanner(true);
+    let mut out: Vec<kopf_log::Record> = parser.push_line(line.as_bytes()).into_iter().collect();
+    out.extend(parser.finish());
+    out.remove(0)
 }

@@ -273,3 +273,56 @@ fn a_role_binding_change_forgets_only_the_answers_about_its_namespace() {
         "a ClusterRoleBinding can grant any"
     );
 }
+
+/// The digest of a one-version CRD with this `openAPIV3Schema` and status subresource.
+fn digest(schema: serde_json::Value, status: bool) -> CrdVersion {
+    let mut version = serde_json::json!({"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": schema}});
+    if status {
+        version["subresources"] = serde_json::json!({"status": {}});
+    }
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets"}, "versions": [version]}
+    }))
+    .expect("crd");
+    CrdDigest::of(&crd).versions.remove(0)
+}
+
+#[test]
+fn a_schema_keeps_kopf_s_status_whichever_way_it_says_so() {
+    let keeps = |schema: serde_json::Value| digest(schema, false).status_preserves_unknown_fields;
+    let preserve =
+        serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let declared =
+        serde_json::json!({"type": "object", "properties": {"phase": {"type": "string"}}});
+    // Status preserving unknown fields, with or without a status subresource.
+    let status = serde_json::json!({"type": "object", "properties": {"status": preserve.clone()}});
+    assert!(keeps(status.clone()));
+    assert!(digest(status, true).status_preserves_unknown_fields);
+    // The whole object.
+    assert!(keeps(preserve.clone()));
+    // Declared fields plus kopf's own status.kopf keeping what kopf stores.
+    assert!(keeps(
+        serde_json::json!({"type": "object", "properties": {"status": {
+        "type": "object", "properties": {"phase": {"type": "string"}, "kopf": preserve.clone()}}}})
+    ));
+    // Any key: additionalProperties.
+    assert!(keeps(
+        serde_json::json!({"type": "object", "properties": {"status": {
+        "type": "object", "additionalProperties": preserve.clone()}}})
+    ));
+    // Pruned: declared fields only, no status at all, a status.kopf that prunes.
+    assert!(!keeps(
+        serde_json::json!({"type": "object", "properties": {"status": declared.clone()}})
+    ));
+    assert!(!keeps(
+        serde_json::json!({"type": "object", "properties": {"spec": preserve}})
+    ));
+    assert!(!keeps(
+        serde_json::json!({"type": "object", "properties": {"status": {
+        "type": "object", "properties": {"kopf": declared}}}})
+    ));
+}

@@ -34,7 +34,6 @@ fn namespaced_exact_standalone() {
     assert_eq!(
         lines(&n),
         vec![
-            "rbac.crd-scan get:warning customresourcedefinitions.apiextensions.k8s.io *",
             "rbac.crd-scan list:error customresourcedefinitions.apiextensions.k8s.io *",
             "rbac.crd-scan watch:error customresourcedefinitions.apiextensions.k8s.io *",
             "rbac.events create:error events a",
@@ -56,7 +55,7 @@ fn namespaced_exact_standalone() {
         ]
     );
     // Distinct permissions: events patch requires create, which is already asked.
-    assert_eq!(permissions(&n).len(), 3 + 4 + 2 + 10);
+    assert_eq!(permissions(&n).len(), 2 + 4 + 2 + 10);
 }
 
 #[test]
