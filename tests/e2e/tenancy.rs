@@ -256,3 +256,112 @@ async fn a_tenant_reads_nothing_of_another_namespace_through_its_kopfaudits() {
         status.findings
     );
 }
+
+/// The auditor's `kopf_audit_audits_total` of one audit.
+fn audits_of(auditor: &Auditor, ns: &str, name: &str) -> f64 {
+    support::audits_total(&auditor.http_get("/metrics"), ns, name)
+}
+
+/// Changes a Deployment's pod template (a rollout), as its owner would.
+async fn roll(client: &Client, ns: &str, name: &str, n: usize) {
+    let patch = serde_json::json!({"spec": {"template": {"metadata": {"annotations": {
+        "e2e.kopf-audit.dev/rollout": n.to_string()
+    }}}}});
+    Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), ns)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("rolling {ns}/{name}: {e}"));
+}
+
+#[tokio::test]
+async fn a_refused_kopfaudit_tells_its_tenant_nothing_of_another_namespaces_deployment() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let home = TestNamespace::create(&client, "refused-home").await;
+    let tenant = TestNamespace::create(&client, "refused-tenant").await;
+    let victim = TestNamespace::create(&client, "refused-victim").await;
+    let scoped = support::ScopedAuditor::create(&client, &home.name, &[&tenant.name]).await;
+    support::idle_kopf_deployment(
+        &client,
+        &victim.name,
+        "guarded",
+        &["-A"],
+        serde_json::json!({}),
+    )
+    .await;
+    support::idle_kopf_deployment(
+        &client,
+        &tenant.name,
+        "own",
+        &["-n", &tenant.name],
+        serde_json::json!({}),
+    )
+    .await;
+    // Cluster-wide, as the chart installs it: it watches Deployments everywhere.
+    let auditor = Auditor::start_cluster_wide(&scoped.kubeconfig, "refused-watch", &[]);
+    let audits: Api<KopfAudit> = Api::namespaced(client.clone(), &tenant.name);
+    for (name, target) in [
+        (
+            "probe",
+            serde_json::json!({"deployment": "guarded", "namespace": victim.name}),
+        ),
+        ("own", serde_json::json!({"deployment": "own"})),
+    ] {
+        let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+            "metadata": {"name": name},
+            "spec": {"target": target, "interval": "1h"}
+        }))
+        .expect("KopfAudit");
+        audits
+            .create(&PostParams::default(), &audit)
+            .await
+            .unwrap_or_else(|e| panic!("creating {name}: {e}"));
+    }
+    wait_for("the probe refused", Duration::from_secs(60), || async {
+        let a = audits.get("probe").await.ok()?;
+        let stalled = a.status.as_ref()?.conditions.iter().any(|c| {
+            c.type_ == "Stalled" && c.status == "True" && c.reason == "CrossNamespaceRefused"
+        });
+        stalled.then_some(())
+    })
+    .await;
+    wait_for("the own audit done", Duration::from_secs(60), || async {
+        (audits_of(&auditor, &tenant.name, "own") >= 1.0).then_some(())
+    })
+    .await;
+    // Let the first audits settle, then count.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let probe_before = audits_of(&auditor, &tenant.name, "probe");
+    let own_before = audits_of(&auditor, &tenant.name, "own");
+    say(format!("before: probe {probe_before}, own {own_before}"));
+
+    for n in 0..5 {
+        roll(&client, &victim.name, "guarded", n).await;
+    }
+    // The control: the same kind of change to the tenant's own Deployment re-runs its
+    // audit, so the watch works and the probe's silence means something.
+    roll(&client, &tenant.name, "own", 0).await;
+    wait_for(
+        "the own audit re-run by its rollout",
+        Duration::from_secs(60),
+        || async { (audits_of(&auditor, &tenant.name, "own") > own_before).then_some(()) },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let probe_after = audits_of(&auditor, &tenant.name, "probe");
+    assert_eq!(
+        probe_after, probe_before,
+        "the refused audit ran again when the other namespace's Deployment changed"
+    );
+    let status = audits
+        .get("probe")
+        .await
+        .expect("probe")
+        .status
+        .expect("status");
+    assert!(
+        status.findings.is_empty() && status.targets.is_empty(),
+        "{status:#?}"
+    );
+}
