@@ -212,6 +212,7 @@ pub(crate) async fn run(
         shared: Arc::new(Shared {
             rbac: RbacReader::new(rbac_stores.clone()),
             logs: LogMemory::new(metrics.log_bytes_read()),
+            objects: Default::default(),
         }),
         metrics,
         written: Written::default(),
