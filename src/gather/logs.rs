@@ -4,6 +4,8 @@
 //! the last one. What the checks read of the window is kept in memory as a bounded
 //! digest (one record per kind, handler, object and denial, with when it was last seen)
 //! and lost on restart: the first audit after one reads the window (`sinceSeconds`).
+//! What one KopfAudit keeps of all its containers is held within a byte budget
+//! ([`READER_BUDGET_BYTES`]), whatever its pods log and however many they are.
 //!
 //! Every read is bounded by `spec.logs.limitBytes`, on this side too, whatever the
 //! server or a proxy does; when the cap cuts a read, the newest lines are read as well
