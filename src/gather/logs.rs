@@ -4,6 +4,8 @@
 //! the last one. What the checks read of the window is kept in memory as a bounded
 //! digest (one record per kind, handler, object and denial, with when it was last seen)
 //! and lost on restart: the first audit after one reads the window (`sinceSeconds`).
+//! What one KopfAudit keeps of all its containers is held within a byte budget
+//! ([`READER_BUDGET_BYTES`]), whatever its pods log and however many they are.
 //!
 //! Every read is bounded by `spec.logs.limitBytes`, on this side too, whatever the
 //! server or a proxy does; when the cap cuts a read, the newest lines are read as well
@@ -26,6 +28,22 @@ use std::time::Duration;
 /// container: the checks need one of each, not every repeat.
 pub(crate) const MAX_DIGEST: usize = 64;
 
+/// What one KopfAudit keeps of its target's logs between audits, all its containers
+/// together: their digests and previous containers' logs, in the bytes
+/// [`record_bytes`] counts. Without it a KopfAudit keeps, per pod of a crash loop, 64
+/// records of up to ~6 KiB in the digest (a 4 KiB message, 3 traceback lines) and 64
+/// of up to ~12 KiB of the previous log (16 traceback lines): ~1.1 MiB, ~22 MiB for 20
+/// replicas and as much again while its evidence is built. Past it, the least recently
+/// seen records are forgotten
+/// and counted as dropped, so the logs area says it saw part of the window. The
+/// evidence an audit builds is a copy of at most this much, and a read in flight keeps
+/// at most [`READ_BUDGET_BYTES`] more.
+pub(crate) const READER_BUDGET_BYTES: usize = 512 * 1024;
+
+/// What one read keeps before it is folded into what its KopfAudit remembers: a
+/// quarter of [`READER_BUDGET_BYTES`], so that the read in flight adds little to it.
+pub(crate) const READ_BUDGET_BYTES: usize = READER_BUDGET_BYTES / 4;
+
 /// How far past `limitBytes` a read may go to finish its last line before it is cut.
 pub(crate) const LINE_SLACK_BYTES: i64 = 64 * 1024;
 
@@ -42,7 +60,8 @@ const KEPT_TRACEBACK_LINES: usize = 3;
 
 /// Records kept of the end of a previous container's log after kopf's last line: a
 /// container that crashed before kopf logged anything (an ImportError in the operator's
-/// module) or outside kopf's logging says why only there.
+/// module) or outside kopf's logging says why only there. Two records at most: they are
+/// outside the per-KopfAudit budget.
 pub(crate) const PREVIOUS_TAIL_RECORDS: usize = 2;
 
 /// Containers not read for this long are forgotten (their pods are gone).
@@ -81,21 +100,14 @@ struct ContainerLog {
     /// bound of one read, or forgotten from the digest past its bound.
     dropped: VecDeque<(Timestamp, usize)>,
     /// The previous container's log, by the restart count it was read at.
-    previous: Option<(i32, Previous)>,
+    previous: Option<(i32, Vec<kopf_log::Record>)>,
+    /// The records after kopf's last line in the previous container's log that are not
+    /// kopf's, at most [`PREVIOUS_TAIL_RECORDS`].
+    previous_tail: Vec<kopf_log::Record>,
     /// When it was last read.
     used: Option<Timestamp>,
     /// What the wording of everything read of it says of kopf's version.
     version: kopf_log::VersionRange,
-}
-
-/// What is kept of a previous container's log.
-#[derive(Clone, Debug, Default)]
-struct Previous {
-    /// The records some check reads, as of a current log.
-    records: Vec<kopf_log::Record>,
-    /// The records after kopf's last line that are not kopf's, at most
-    /// [`PREVIOUS_TAIL_RECORDS`].
-    tail: Vec<kopf_log::Record>,
 }
 
 /// What the auditor remembers of container logs between audits, bounded, shared by all
@@ -129,6 +141,20 @@ impl LogMemory {
             .retain(|_, c| c.used.is_some_and(|u| u >= horizon));
     }
 
+    /// The [`record_bytes`] of everything `reader` remembers.
+    #[cfg(test)]
+    pub(crate) fn reader_bytes(&self, reader: &str) -> usize {
+        self.lock()
+            .iter()
+            .filter(|(k, _)| k.reader == reader)
+            .flat_map(|(_, log)| {
+                let previous = log.previous.iter().flat_map(|(_, p)| p.iter());
+                log.digest.iter().map(|s| &s.record).chain(previous)
+            })
+            .map(record_bytes)
+            .sum()
+    }
+
     /// How many containers are remembered.
     #[cfg(test)]
     pub(crate) fn containers(&self) -> usize {
@@ -154,6 +180,7 @@ pub(crate) async fn gather(
     let what = || format!("get pods/log in {namespace}");
     let grant = || format!("get on pods/log in {namespace}");
     let mut evidence = LogEvidence::default();
+    let mut keys = Vec::with_capacity(pods.len());
     for pod in pods {
         let key = ContainerKey {
             reader: reader.to_string(),
@@ -187,13 +214,8 @@ pub(crate) async fn gather(
                 Ok(previous) => {
                     memory.bytes_read.inc_by(previous.bytes);
                     log.version.narrow(previous.stats.kopf_version);
-                    log.previous = Some((
-                        restarts,
-                        Previous {
-                            records: previous.records,
-                            tail: previous.tail,
-                        },
-                    ));
+                    log.previous = Some((restarts, previous.records));
+                    log.previous_tail = previous.tail;
                 }
                 // The previous container's log may be gone; the current one still counts.
                 Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => {}
@@ -203,11 +225,134 @@ pub(crate) async fn gather(
                 }
             }
         }
-        add_to_evidence(&mut evidence, &key.pod, &log);
-        memory.lock().insert(key, log);
+        let mut containers = memory.lock();
+        containers.insert(key.clone(), log);
+        fit_budget(&mut containers, reader, now);
+        drop(containers);
+        keys.push(key);
     }
+    let containers = memory.lock();
+    for key in &keys {
+        if let Some(log) = containers.get(key) {
+            add_to_evidence(&mut evidence, &key.pod, log);
+        }
+    }
+    drop(containers);
     evidence.records.sort_by_key(|r| r.line);
     Ok(evidence)
+}
+
+/// The bytes a record holds, its own and on the heap (what [`READER_BUDGET_BYTES`]
+/// counts): its strings by capacity, the key it is remembered by once more.
+pub(crate) fn record_bytes(record: &kopf_log::Record) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
+    let object = record.object.as_ref().map_or(0, |o| {
+        o.name.capacity() + opt(&o.namespace) + opt(&o.kind) + opt(&o.uid)
+    });
+    let forbidden = record.forbidden.as_ref().map_or(0, |f| {
+        f.verb.capacity()
+            + f.resource.capacity()
+            + opt(&f.api_group)
+            + opt(&f.user)
+            + opt(&f.namespace)
+    });
+    let kind = match &record.kind {
+        kopf_log::EventKind::CauseProcessed { cause, .. } => cause.capacity(),
+        kopf_log::EventKind::Forbidden {
+            verb,
+            resource,
+            api_group,
+            user,
+            namespace,
+            ..
+        } => verb.capacity() + resource.capacity() + opt(api_group) + opt(user) + opt(namespace),
+        kopf_log::EventKind::WatcherFailed {
+            resource,
+            namespace,
+        } => resource.capacity() + opt(namespace),
+        kopf_log::EventKind::TaskFailed {
+            target, namespace, ..
+        }
+        | kopf_log::EventKind::TaskFinished {
+            target, namespace, ..
+        } => opt(target) + opt(namespace),
+        other => other.handler().map_or(0, |h| h.id.capacity()),
+    };
+    let traceback = record.traceback.capacity() * std::mem::size_of::<String>()
+        + record.traceback.iter().map(String::capacity).sum::<usize>();
+    // The digest's key (kind, handler, object, denial) is about as long again.
+    let key = std::mem::size_of::<String>() + 16 + kind + object + forbidden;
+    std::mem::size_of::<Seen>()
+        + record.message.capacity()
+        + opt(&record.logger)
+        + traceback
+        + object
+        + forbidden
+        + kind
+        + key
+}
+
+/// Which record of a container log: one of its digest, or of its previous log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Digest(usize),
+    Previous(usize),
+}
+
+/// Keeps what `reader` remembers of all its containers within
+/// [`READER_BUDGET_BYTES`]: forgets the least recently seen records first, the last
+/// record of each previous log only after every other (it says why the container
+/// exited), and counts what it forgot as dropped at `now`.
+fn fit_budget(containers: &mut HashMap<ContainerKey, ContainerLog>, reader: &str, now: Timestamp) {
+    // (last protected, last seen, container, slot, bytes)
+    let mut all: Vec<(bool, Timestamp, &ContainerKey, Slot, usize)> = Vec::new();
+    let mut total = 0usize;
+    for (key, log) in containers.iter().filter(|(k, _)| k.reader == reader) {
+        for (i, seen) in log.digest.iter().enumerate() {
+            let bytes = record_bytes(&seen.record);
+            total += bytes;
+            all.push((false, seen.last, key, Slot::Digest(i), bytes));
+        }
+        if let Some((_, previous)) = &log.previous {
+            for (i, record) in previous.iter().enumerate() {
+                let bytes = record_bytes(record);
+                total += bytes;
+                let last = i + 1 == previous.len();
+                let at = written_at(record, Timestamp::MIN);
+                all.push((last, at, key, Slot::Previous(i), bytes));
+            }
+        }
+    }
+    if total <= READER_BUDGET_BYTES {
+        return;
+    }
+    all.sort_by_key(|(protected, at, _, _, _)| (*protected, *at));
+    let mut forget: HashMap<ContainerKey, Vec<Slot>> = HashMap::new();
+    for (_, _, key, slot, bytes) in all {
+        if total <= READER_BUDGET_BYTES {
+            break;
+        }
+        total -= bytes;
+        forget.entry(key.clone()).or_default().push(slot);
+    }
+    for (key, slots) in forget {
+        let Some(log) = containers.get_mut(&key) else {
+            continue;
+        };
+        let mut index = 0;
+        log.digest.retain(|_| {
+            index += 1;
+            !slots.contains(&Slot::Digest(index - 1))
+        });
+        if let Some((_, previous)) = &mut log.previous {
+            let mut index = 0;
+            previous.retain(|_| {
+                index += 1;
+                !slots.contains(&Slot::Previous(index - 1))
+            });
+        }
+        log.dropped.push_back((now, slots.len()));
+    }
 }
 
 fn restart_count(pod: &Pod, container: &str) -> i32 {
@@ -229,13 +374,11 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
     }
     evidence.dropped += log.dropped.iter().map(|(_, n)| n).sum::<usize>();
     if let Some((_, previous)) = &log.previous {
-        evidence
-            .previous
-            .insert(pod.to_string(), previous.records.clone());
-        if !previous.tail.is_empty() {
+        evidence.previous.insert(pod.to_string(), previous.clone());
+        if !log.previous_tail.is_empty() {
             evidence
                 .previous_tail
-                .insert(pod.to_string(), previous.tail.clone());
+                .insert(pod.to_string(), log.previous_tail.clone());
         }
     }
     evidence.version.narrow(log.version);
@@ -292,6 +435,9 @@ fn remember(digest: &mut Vec<Seen>, records: Vec<kopf_log::Record>, now: Timesta
         if len > KEPT_TRACEBACK_LINES {
             record.traceback.drain(..len - KEPT_TRACEBACK_LINES);
         }
+        // What is remembered counts against the budget by what it holds.
+        record.traceback.shrink_to_fit();
+        record.message.shrink_to_fit();
         if digest.len() >= MAX_DIGEST
             && let Some(oldest) = digest
                 .iter()
@@ -361,7 +507,16 @@ async fn read_new(
                 Some(i64::try_from(bounds.window.as_secs().max(1)).unwrap_or(i64::MAX))
         }
     }
-    let mut first = stream(api, &key.pod, &params, bounds.limit_bytes, cursor, 0).await?;
+    let mut kept = Kept::default();
+    let mut first = stream(
+        api,
+        &key.pod,
+        &params,
+        bounds.limit_bytes,
+        cursor,
+        &mut kept,
+    )
+    .await?;
     if first.cut {
         let newest = LogParams {
             container: Some(key.container.clone()),
@@ -370,13 +525,21 @@ async fn read_new(
             limit_bytes: Some(bounds.limit_bytes),
             ..Default::default()
         };
-        let tail = stream(api, &key.pod, &newest, bounds.limit_bytes, first.cursor, 0).await?;
-        first.records.extend(tail.records);
-        first.dropped += tail.dropped;
+        let tail = stream(
+            api,
+            &key.pod,
+            &newest,
+            bounds.limit_bytes,
+            first.cursor,
+            &mut kept,
+        )
+        .await?;
         first.stats.add(&tail.stats);
         first.cursor = tail.cursor.or(first.cursor);
         first.bytes += tail.bytes;
     }
+    first.dropped = kept.dropped;
+    first.records = kept.into_records();
     Ok(first)
 }
 
@@ -394,15 +557,12 @@ async fn read_previous(
         limit_bytes: Some(bounds.limit_bytes),
         ..Default::default()
     };
-    stream(
-        api,
-        &key.pod,
-        &params,
-        bounds.limit_bytes,
-        None,
-        PREVIOUS_TAIL_RECORDS,
-    )
-    .await
+    let mut kept = Kept::with_tail(PREVIOUS_TAIL_RECORDS);
+    let mut read = stream(api, &key.pod, &params, bounds.limit_bytes, None, &mut kept).await?;
+    read.dropped = kept.dropped;
+    read.tail = std::mem::take(&mut kept.tail).into();
+    read.records = kept.into_records();
+    Ok(read)
 }
 
 /// The kubelet timestamp that starts a line (`<RFC3339Nano> stdout F …`).
@@ -414,20 +574,19 @@ fn line_time(line: &[u8]) -> Option<Timestamp> {
 }
 
 /// Streams one container log into a parser, skipping the lines at or before `after`,
-/// at most `limit + LINE_SLACK_BYTES` bytes whatever the server sends; keeps up to
-/// `tail` records of the non-kopf lines after kopf's last one.
+/// at most `limit + LINE_SLACK_BYTES` bytes whatever the server sends; the records
+/// some check reads go to `kept`.
 async fn stream(
     api: &Api<Pod>,
     pod: &str,
     params: &LogParams,
     limit: i64,
     after: Option<Timestamp>,
-    tail: usize,
+    kept: &mut Kept,
 ) -> Result<Read, kube::Error> {
     let mut body = Box::pin(api.log_stream(pod, params).await?);
-    let mut parser = scanner(tail > 0);
+    let mut parser = scanner(kept.tail_len > 0);
     let mut out = Read::default();
-    let mut kept = Kept::with_tail(tail);
     let mut lines = LineTracker::new(after);
     let hard_stop = limit.saturating_add(LINE_SLACK_BYTES);
     let mut total: i64 = 0;
@@ -437,7 +596,7 @@ async fn stream(
             Ok(chunk) => {
                 let room = usize::try_from(hard_stop - total).unwrap_or(0);
                 let take = chunk.len().min(room);
-                let fed = lines.feed(&chunk[..take], |part| parser.push_chunk(part, &mut kept));
+                let fed = lines.feed(&chunk[..take], |part| parser.push_chunk(part, &mut *kept));
                 out.bytes += fed as u64;
                 chunk.len()
             }
@@ -460,9 +619,6 @@ async fn stream(
     while let Some(record) = parser.finish() {
         kept.keep(record);
     }
-    out.records = kept.records;
-    out.dropped = kept.dropped;
-    out.tail = kept.tail.into();
     out.stats = parser.stats();
     out.cursor = lines.last;
     Ok(out)
@@ -562,17 +718,24 @@ impl LineTracker {
     }
 }
 
-/// The records a chunk completes, filtered by [`keep`].
 /// The records one read keeps: only those some check reads (failures, denials,
 /// warnings about kopf's own health), one per kind, handler, object and denial (the
-/// latest, as the digest keeps them), at most [`MAX_READ_RECORDS`]: past the bound the
-/// least recently seen is forgotten, as the digest does, and counted. So a read holds
-/// no more than the digest it is folded into, whatever a log floods it with.
+/// latest, as the digest keeps them), at most [`MAX_READ_RECORDS`] and
+/// [`READ_BUDGET_BYTES`]: past either bound the least recently seen is forgotten, as
+/// the digest does, and counted. So a read holds no more than the digest it is folded
+/// into, whatever a log floods it with.
 #[derive(Default)]
 struct Kept {
     records: Vec<kopf_log::Record>,
+    /// When each of `records` was last seen, in records given to [`Kept::keep`] (a
+    /// read's line numbers start again in the read of the newest lines).
+    seen: Vec<u64>,
     index: HashMap<String, usize>,
     dropped: usize,
+    /// The [`record_bytes`] of `records`.
+    bytes: usize,
+    /// Records given so far.
+    given: u64,
     /// The non-kopf records since kopf's last one, the latest [`Kept::tail_len`].
     tail: VecDeque<kopf_log::Record>,
     tail_len: usize,
@@ -603,23 +766,43 @@ impl Kept {
             return;
         }
         let key = key_of(&record);
+        let bytes = record_bytes(&record);
+        self.given += 1;
         if let Some(&at) = self.index.get(&key) {
+            self.bytes = self.bytes - record_bytes(&self.records[at]) + bytes;
             self.records[at] = record;
-            return;
+            self.seen[at] = self.given;
+        } else {
+            if self.records.len() >= MAX_READ_RECORDS {
+                self.forget_least_recent();
+            }
+            self.index.insert(key, self.records.len());
+            self.records.push(record);
+            self.seen.push(self.given);
+            self.bytes += bytes;
         }
-        if self.records.len() >= MAX_READ_RECORDS {
+        // The record just kept is the most recent: it is forgotten last.
+        while self.bytes > READ_BUDGET_BYTES && self.records.len() > 1 {
             self.forget_least_recent();
         }
-        self.index.insert(key, self.records.len());
-        self.records.push(record);
     }
 
-    /// Forgets the record seen longest ago (the lowest line), and counts it.
+    /// The records kept, least recently seen first.
+    fn into_records(self) -> Vec<kopf_log::Record> {
+        let mut records: Vec<(u64, kopf_log::Record)> =
+            self.seen.into_iter().zip(self.records).collect();
+        records.sort_by_key(|(seen, _)| *seen);
+        records.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// Forgets the record seen longest ago, and counts it.
     fn forget_least_recent(&mut self) {
-        let Some(oldest) = (0..self.records.len()).min_by_key(|&i| self.records[i].line) else {
+        let Some(oldest) = (0..self.records.len()).min_by_key(|&i| self.seen[i]) else {
             return;
         };
+        self.seen.swap_remove(oldest);
         let gone = self.records.swap_remove(oldest);
+        self.bytes -= record_bytes(&gone);
         self.index.remove(&key_of(&gone));
         if let Some(moved) = self.records.get(oldest) {
             self.index.insert(key_of(moved), oldest);

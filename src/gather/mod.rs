@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) logs: logs::LogMemory,
     /// Whether the first lines of each container instance's log showed kopf.
     pub(crate) recognitions: recognise::Verdicts,
+    /// The pages of sampled objects the process may hold at once.
+    pub(crate) objects: objects::ObjectPages,
 }
 
 /// Which namespaces an audit may read: its own, or any with the cross-namespace
@@ -273,7 +275,10 @@ pub(crate) async fn read_candidates(
     Ok(Candidates { deployments, pods })
 }
 
-/// One list, its failure named by `what`.
+/// One list, its failure named by `what`. The objects' `managedFields` (often a third
+/// of a pod) are dropped at once: no check reads them, and the pods of a target are
+/// kept for the whole audit. The pods are not paged: all of them are kept anyway,
+/// and what bounds them is what the target runs.
 async fn list<K>(
     api: Api<K>,
     params: &ListParams,
@@ -284,7 +289,13 @@ where
 {
     api.list(params)
         .await
-        .map(|l| l.items)
+        .map(|l| {
+            let mut items = l.items;
+            for item in &mut items {
+                item.managed_fields_mut().clear();
+            }
+            items
+        })
         .map_err(|source| GatherError::List {
             what: what(),
             source,
@@ -406,7 +417,15 @@ async fn gather_kopf(
                 bounds.window,
             )
             .await,
-            objects::gather(client, &run, list, target.namespace(), reach).await,
+            objects::gather(
+                client,
+                &run,
+                list,
+                target.namespace(),
+                reach,
+                &shared.objects,
+            )
+            .await,
         ),
         Err(why) => (Err(why.clone()), Err(why.clone())),
     };

@@ -14,6 +14,27 @@ use std::collections::BTreeMap;
 /// At most this many objects are read per handled resource and namespace.
 pub(crate) const SAMPLE_PER_RESOURCE: u32 = 50;
 
+/// Objects per list request: a tenant can make each handled object ~1.5 MiB (the API
+/// server's bound), so a page of [`SAMPLE_PER_RESOURCE`] could hold 75 MiB of JSON and
+/// more once parsed; a page of 10 holds a fifth of it, and the few objects of a usual
+/// namespace still come in one request.
+pub(crate) const SAMPLE_PAGE: u32 = 10;
+
+/// Pages of sampled objects that the whole process holds at once, whatever the number
+/// of audits running (`--max-concurrent-audits`): each is listed and reduced to its
+/// [`ObjectSample`]s under a permit, so the memory of sampling is this many pages, not
+/// one per audit.
+pub(crate) const PAGES_IN_FLIGHT: usize = 2;
+
+/// The permits of [`PAGES_IN_FLIGHT`], shared by every audit of the process.
+pub(crate) struct ObjectPages(tokio::sync::Semaphore);
+
+impl Default for ObjectPages {
+    fn default() -> ObjectPages {
+        ObjectPages(tokio::sync::Semaphore::new(PAGES_IN_FLIGHT))
+    }
+}
+
 /// Samples the objects of every handled resource in the namespaces the operator serves
 /// (and cluster-wide for cluster-scoped resources).
 pub(crate) async fn gather(
@@ -22,6 +43,7 @@ pub(crate) async fn gather(
     handled: &[HandledResource],
     operator_namespace: &str,
     reach: &Reach,
+    pages: &ObjectPages,
 ) -> Gathered<Vec<ObjectSample>> {
     let served = Namespaces::served(&run.scope, operator_namespace);
     if handled.iter().any(|h| !h.namespaced) && !reach.cross_namespace {
@@ -46,28 +68,42 @@ pub(crate) async fn gather(
             &resource.group
         };
         for api in apis {
-            let list = api
-                .list(&ListParams::default().limit(SAMPLE_PER_RESOURCE))
-                .await
-                .map_err(|e| {
+            let mut read = 0;
+            let mut token: Option<String> = None;
+            while read < SAMPLE_PER_RESOURCE {
+                let mut params =
+                    ListParams::default().limit(SAMPLE_PAGE.min(SAMPLE_PER_RESOURCE - read));
+                if let Some(t) = &token {
+                    params = params.continue_token(t);
+                }
+                // Closed only when the runtime shuts down: the page is then read unbounded.
+                let permit = pages.0.acquire().await.ok();
+                let list = api.list(&params).await.map_err(|e| {
                     obstacle(
                         &e,
                         &format!("list {} ({group})", resource.plural),
                         "get and list on them",
                     )
                 })?;
-            out.extend(
-                list.items
-                    .iter()
-                    .filter(|o| {
-                        !resource.namespaced
-                            || o.metadata
-                                .namespace
-                                .as_deref()
-                                .is_some_and(|ns| run.scope.serves(ns))
-                    })
-                    .map(|o| sample(index, o)),
-            );
+                read += u32::try_from(list.items.len()).unwrap_or(u32::MAX);
+                token = list.metadata.continue_.filter(|t| !t.is_empty());
+                out.extend(
+                    list.items
+                        .into_iter()
+                        .filter(|o| {
+                            !resource.namespaced
+                                || o.metadata
+                                    .namespace
+                                    .as_deref()
+                                    .is_some_and(|ns| run.scope.serves(ns))
+                        })
+                        .map(|o| sample(index, o)),
+                );
+                drop(permit);
+                if token.is_none() {
+                    break;
+                }
+            }
         }
     }
     Ok(out)
@@ -82,7 +118,7 @@ fn api_resource(resource: &HandledResource) -> ApiResource {
 }
 
 /// Reduces an object to what the persistence checks read.
-pub(crate) fn sample(resource: usize, object: &DynamicObject) -> ObjectSample {
+pub(crate) fn sample(resource: usize, object: DynamicObject) -> ObjectSample {
     let meta = &object.metadata;
     let annotations: BTreeMap<String, usize> = meta
         .annotations
@@ -115,9 +151,15 @@ pub(crate) fn sample(resource: usize, object: &DynamicObject) -> ObjectSample {
 const KOPF_MANAGER: &str = "kopf";
 
 /// Whether kopf handled the object's last change: its diff-base against its essence
-/// (kopf's own comparison), its progress marks, and who changed it last.
-fn handling(object: &DynamicObject) -> Handling {
-    let body = serde_json::to_value(object).unwrap_or_default();
+/// (kopf's own comparison), its progress marks, and who changed it last. Takes the
+/// object whole: its body becomes the JSON the comparison reads without a copy of it.
+fn handling(mut object: DynamicObject) -> Handling {
+    let managed = object.metadata.managed_fields.take().unwrap_or_default();
+    let metadata = serde_json::to_value(&object.metadata).unwrap_or_default();
+    let mut body = std::mem::take(&mut object.data);
+    if let serde_json::Value::Object(map) = &mut body {
+        map.insert("metadata".to_string(), metadata);
+    }
     let base = diffbase::stored(&body);
     let differs = base.as_ref().is_some_and(|b| {
         let now = diffbase::essence(&body, &diffbase::extra_fields(b));
@@ -133,7 +175,7 @@ fn handling(object: &DynamicObject) -> Handling {
         .is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty()));
     let mut changed_by_others = None;
     let mut changed_by_kopf = None;
-    for entry in object.metadata.managed_fields.iter().flatten() {
+    for entry in &managed {
         let Some(at) = entry.time.as_ref().map(|t| t.0) else {
             continue;
         };
@@ -156,3 +198,6 @@ fn handling(object: &DynamicObject) -> Handling {
         changed_by_kopf,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -215,8 +215,9 @@ pub(crate) struct LogEvidence {
     /// The byte cap cut the log: the window was not fully read.
     pub(crate) truncated: bool,
     /// Distinct records of the window that were read but not kept (past the bound of
-    /// what one read or one container's memory keeps): the log-based checks saw part
-    /// of the window, so an absent finding is not a resolved one.
+    /// what one read or one container's digest keeps, or of the KopfAudit's log
+    /// budget): the log-based checks saw part of the window, so an absent finding is
+    /// not a resolved one.
     pub(crate) dropped: usize,
     /// What the log's wording says of kopf's version (every read of it, narrowed).
     pub(crate) version: kopf_log::VersionRange,

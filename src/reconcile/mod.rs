@@ -213,6 +213,7 @@ pub(crate) async fn run(
             rbac: RbacReader::new(rbac_stores.clone()),
             logs: LogMemory::new(metrics.log_bytes_read()),
             recognitions: Default::default(),
+            objects: Default::default(),
         }),
         metrics,
         written: Written::default(),

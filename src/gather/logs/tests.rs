@@ -323,3 +323,146 @@ fn parser_record(line: &str) -> kopf_log::Record {
     out.extend(parser.finish());
     out.remove(0)
 }
+
+/// One record of a crash loop: a 4 KiB ERROR about object `object` with a 20-line
+/// traceback of long lines, written at second `second` after `at`.
+fn crash_record(at: Timestamp, second: i64, object: usize) -> String {
+    let t = at + jiff::SignedDuration::from_secs(second);
+    let ts = t.strftime("%Y-%m-%dT%H:%M:%S.%9fZ").to_string();
+    let own = t.strftime("%Y-%m-%d %H:%M:%S,000");
+    let mut out = format!(
+        "{ts} [{own}] kopf.objects         [ERROR   ] [ns/obj-{object}] Handler 'reconcile' failed with an exception and will try again in 60 seconds: {}\n",
+        "x".repeat(4096)
+    );
+    out.push_str(&format!("{ts} Traceback (most recent call last):\n"));
+    for frame in 0..20 {
+        out.push_str(&format!(
+            "{ts}   File \"/app/operator.py\", line {frame}, in reconcile {}\n",
+            "y".repeat(600)
+        ));
+    }
+    out.push_str(&format!("{ts} RuntimeError: crash {object}\n"));
+    out
+}
+
+/// A crash loop on every pod: 100 distinct failures in the current log and in the
+/// previous container's, the previous one ending with `RuntimeError: last words`.
+fn crash_loop(_method: &Method, path: &str, _body: &serde_json::Value) -> Response<Body> {
+    let now = Timestamp::now();
+    let previous = path.contains("previous=true");
+    let start = if previous { -7200 } else { -3000 };
+    let mut body = String::new();
+    for object in 0..100 {
+        body.push_str(&crash_record(now, start + object as i64, object));
+    }
+    if previous {
+        body.push_str(&crash_record(now, start + 200, 9999).replace("crash 9999", "last words"));
+    }
+    Response::new(Body::from(body.into_bytes()))
+}
+
+fn crashing_pod(i: usize) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("op-{i}"), "namespace": "ns", "uid": format!("u-{i}")},
+        "status": {"containerStatuses": [{
+            "name": "operator", "restartCount": 3, "ready": false, "image": "op", "imageID": "op",
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}
+        }]}
+    }))
+    .expect("pod")
+}
+
+/// The bytes of the records of some evidence, as the budget counts them.
+fn evidence_bytes(logs: &LogEvidence) -> usize {
+    logs.all_records().map(record_bytes).sum()
+}
+
+#[tokio::test]
+async fn a_crash_loop_on_twenty_pods_stays_within_the_budget_and_counts_what_it_forgets() {
+    let (client, _api) = FakeApi::start("ns", crash_loop);
+    let memory = LogMemory::default();
+    let pods: Vec<Pod> = (0..20).map(crashing_pod).collect();
+    let b = LogBounds {
+        window: Duration::from_secs(24 * 3600),
+        limit_bytes: 64 * 1024 * 1024,
+    };
+    for _ in 0..2 {
+        let logs = gather(&client, &memory, "ns/audit", "ns", &pods, "operator", b)
+            .await
+            .expect("read");
+        let kept = memory.reader_bytes("ns/audit");
+        assert!(
+            kept <= READER_BUDGET_BYTES,
+            "{kept} bytes kept, the budget is {READER_BUDGET_BYTES}"
+        );
+        assert!(
+            kept > READER_BUDGET_BYTES / 2,
+            "the budget is used, not emptied: {kept}"
+        );
+        assert!(
+            evidence_bytes(&logs) <= READER_BUDGET_BYTES,
+            "the evidence copies at most the budget: {}",
+            evidence_bytes(&logs)
+        );
+        // 20 pods x (100 distinct current + 101 previous) records were read: nearly all
+        // of them are forgotten, and counted, so the logs area says it is partial.
+        assert!(logs.dropped > 20 * 100, "{} dropped", logs.dropped);
+        assert_eq!(logs.previous.len(), 20, "every pod keeps its previous log");
+        for (pod, records) in &logs.previous {
+            let last = records.last().expect("the last record of the previous log");
+            assert_eq!(
+                last.traceback.last().map(String::as_str),
+                Some("RuntimeError: last words"),
+                "{pod}: the exit is still quoted"
+            );
+        }
+        assert!(
+            !logs.records.is_empty(),
+            "the newest current records are kept"
+        );
+    }
+    // Another KopfAudit has a budget of its own.
+    gather(
+        &client,
+        &memory,
+        "ns/other",
+        "ns",
+        &pods[..1],
+        "operator",
+        b,
+    )
+    .await
+    .expect("read");
+    assert!(memory.reader_bytes("ns/other") <= READER_BUDGET_BYTES);
+    assert!(memory.reader_bytes("ns/audit") <= READER_BUDGET_BYTES);
+}
+
+#[test]
+fn one_read_keeps_no_more_than_its_budget_and_the_newest_last() {
+    let mut parser = scanner(false);
+    let mut kept = Kept::default();
+    let at = Timestamp::now();
+    for object in 0..MAX_READ_RECORDS {
+        parser.push_chunk(
+            crash_record(at, object as i64, object).as_bytes(),
+            &mut kept,
+        );
+    }
+    while let Some(record) = parser.finish() {
+        kept.keep(record);
+    }
+    let bytes: usize = kept.records.iter().map(record_bytes).sum();
+    assert_eq!(bytes, kept.bytes, "the running count is exact");
+    assert!(bytes <= READ_BUDGET_BYTES, "{bytes}");
+    assert!(kept.records.len() < MAX_READ_RECORDS);
+    assert_eq!(kept.dropped + kept.records.len(), MAX_READ_RECORDS);
+    let newest = format!("[ns/obj-{}]", MAX_READ_RECORDS - 1);
+    assert!(
+        kept.records.iter().any(|r| r
+            .object
+            .as_ref()
+            .is_some_and(|o| format!("[ns/{}]", o.name) == newest)),
+        "the newest record is kept"
+    );
+}
