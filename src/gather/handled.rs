@@ -147,26 +147,13 @@ async fn plural_of(
     version: &str,
     kind: &str,
 ) -> Result<Option<(String, bool)>, Unavailable> {
-    let list = if group.is_empty() {
-        client.list_core_api_resources(version).await
-    } else {
-        client
-            .list_api_group_resources(&format!("{group}/{version}"))
-            .await
-    };
-    match list {
-        Ok(list) => Ok(list
-            .resources
-            .iter()
+    let why = format!("to learn the plural of {kind}");
+    let resources = api_resources(client, group, version, &why).await?;
+    Ok(resources.and_then(|list| {
+        list.into_iter()
             .find(|r| r.kind == kind && !r.name.contains('/'))
-            .map(|r| (r.name.clone(), r.namespaced))),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
-        Err(e) => Err(super::obstacle(
-            &e,
-            &format!("discover the resources of {group}/{version} (to learn the plural of {kind})"),
-            "get on the API discovery URLs",
-        )),
-    }
+            .map(|r| (r.name, r.namespaced))
+    }))
 }
 
 /// A custom resource: `(group, plural)`.
@@ -288,6 +275,22 @@ async fn discover(
     version: &str,
     plural: &str,
 ) -> Result<(bool, Option<String>), Unavailable> {
+    let why = format!("to learn the kind and scope of {plural}");
+    let resources = api_resources(client, group, version, &why).await?;
+    Ok(resources
+        .and_then(|list| list.into_iter().find(|r| r.name == plural))
+        .map_or((true, None), |r| (r.namespaced, Some(r.kind))))
+}
+
+/// The resources discovery lists for a group and version (`None` when it does not know
+/// the group version: 404). Any other failure is the obstacle, naming the URL and `why`
+/// it was read.
+async fn api_resources(
+    client: &Client,
+    group: &str,
+    version: &str,
+    why: &str,
+) -> Result<Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource>>, Unavailable> {
     let list = if group.is_empty() {
         client.list_core_api_resources(version).await
     } else {
@@ -296,13 +299,8 @@ async fn discover(
             .await
     };
     match list {
-        Ok(list) => Ok(list
-            .resources
-            .iter()
-            .find(|r| r.name == plural)
-            .map(|r| (r.namespaced, Some(r.kind.clone())))
-            .unwrap_or((true, None))),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok((true, None)),
+        Ok(list) => Ok(Some(list.resources)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
         Err(e) => {
             let api = if group.is_empty() {
                 format!("/api/{version}")
@@ -311,9 +309,7 @@ async fn discover(
             };
             Err(super::obstacle(
                 &e,
-                &format!(
-                    "discover the resources of {api} (to learn the kind and scope of {plural})"
-                ),
+                &format!("discover the resources of {api} ({why})"),
                 &format!("get on the non-resource URL {api}"),
             ))
         }

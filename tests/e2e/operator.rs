@@ -54,7 +54,8 @@ pub async fn create_audit(
         .await
 }
 
-fn audit_for(name: &str, deployment: &str, interval: &str) -> serde_json::Value {
+/// A default KopfAudit of one Deployment.
+pub fn audit_for(name: &str, deployment: &str, interval: &str) -> serde_json::Value {
     serde_json::json!({
         "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
         "metadata": {"name": name},

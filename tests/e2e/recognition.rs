@@ -4,8 +4,8 @@
 //! is written out.
 
 use crate::operator::{
-    audit_fixture, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
-    wait_status,
+    audit_fixture, audit_for, condition, create_audit, ensure_crd, fixture_deployment,
+    found_checks, wait_status,
 };
 use crate::support::{self, Auditor, Fixture, TestNamespace, expectations, say};
 use kopf_audit::api::{KopfAuditStatus, Recognition};
@@ -26,12 +26,7 @@ async fn audit_image_cmd(prefix: &str, options: &[&str]) -> KopfAuditStatus {
     let _kopf = Fixture::start_with("image-cmd", &ns.name, None, options);
     let deployment = fixture_deployment(&client, &ns.name).await.name_any();
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    let audit = serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": "audit"},
-        "spec": {"target": {"deployment": deployment}, "interval": "30s"}
-    });
-    create_audit(&client, &ns.name, audit)
+    create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
         .await
         .expect("creating the KopfAudit");
     let must: BTreeSet<String> = expectations("image-cmd").must.into_iter().collect();
@@ -102,12 +97,7 @@ async fn with_wildcard_rbac_on_core_secrets_the_handled_resource_is_learned_from
     let _kopf = Fixture::start("wildcard-secrets", &ns.name, None);
     let deployment = fixture_deployment(&client, &ns.name).await.name_any();
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    let audit = serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": "audit"},
-        "spec": {"target": {"deployment": deployment}, "interval": "30s"}
-    });
-    create_audit(&client, &ns.name, audit)
+    create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
         .await
         .expect("creating the KopfAudit");
     let learned = "secrets.core/v1 (kopf's Events)";
