@@ -12,7 +12,7 @@
 //! (`tailLines`), so the cap never hides what the operator logs now. The previous
 //! container's log is read once per restart.
 
-use crate::model::evidence::{Gathered, LogEvidence, restarted};
+use crate::model::evidence::{Gathered, LogEvidence, restart_count, restarted};
 use crate::model::settings::LogBounds;
 use futures::AsyncBufReadExt;
 use jiff::Timestamp;
@@ -353,14 +353,6 @@ fn fit_budget(containers: &mut HashMap<ContainerKey, ContainerLog>, reader: &str
         }
         log.dropped.push_back((now, slots.len()));
     }
-}
-
-fn restart_count(pod: &Pod, container: &str) -> i32 {
-    pod.status
-        .iter()
-        .flat_map(|s| s.container_statuses.iter().flatten())
-        .find(|cs| cs.name == container)
-        .map_or(0, |cs| cs.restart_count)
 }
 
 /// The window's evidence of one container, added to the target's.

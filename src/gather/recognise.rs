@@ -13,7 +13,7 @@
 
 use super::obstacle;
 use crate::model::bounded::{MAX_QUOTED_REASON_BYTES, clean};
-use crate::model::evidence::{Obstacle, TargetEvidence, Unavailable, ever_ran};
+use crate::model::evidence::{Obstacle, TargetEvidence, Unavailable, ever_ran, restart_count};
 use crate::model::kopf_run::{KopfLogFormat, KopfRun, LogRecognition, from_log};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -197,14 +197,6 @@ async fn verdict(
     };
     verdicts.put(instance, verdict.clone(), now);
     Ok(verdict)
-}
-
-fn restart_count(pod: &Pod, container: &str) -> i32 {
-    pod.status
-        .iter()
-        .flat_map(|s| s.container_statuses.iter().flatten())
-        .find(|cs| cs.name == container)
-        .map_or(0, |cs| cs.restart_count)
 }
 
 /// Reads the first [`HEAD_BYTES`] of a container's log (the previous container's when

@@ -73,6 +73,15 @@ pub(crate) fn qualified(namespace: Option<&str>, name: &str) -> String {
     }
 }
 
+/// How often a container of a pod restarted (0 when it did not, or is not there).
+pub(crate) fn restart_count(pod: &Pod, container: &str) -> i32 {
+    pod.status
+        .iter()
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .find(|cs| cs.name == container)
+        .map_or(0, |cs| cs.restart_count)
+}
+
 /// Whether a container of a pod restarted (a previous container exists).
 pub(crate) fn restarted(pod: &Pod, container: &str) -> bool {
     pod.status
