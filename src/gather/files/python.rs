@@ -1,0 +1,507 @@
+//! Reads one Python file into [`SourceFacts`] with ruff's parser (`ruff_python_parser`,
+//! current Python syntax): the calls that start kopf, the handlers and what they name,
+//! and the settings written. One walk over the syntax tree per file; the decisions are
+//! the `source.*` checks'.
+
+use crate::model::source::{
+    Handler, Literal, Location, ParseProblem, PyStart, ResourceSpec, SettingWrite, SourceFacts,
+};
+use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
+use ruff_python_ast::{Expr, Number, Parameters, Stmt, StmtFunctionDef};
+use ruff_source_file::LineIndex;
+use ruff_text_size::{Ranged, TextSize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The functions that start kopf from Python (kopf 1.45 `_core/reactor/running.py`).
+const STARTERS: [&str; 3] = ["kopf.run", "kopf.operator", "kopf.spawn_tasks"];
+
+/// Calls that block the event loop when made in an `async def` handler: kopf runs every
+/// async handler in its one loop, so one such call stalls all handling.
+const BLOCKING: [(&str, &str); 12] = [
+    ("time.sleep", "time.sleep() (use `await asyncio.sleep()`)"),
+    ("requests.get", "requests (a synchronous HTTP client)"),
+    ("requests.post", "requests (a synchronous HTTP client)"),
+    ("requests.put", "requests (a synchronous HTTP client)"),
+    ("requests.patch", "requests (a synchronous HTTP client)"),
+    ("requests.delete", "requests (a synchronous HTTP client)"),
+    ("requests.head", "requests (a synchronous HTTP client)"),
+    ("requests.request", "requests (a synchronous HTTP client)"),
+    ("urllib.request.urlopen", "urllib.request.urlopen()"),
+    ("subprocess.run", "subprocess.run()"),
+    ("subprocess.check_output", "subprocess.check_output()"),
+    ("subprocess.call", "subprocess.call()"),
+];
+
+/// The groups of `kopf.OperatorSettings` (kopf 1.45 `_cogs/configs/configuration.py`):
+/// an assignment to `settings.<group>.…` is kopf's, not another framework's `settings`.
+const SETTINGS_GROUPS: [&str; 12] = [
+    "process",
+    "posting",
+    "peering",
+    "watching",
+    "batching",
+    "queueing",
+    "scanning",
+    "admission",
+    "execution",
+    "background",
+    "networking",
+    "persistence",
+];
+
+/// The logging methods that write a record.
+const LOG_METHODS: [&str; 7] = [
+    "debug",
+    "info",
+    "warning",
+    "warn",
+    "error",
+    "exception",
+    "critical",
+];
+
+/// The keyword arguments of a handler decorator that narrow the objects it handles.
+const FILTERS: [&str; 6] = ["labels", "annotations", "when", "field", "value", "old"];
+
+/// The facts of one file; `path` is how findings name it.
+pub(crate) fn read(path: &str, text: &str) -> SourceFacts {
+    let index = LineIndex::from_source_text(text);
+    let mut facts = SourceFacts {
+        files: 1,
+        ..SourceFacts::default()
+    };
+    let module = match ruff_python_parser::parse_module(text) {
+        Ok(parsed) => parsed.into_syntax(),
+        Err(error) => {
+            let line = line_of(&index, error.location.start());
+            facts.problems.push(ParseProblem {
+                location: Location::new(path, line),
+                message: error.error.to_string(),
+            });
+            return facts;
+        }
+    };
+    let loggers = module_loggers(&module.body);
+    let constants = module_constants(&module.body);
+    let mut walker = Walker {
+        path,
+        index: &index,
+        loggers,
+        constants,
+        facts,
+        handler: None,
+        startup: false,
+        shadowed: BTreeSet::new(),
+    };
+    for stmt in &module.body {
+        walker.visit_stmt(stmt);
+    }
+    walker.facts
+}
+
+/// The 1-based line of an offset.
+fn line_of(index: &LineIndex, offset: TextSize) -> u32 {
+    u32::try_from(index.line_index(offset).get()).unwrap_or(u32::MAX)
+}
+
+/// The names bound at module level to `logging.getLogger(...)`.
+fn module_loggers(body: &[Stmt]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for stmt in body {
+        let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
+            Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
+            Stmt::AnnAssign(a) => match &a.value {
+                Some(v) => (vec![&*a.target], v),
+                None => continue,
+            },
+            _ => continue,
+        };
+        let Expr::Call(call) = value else { continue };
+        if dotted(&call.func).is_some_and(|f| f == "logging.getLogger" || f == "getLogger") {
+            for t in targets {
+                if let Expr::Name(n) = t {
+                    out.insert(n.id.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The names bound at module level to a string literal (`GROUP = "kopf.dev"`), which
+/// handler decorators often name their resource with.
+fn module_constants(body: &[Stmt]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for stmt in body {
+        let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
+            Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
+            Stmt::AnnAssign(a) => match &a.value {
+                Some(v) => (vec![&*a.target], v),
+                None => continue,
+            },
+            _ => continue,
+        };
+        let Expr::StringLiteral(s) = value else {
+            continue;
+        };
+        for t in targets {
+            if let Expr::Name(n) = t {
+                out.insert(n.id.to_string(), s.value.to_str().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `a.b.c` for a name or an attribute chain; `None` for anything else.
+fn dotted(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Name(n) => Some(n.id.to_string()),
+        Expr::Attribute(a) => Some(format!("{}.{}", dotted(&a.value)?, a.attr.as_str())),
+        _ => None,
+    }
+}
+
+/// A literal the linter can read.
+fn literal(expr: &Expr) -> Literal {
+    match expr {
+        Expr::BooleanLiteral(b) => Literal::Bool(b.value),
+        Expr::NoneLiteral(_) => Literal::None,
+        Expr::StringLiteral(s) => Literal::Str(s.value.to_str().to_string()),
+        Expr::NumberLiteral(n) => match &n.value {
+            Number::Int(i) => i.as_i64().map_or(Literal::Other, Literal::Int),
+            _ => Literal::Other,
+        },
+        Expr::List(l) => strings(&l.elts),
+        Expr::Tuple(t) => strings(&t.elts),
+        Expr::Set(s) => strings(&s.elts),
+        Expr::Name(_) | Expr::Attribute(_) => dotted(expr).map_or(Literal::Other, Literal::Name),
+        _ => Literal::Other,
+    }
+}
+
+/// A list of string literals, or `Other`.
+fn strings(elts: &[Expr]) -> Literal {
+    let mut out = Vec::with_capacity(elts.len());
+    for e in elts {
+        match e {
+            Expr::StringLiteral(s) => out.push(s.value.to_str().to_string()),
+            _ => return Literal::Other,
+        }
+    }
+    Literal::Strings(out)
+}
+
+/// A string literal's text, or a module constant's.
+fn string(expr: &Expr, constants: &BTreeMap<String, String>) -> Option<String> {
+    match expr {
+        Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+        Expr::Name(n) => constants.get(n.id.as_str()).cloned(),
+        _ => None,
+    }
+}
+
+/// Whether a resource name is `plural.version.group` (kopf's `K8S_GROUP_VERSION_PATTERN`).
+fn is_versioned(name: &str) -> bool {
+    name.split('.').nth(1).is_some_and(|v| {
+        let rest = v.strip_prefix('v').unwrap_or("");
+        !rest.is_empty()
+            && rest.starts_with(|c: char| c.is_ascii_digit())
+            && rest.chars().all(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+/// The resource of a handler decorator, read as kopf's `Selector` reads its arguments.
+fn resource_spec(
+    args: &[Expr],
+    keywords: &[(String, &Expr)],
+    constants: &BTreeMap<String, String>,
+) -> Option<ResourceSpec> {
+    let kw = |name: &str| {
+        keywords
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| string(v, constants))
+    };
+    let positional: Vec<Option<String>> = args.iter().map(|a| string(a, constants)).collect();
+    if positional.iter().any(Option::is_none) {
+        return None;
+    }
+    let positional: Vec<String> = positional.into_iter().flatten().collect();
+    let mut spec = match positional.as_slice() {
+        [] => ResourceSpec::default(),
+        [one] if is_versioned(one) => {
+            let mut parts = one.splitn(3, '.');
+            let name = parts.next().unwrap_or_default().to_string();
+            let version = parts.next().map(str::to_string);
+            let group = parts.next().map(str::to_string);
+            ResourceSpec {
+                group,
+                version,
+                name,
+            }
+        }
+        [one] => match one.split_once('.') {
+            Some((name, group)) => ResourceSpec {
+                group: Some(group.to_string()),
+                version: None,
+                name: name.to_string(),
+            },
+            None => ResourceSpec {
+                name: one.clone(),
+                ..ResourceSpec::default()
+            },
+        },
+        [first, name] => match first.rsplit_once('/') {
+            Some((group, version)) => ResourceSpec {
+                group: Some(group.to_string()),
+                version: Some(version.to_string()),
+                name: name.clone(),
+            },
+            None if first == "v1" => ResourceSpec {
+                group: Some(String::new()),
+                version: Some(first.clone()),
+                name: name.clone(),
+            },
+            None => ResourceSpec {
+                group: Some(first.clone()),
+                version: None,
+                name: name.clone(),
+            },
+        },
+        [group, version, name] => ResourceSpec {
+            group: Some(group.clone()),
+            version: Some(version.clone()),
+            name: name.clone(),
+        },
+        _ => return None,
+    };
+    if let Some(g) = kw("group") {
+        spec.group = Some(g);
+    }
+    if let Some(v) = kw("version") {
+        spec.version = Some(v);
+    }
+    for key in ["plural", "kind", "singular", "shortcut"] {
+        if let Some(name) = kw(key) {
+            spec.name = name;
+        }
+    }
+    (!spec.name.is_empty()).then_some(spec)
+}
+
+/// Walks a module: tracks the handler being walked and whether it is a startup one.
+struct Walker<'a> {
+    path: &'a str,
+    index: &'a LineIndex,
+    loggers: BTreeSet<String>,
+    /// Module-level string constants.
+    constants: BTreeMap<String, String>,
+    facts: SourceFacts,
+    /// The handler whose body is being walked (index into `facts.handlers`).
+    handler: Option<usize>,
+    /// Whether the walk is inside an `@kopf.on.startup` handler.
+    startup: bool,
+    /// Names the current handler's parameters bind (they shadow module loggers).
+    shadowed: BTreeSet<String>,
+}
+
+impl Walker<'_> {
+    fn location(&self, offset: TextSize) -> Location {
+        Location::new(self.path, line_of(self.index, offset))
+    }
+
+    /// The kopf handler a function's decorators make of it, if any.
+    fn handler_of(&self, def: &StmtFunctionDef) -> Option<Handler> {
+        for decorator in &def.decorator_list {
+            let (func, call) = match &decorator.expression {
+                Expr::Call(call) => (dotted(&call.func)?, Some(call)),
+                other => (dotted(other)?, None),
+            };
+            let Some(name) = func.strip_prefix("kopf.") else {
+                continue;
+            };
+            if name == "subhandler" {
+                continue;
+            }
+            let keywords: Vec<(String, &Expr)> = call
+                .map(|c| {
+                    c.arguments
+                        .keywords
+                        .iter()
+                        .filter_map(|k| Some((k.arg.as_ref()?.as_str().to_string(), &k.value)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let args: &[Expr] = call.map_or(&[], |c| &c.arguments.args);
+            let callable_filter = args.first().is_some_and(|a| match a {
+                Expr::Lambda(_) => true,
+                Expr::Name(n) => !self.constants.contains_key(n.id.as_str()),
+                _ => false,
+            });
+            let filtered = callable_filter
+                || keywords.iter().any(|(k, v)| {
+                    FILTERS.contains(&k.as_str()) && !matches!(v, Expr::NoneLiteral(_))
+                });
+            return Some(Handler {
+                location: self.location(decorator.range.start()),
+                function: def.name.as_str().to_string(),
+                decorator: name.to_string(),
+                resource: resource_spec(args, &keywords, &self.constants),
+                is_async: def.is_async,
+                has_kwargs: def.parameters.kwarg.is_some(),
+                filtered,
+                blocking_calls: Vec::new(),
+                module_logger_calls: Vec::new(),
+            });
+        }
+        None
+    }
+
+    /// The call's facts: kopf started, a blocking call, a module logger's record.
+    fn call(&mut self, call: &ruff_python_ast::ExprCall) {
+        let Some(func) = dotted(&call.func) else {
+            return;
+        };
+        if STARTERS.contains(&func.as_str()) {
+            let start = self.start(&func, call);
+            self.facts.starts.push(start);
+        }
+        let Some(at) = self.handler else { return };
+        let location = self.location(call.range().start());
+        if self.facts.handlers[at].is_async
+            && let Some(what) = blocking(&func)
+        {
+            self.facts.handlers[at]
+                .blocking_calls
+                .push((what, location.clone()));
+        }
+        if let Some((object, method)) = func.rsplit_once('.')
+            && self.loggers.contains(object)
+            && !self.shadowed.contains(object)
+            && LOG_METHODS.contains(&method)
+        {
+            self.facts.handlers[at]
+                .module_logger_calls
+                .push((object.to_string(), location));
+        }
+    }
+
+    /// A call that starts kopf, with the keyword arguments that matter.
+    fn start(&self, func: &str, call: &ruff_python_ast::ExprCall) -> PyStart {
+        let kw = |name: &str| {
+            call.arguments
+                .keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == name))
+                .map(|k| literal(&k.value))
+        };
+        PyStart {
+            location: self.location(call.range().start()),
+            function: func.to_string(),
+            clusterwide: kw("clusterwide"),
+            namespaces: kw("namespaces"),
+            standalone: kw("standalone"),
+            peering_name: kw("peering_name"),
+            priority: kw("priority"),
+            liveness_endpoint: kw("liveness_endpoint"),
+        }
+    }
+
+    /// An assignment to `settings.…`.
+    fn assignment(&mut self, targets: &[&Expr], value: &Expr, offset: TextSize) {
+        for target in targets {
+            let Some(path) = dotted(target) else { continue };
+            let Some(path) = path.strip_prefix("settings.") else {
+                continue;
+            };
+            let group = path.split('.').next().unwrap_or(path);
+            if !SETTINGS_GROUPS.contains(&group) {
+                continue;
+            }
+            self.facts.settings.push(SettingWrite {
+                location: self.location(offset),
+                path: path.to_string(),
+                value: literal(value),
+                in_startup: self.startup,
+            });
+        }
+    }
+}
+
+/// What a blocking call is, if the dotted function is one.
+fn blocking(func: &str) -> Option<String> {
+    if let Some((_, what)) = BLOCKING.iter().find(|(f, _)| *f == func) {
+        return Some((*what).to_string());
+    }
+    let last = func.rsplit('.').next().unwrap_or(func);
+    let sync_client = (func.starts_with("kubernetes.client.") || func.starts_with("client."))
+        && last.ends_with("Api")
+        && last.len() > 3;
+    sync_client.then(|| format!("{func}() (the synchronous kubernetes client)"))
+}
+
+/// The names a function's parameters bind.
+fn parameter_names(parameters: &Parameters) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for p in parameters
+        .posonlyargs
+        .iter()
+        .chain(&parameters.args)
+        .chain(&parameters.kwonlyargs)
+    {
+        out.insert(p.parameter.name.as_str().to_string());
+    }
+    for p in parameters.vararg.iter().chain(&parameters.kwarg) {
+        out.insert(p.name.as_str().to_string());
+    }
+    out
+}
+
+impl<'a> Visitor<'a> for Walker<'_> {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::FunctionDef(def) => {
+                for d in &def.decorator_list {
+                    self.visit_decorator(d);
+                }
+                let found = self.handler_of(def);
+                let outer = (self.handler, self.startup, self.shadowed.clone());
+                if let Some(handler) = found {
+                    self.startup = handler.decorator == "on.startup";
+                    self.facts.handlers.push(handler);
+                    self.handler = Some(self.facts.handlers.len() - 1);
+                    self.shadowed = parameter_names(&def.parameters);
+                } else if self.handler.is_some() {
+                    self.shadowed.extend(parameter_names(&def.parameters));
+                }
+                for s in &def.body {
+                    self.visit_stmt(s);
+                }
+                (self.handler, self.startup, self.shadowed) = outer;
+            }
+            Stmt::Assign(a) => {
+                let targets: Vec<&Expr> = a.targets.iter().collect();
+                self.assignment(&targets, &a.value, a.range.start());
+                walk_stmt(self, stmt);
+            }
+            Stmt::AnnAssign(a) => {
+                if let Some(value) = &a.value {
+                    self.assignment(&[&*a.target], value, a.range.start());
+                }
+                walk_stmt(self, stmt);
+            }
+            _ => walk_stmt(self, stmt),
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr {
+            self.call(call);
+        }
+        walk_expr(self, expr);
+    }
+}
+
+#[cfg(test)]
+mod tests;

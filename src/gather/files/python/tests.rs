@@ -1,0 +1,168 @@
+use super::*;
+
+const OPERATOR: &str = r#"
+import logging
+import time
+import kopf
+import requests
+
+GROUP = "kopf.dev"
+logger = logging.getLogger(__name__)
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_):
+    settings.peering.standalone = True
+    settings.posting.level = logging.WARNING
+
+settings = object()
+settings.scanning.disabled = True
+
+@kopf.on.create(GROUP, "v1", "kopfexamples")
+async def create_fn(spec, name):
+    time.sleep(1)
+    logger.info("created %s", name)
+    requests.get("http://example.com")
+
+@kopf.on.update("secrets", labels={"app": "x"})
+def update_fn(logger, **kwargs):
+    logger.info("kopf's own logger: fine")
+
+@kopf.timer("kopfexamples.kopf.dev", interval=10)
+def tick(**kwargs):
+    pass
+
+if __name__ == "__main__":
+    kopf.run(clusterwide=True, standalone=False, liveness_endpoint="http://0.0.0.0:8080/healthz")
+"#;
+
+#[test]
+fn handlers_their_resources_and_signatures_are_read() {
+    let facts = read("op.py", OPERATOR);
+    assert!(facts.problems.is_empty(), "{:?}", facts.problems);
+    let names: Vec<&str> = facts.handlers.iter().map(|h| h.function.as_str()).collect();
+    assert_eq!(names, ["configure", "create_fn", "update_fn", "tick"]);
+    let create = &facts.handlers[1];
+    assert_eq!(create.decorator, "on.create");
+    assert_eq!(
+        create.resource,
+        Some(ResourceSpec {
+            group: Some("kopf.dev".into()),
+            version: Some("v1".into()),
+            name: "kopfexamples".into()
+        })
+    );
+    assert!(create.is_async && !create.has_kwargs && !create.filtered);
+    assert_eq!(create.location, Location::new("op.py", 18));
+    let update = &facts.handlers[2];
+    assert!(update.filtered && update.has_kwargs);
+    assert_eq!(
+        update.resource.as_ref().map(|r| r.name.as_str()),
+        Some("secrets")
+    );
+    let tick = &facts.handlers[3];
+    assert_eq!(
+        tick.resource.as_ref().and_then(|r| r.group.as_deref()),
+        Some("kopf.dev")
+    );
+}
+
+#[test]
+fn blocking_calls_count_in_async_handlers_and_module_loggers_unless_shadowed() {
+    let facts = read("op.py", OPERATOR);
+    let create = &facts.handlers[1];
+    let blocking: Vec<&str> = create
+        .blocking_calls
+        .iter()
+        .map(|(w, _)| w.as_str())
+        .collect();
+    assert_eq!(blocking.len(), 2, "{blocking:?}");
+    assert!(blocking[0].starts_with("time.sleep"));
+    assert_eq!(create.blocking_calls[0].1, Location::new("op.py", 20));
+    assert_eq!(create.module_logger_calls.len(), 1);
+    // update_fn takes kopf's `logger`: the module logger is shadowed.
+    assert!(facts.handlers[2].module_logger_calls.is_empty());
+}
+
+#[test]
+fn settings_are_kopfs_only_and_know_whether_a_startup_handler_writes_them() {
+    let facts = read("op.py", OPERATOR);
+    let written: Vec<(&str, bool)> = facts
+        .settings
+        .iter()
+        .map(|s| (s.path.as_str(), s.in_startup))
+        .collect();
+    assert_eq!(
+        written,
+        [
+            ("peering.standalone", true),
+            ("posting.level", true),
+            ("scanning.disabled", false)
+        ]
+    );
+    assert_eq!(
+        facts.setting("peering.standalone"),
+        Some(&Literal::Bool(true))
+    );
+    assert_eq!(facts.setting("scanning.disabled"), None);
+}
+
+#[test]
+fn kopf_run_and_its_keyword_arguments_are_read() {
+    let facts = read("op.py", OPERATOR);
+    let start = facts.starts.first().expect("kopf.run");
+    assert_eq!(start.function, "kopf.run");
+    assert_eq!(start.clusterwide, Some(Literal::Bool(true)));
+    assert_eq!(start.standalone, Some(Literal::Bool(false)));
+    assert_eq!(
+        start.liveness_endpoint,
+        Some(Literal::Str("http://0.0.0.0:8080/healthz".into()))
+    );
+    assert_eq!(start.namespaces, None);
+}
+
+#[test]
+fn resource_specs_follow_kopfs_selector() {
+    let spec = |src: &str| {
+        let text = format!("import kopf\n@kopf.on.event({src})\ndef f(**_): pass\n");
+        read("x.py", &text).handlers[0].resource.clone()
+    };
+    let rs = |g: Option<&str>, v: Option<&str>, n: &str| {
+        Some(ResourceSpec {
+            group: g.map(str::to_string),
+            version: v.map(str::to_string),
+            name: n.to_string(),
+        })
+    };
+    assert_eq!(spec("'pods'"), rs(None, None, "pods"));
+    assert_eq!(spec("'v1', 'pods'"), rs(Some(""), Some("v1"), "pods"));
+    assert_eq!(
+        spec("'apps/v1', 'deployments'"),
+        rs(Some("apps"), Some("v1"), "deployments")
+    );
+    assert_eq!(spec("'kopf.dev', 'kex'"), rs(Some("kopf.dev"), None, "kex"));
+    assert_eq!(
+        spec("'kex.v1.kopf.dev'"),
+        rs(Some("kopf.dev"), Some("v1"), "kex")
+    );
+    assert_eq!(spec("'kex.kopf.dev'"), rs(Some("kopf.dev"), None, "kex"));
+    assert_eq!(spec("kind='Pod'"), rs(None, None, "Pod"));
+    assert_eq!(spec("some_variable"), None);
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_a_problem_with_its_line() {
+    let facts = read("bad.py", "import kopf\n\ndef f(:\n    pass\n");
+    assert_eq!(facts.problems.len(), 1);
+    assert_eq!(facts.problems[0].location.line, 3);
+    assert!(facts.handlers.is_empty());
+}
+
+#[test]
+fn current_python_syntax_parses() {
+    // PEP 695 type parameters (3.12) and PEP 750 template strings (3.14).
+    let facts = read(
+        "new.py",
+        "import kopf\ntype Pair[T] = tuple[T, T]\ndef first[T](p: Pair[T]) -> T: return p[0]\nname = 'x'\ngreeting = t'hello {name}'\n",
+    );
+    assert!(facts.problems.is_empty(), "{:?}", facts.problems);
+}

@@ -1,0 +1,231 @@
+//! What an operator's files show before it is deployed, for `kopf-audit lint`: where
+//! kopf is started from Python, the handlers and the resources they name, and the
+//! settings written. The files gatherer fills it; the `source.*` checks and the files
+//! gatherer's handled resources read it.
+
+use std::fmt;
+
+/// A place in a linted file: its path relative to the linted root, and a 1-based line.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Location {
+    /// The path, with `/` separators, relative to the linted root (or `-` for stdin).
+    pub(crate) file: String,
+    /// The line, from 1.
+    pub(crate) line: u32,
+}
+
+impl Location {
+    /// A place in a file.
+    pub(crate) fn new(file: impl Into<String>, line: u32) -> Location {
+        Location {
+            file: file.into(),
+            line,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A value written in the source: a literal the linter could read, or an expression it
+/// does not evaluate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Literal {
+    /// `True` / `False`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A string.
+    Str(String),
+    /// A list or tuple of strings.
+    Strings(Vec<String>),
+    /// `None`.
+    None,
+    /// A dotted name (`logging.WARNING`), as written.
+    Name(String),
+    /// Anything else: not evaluated.
+    Other,
+}
+
+/// A call that starts kopf from Python: `kopf.run()`, `kopf.operator()` or
+/// `kopf.spawn_tasks()`, with the keyword arguments that set what `kopf run`'s flags set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PyStart {
+    /// Where the call is.
+    pub(crate) location: Location,
+    /// `kopf.run`, `kopf.operator` or `kopf.spawn_tasks`.
+    pub(crate) function: String,
+    /// `clusterwide=`.
+    pub(crate) clusterwide: Option<Literal>,
+    /// `namespaces=`.
+    pub(crate) namespaces: Option<Literal>,
+    /// `standalone=`.
+    pub(crate) standalone: Option<Literal>,
+    /// `peering_name=`.
+    pub(crate) peering_name: Option<Literal>,
+    /// `priority=`.
+    pub(crate) priority: Option<Literal>,
+    /// `liveness_endpoint=`.
+    pub(crate) liveness_endpoint: Option<Literal>,
+}
+
+/// What a handler decorator names as its resource, as kopf's `Selector` reads the
+/// positional and keyword arguments (kopf 1.45 `_cogs/structs/references.py`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResourceSpec {
+    /// The API group, when given (`""` for core `v1`).
+    pub(crate) group: Option<String>,
+    /// The version, when given.
+    pub(crate) version: Option<String>,
+    /// A plural, kind, singular or short name.
+    pub(crate) name: String,
+}
+
+/// One kopf handler: a function under a `@kopf.…` decorator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Handler {
+    /// Where the decorator is.
+    pub(crate) location: Location,
+    /// The function's name.
+    pub(crate) function: String,
+    /// The decorator without `kopf.` (`on.create`, `timer`, `daemon`, `index`, `on.startup`).
+    pub(crate) decorator: String,
+    /// The resource, for resource handlers; `None` for startup, cleanup, login, probes,
+    /// or a resource the linter cannot read (a variable).
+    pub(crate) resource: Option<ResourceSpec>,
+    /// Whether it is `async def`.
+    pub(crate) is_async: bool,
+    /// Whether the signature ends with `**kwargs`.
+    pub(crate) has_kwargs: bool,
+    /// Whether it narrows the objects it handles (`labels=`, `annotations=`, `when=`,
+    /// `field=`, `value=`, a callable resource filter).
+    pub(crate) filtered: bool,
+    /// Blocking calls in its body, when it is `async def`: what and where.
+    pub(crate) blocking_calls: Vec<(String, Location)>,
+    /// Calls on a module-level logger in its body: which logger and where.
+    pub(crate) module_logger_calls: Vec<(String, Location)>,
+}
+
+/// An assignment to kopf's settings (`settings.peering.standalone = True`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SettingWrite {
+    /// Where it is.
+    pub(crate) location: Location,
+    /// The dotted path under `settings` (`peering.standalone`).
+    pub(crate) path: String,
+    /// The value assigned.
+    pub(crate) value: Literal,
+    /// Whether it is written in an `@kopf.on.startup` handler, where kopf reads it.
+    pub(crate) in_startup: bool,
+}
+
+/// A Python file that did not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ParseProblem {
+    /// Where.
+    pub(crate) location: Location,
+    /// The parser's message.
+    pub(crate) message: String,
+}
+
+/// Everything the Python sources show.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SourceFacts {
+    /// Calls that start kopf.
+    pub(crate) starts: Vec<PyStart>,
+    /// kopf handlers.
+    pub(crate) handlers: Vec<Handler>,
+    /// Writes to kopf's settings.
+    pub(crate) settings: Vec<SettingWrite>,
+    /// Files that did not parse.
+    pub(crate) problems: Vec<ParseProblem>,
+    /// How many Python files were read.
+    pub(crate) files: usize,
+}
+
+impl SourceFacts {
+    /// Adds another file's facts.
+    pub(crate) fn extend(&mut self, other: SourceFacts) {
+        self.starts.extend(other.starts);
+        self.handlers.extend(other.handlers);
+        self.settings.extend(other.settings);
+        self.problems.extend(other.problems);
+        self.files += other.files;
+    }
+
+    /// The last value a startup handler writes to a setting, if one does.
+    pub(crate) fn setting(&self, path: &str) -> Option<&Literal> {
+        self.settings
+            .iter()
+            .rev()
+            .find(|s| s.in_startup && s.path == path)
+            .map(|s| &s.value)
+    }
+}
+
+/// A built-in kind a handler may name: the API server's, not a CRD's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Builtin {
+    /// API group (empty for core).
+    pub(crate) group: &'static str,
+    /// Version.
+    pub(crate) version: &'static str,
+    /// Plural.
+    pub(crate) plural: &'static str,
+    /// Kind.
+    pub(crate) kind: &'static str,
+    /// Namespaced.
+    pub(crate) namespaced: bool,
+}
+
+/// The built-in kinds kopf operators commonly handle.
+const BUILTINS: [Builtin; 16] = [
+    builtin("", "pods", "Pod", true),
+    builtin("", "secrets", "Secret", true),
+    builtin("", "configmaps", "ConfigMap", true),
+    builtin("", "services", "Service", true),
+    builtin("", "serviceaccounts", "ServiceAccount", true),
+    builtin("", "persistentvolumeclaims", "PersistentVolumeClaim", true),
+    builtin("", "namespaces", "Namespace", false),
+    builtin("", "nodes", "Node", false),
+    builtin("", "persistentvolumes", "PersistentVolume", false),
+    builtin("apps", "deployments", "Deployment", true),
+    builtin("apps", "statefulsets", "StatefulSet", true),
+    builtin("apps", "daemonsets", "DaemonSet", true),
+    builtin("apps", "replicasets", "ReplicaSet", true),
+    builtin("batch", "jobs", "Job", true),
+    builtin("batch", "cronjobs", "CronJob", true),
+    builtin("networking.k8s.io", "ingresses", "Ingress", true),
+];
+
+const fn builtin(
+    group: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Builtin {
+    Builtin {
+        group,
+        version: "v1",
+        plural,
+        kind,
+        namespaced,
+    }
+}
+
+impl ResourceSpec {
+    /// The built-in kind it names, matched as kopf matches names (plural, singular or
+    /// kind, case-insensitively), within its group when one is given.
+    pub(crate) fn builtin(&self) -> Option<Builtin> {
+        let name = self.name.to_ascii_lowercase();
+        BUILTINS.into_iter().find(|b| {
+            self.group.as_deref().is_none_or(|g| g == b.group)
+                && (name == b.plural
+                    || name == b.kind.to_ascii_lowercase()
+                    || name == b.plural.trim_end_matches('s'))
+        })
+    }
+}
