@@ -361,6 +361,9 @@ pub enum Recognition {
     CommandLine,
     /// kopf's own lines in the container's log.
     Log,
+    /// The operator's files (`kopf-audit lint`): the image's `CMD` in its Dockerfile, or
+    /// `kopf.run()` in its Python.
+    Files,
 }
 
 /// The auditor's reading of one target Deployment.

@@ -51,6 +51,9 @@ pub enum Area {
     Persistence,
     /// What the operator's logs say about its own health.
     Runtime,
+    /// What only the operator's source shows (`kopf-audit lint`); no condition reports
+    /// it, as the live auditor reads no source.
+    Source,
 }
 
 impl Area {
@@ -63,6 +66,9 @@ impl Area {
         Area::Runtime,
     ];
 
+    /// The areas only `kopf-audit lint` reports.
+    pub const LINT_ONLY: [Area; 1] = [Area::Source];
+
     /// The prefix of this area's check IDs (`workload.`, `rbac.`, ...).
     pub fn prefix(self) -> &'static str {
         match self {
@@ -71,6 +77,7 @@ impl Area {
             Area::Events => "events",
             Area::Persistence => "persistence",
             Area::Runtime => "runtime",
+            Area::Source => "source",
         }
     }
 }
@@ -162,6 +169,12 @@ define_checks! {
     RuntimeDeadWatcher = "runtime.dead-watcher", Runtime, Error, "`Watcher for RES has failed` (or a peering task's): up to kopf 1.44 it is not respawned; the operator is blind to it until a restart.";
     RuntimeKopfVersion = "runtime.kopf-version", Runtime, Info, "The kopf version the log's wording shows (warning below 1.44: a watch can freeze silently without a timeout).";
     RuntimeForeignPeer = "runtime.foreign-peer", Runtime, Error, "The peering object lists live peers that are not the operator's pods (a `--dev` laptop, a higher priority): the operator pauses for them.";
+    SourceSyntaxError = "source.syntax-error", Source, Error, "A Python file does not parse with current Python syntax: nothing in it was linted, and kopf would not import it.";
+    SourceHandlerKwargs = "source.handler-kwargs", Source, Error, "A kopf handler's signature has no `**kwargs`: kopf calls every handler with all its keyword arguments (`fn(**kwargs)`), so each call raises TypeError.";
+    SourceBlockingCall = "source.blocking-call", Source, Warning, "A blocking call (time.sleep, requests, subprocess, the synchronous kubernetes client) in an `async def` handler: it stalls kopf's event loop and every other handler with it.";
+    SourceModuleLogger = "source.module-logger", Source, Warning, "A handler logs with a module-level logger: its records carry no object reference, so kopf never posts them as Events. Use the handler's `logger` keyword argument.";
+    SourceSettingsOutsideStartup = "source.settings-outside-startup", Source, Warning, "kopf settings are written outside an `@kopf.on.startup` handler: kopf applies the settings its startup handlers set, before it starts watching.";
+    SourceUnfilteredBuiltin = "source.unfiltered-builtin", Source, Warning, "A change handler on a built-in kind with no labels/annotations/when/field filter: kopf writes its diff-base annotation onto every such object it serves (on Secrets, with their data).";
 }
 
 impl CheckId {

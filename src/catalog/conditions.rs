@@ -58,13 +58,15 @@ impl ConditionType {
     }
 
     /// The condition that reports an area.
-    pub fn for_area(area: Area) -> ConditionType {
+    /// `None` for the lint-only source area.
+    pub fn for_area(area: Area) -> Option<ConditionType> {
         match area {
-            Area::Workload => ConditionType::WorkloadCompliant,
-            Area::Rbac => ConditionType::RbacCompliant,
-            Area::Events => ConditionType::EventsCompliant,
-            Area::Persistence => ConditionType::PersistenceCompliant,
-            Area::Runtime => ConditionType::RuntimeHealthy,
+            Area::Workload => Some(ConditionType::WorkloadCompliant),
+            Area::Rbac => Some(ConditionType::RbacCompliant),
+            Area::Events => Some(ConditionType::EventsCompliant),
+            Area::Persistence => Some(ConditionType::PersistenceCompliant),
+            Area::Runtime => Some(ConditionType::RuntimeHealthy),
+            Area::Source => None,
         }
     }
 
@@ -181,6 +183,7 @@ define_words! {
         AuthorizationUndecided: "The API server could not decide some of the operator's permissions (a SubjectAccessReview answered with an evaluationError, quoted in the message); they are asked again at the next audit.";
         LogsPartial: "Part of the log window was read but not kept (more distinct records than the auditor keeps): findings seen are reported, but none is resolved and the area is not declared compliant.";
         NothingHandled: "No resource the operator handles is known (spec.handledResources is empty, and neither its log nor its RBAC names one): the events and persistence areas read no objects or Events, so they are not declared compliant; list the resources in spec.handledResources.";
+        NotInFiles: "`kopf-audit lint` only: the area needs what exists only in a running cluster (logs, Events, handled objects, peering), or a role the linted files do not define.";
         NotKopf: "The target runs no kopf operator, so kopf-specific checks do not apply.";
         TargetStalled: "The area was not evaluated because the audit is stalled.";
         AreasNotCompliant: "At least one area condition is False.";

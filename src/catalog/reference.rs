@@ -35,12 +35,12 @@ fn checks_tables() -> String {
         out,
         "IDs are public API. Disable one with `spec.checks.disable`, change its severity with `spec.checks.severity`, or exempt one Deployment with the annotation `{SKIP_ANNOTATION_PREFIX}<check-id>: <reason>`.\n"
     );
-    for area in Area::ALL {
+    for area in Area::ALL.into_iter().chain(Area::LINT_ONLY) {
         let _ = writeln!(
             out,
             "### {} (condition `{}`)\n\n| ID | default severity | fires when |\n|---|---|---|",
             area.prefix(),
-            ConditionType::for_area(area).as_str()
+            ConditionType::for_area(area).map_or("none", ConditionType::as_str)
         );
         for check in CheckId::ALL.iter().filter(|c| c.area() == area) {
             let _ = writeln!(

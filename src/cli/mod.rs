@@ -3,6 +3,7 @@
 //! (generated files).
 
 mod check;
+mod lint;
 
 use crate::api::KopfAudit;
 use crate::catalog::Severity;
@@ -39,6 +40,9 @@ enum Command {
     Check(CheckArgs),
     /// Print the stored results of existing KopfAudits, as a person would read them.
     Report(ReportArgs),
+    /// Lint an operator's repository, chart or rendered manifests before deploy: the
+    /// same checks, with the same IDs, plus those only the source shows.
+    Lint(LintArgs),
     /// Print the KopfAudit CustomResourceDefinition as YAML.
     Crd,
     /// Print the reference of checks, conditions and reasons as Markdown.
@@ -101,6 +105,37 @@ struct RunArgs {
     /// the auditor never has more than 4 x this many (watches aside).
     #[arg(long, env = "KOPF_AUDIT_MAX_CONCURRENT_AUDITS", default_value_t = reconcile::DEFAULT_MAX_CONCURRENT_AUDITS, value_parser = clap::value_parser!(u16).range(1..=256))]
     max_concurrent_audits: u16,
+}
+
+#[derive(clap::Args)]
+struct LintArgs {
+    /// A repository, a chart directory, or a file (default: the current directory).
+    path: Option<std::path::PathBuf>,
+    /// Also read rendered YAML from this file (`-` for stdin).
+    #[arg(short = 'f', long = "filename")]
+    filename: Option<String>,
+    /// Values files passed to `helm template` for charts.
+    #[arg(long)]
+    values: Vec<std::path::PathBuf>,
+    /// The namespace of objects that name none (as `helm install -n`).
+    #[arg(short, long, default_value = "default")]
+    namespace: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    output: LintOutput,
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value = "error")]
+    fail_on: FailOn,
+    /// Ignore `skip.kopfaudit.dev/<check>` annotations and `# kopf-audit: ignore[...]` comments.
+    #[arg(long)]
+    refuse_exemptions: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LintOutput {
+    Text,
+    Json,
+    Sarif,
 }
 
 #[derive(clap::Args)]
@@ -175,6 +210,7 @@ pub fn main() -> ExitCode {
             }
         },
         Command::Run(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(run(args))),
+        Command::Lint(args) => lint_command(args),
         Command::Check(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(check(args))),
         Command::Report(args) => {
             runtime().map_or(ExitCode::from(2), |rt| rt.block_on(report(args)))
@@ -431,6 +467,72 @@ async fn check(args: CheckArgs) -> ExitCode {
         },
     }
     let failed = match (args.fail_on.threshold(), check::worst(&status)) {
+        (Some(threshold), Some(worst)) => worst >= threshold,
+        _ => false,
+    };
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `kopf-audit lint`: 0 clean, 1 a finding at `--fail-on` or above, 2 unreadable input.
+fn lint_command(args: LintArgs) -> ExitCode {
+    use crate::gather::files::{self, FilesInput};
+    let stdin = match args.filename.as_deref() {
+        Some("-") => {
+            let mut text = String::new();
+            if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+                eprintln!("kopf-audit: reading stdin: {e}");
+                return ExitCode::from(2);
+            }
+            Some(text)
+        }
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!("kopf-audit: reading {file}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let path = match (&args.path, &stdin) {
+        (Some(p), _) => Some(p.clone()),
+        (None, None) => Some(std::path::PathBuf::from(".")),
+        (None, Some(_)) => None,
+    };
+    let input = FilesInput {
+        path,
+        stdin,
+        values: args.values,
+        namespace: args.namespace,
+    };
+    let linted = match files::read(&input) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let policy = Policy {
+        refuse_exemptions: args.refuse_exemptions,
+    };
+    let report = crate::evaluate::lint::lint(&linted, &policy);
+    let printed = match args.output {
+        LintOutput::Text => Ok(lint::text(&report)),
+        LintOutput::Json => serde_json::to_string_pretty(&lint::json(&report)).map(|s| s + "\n"),
+        LintOutput::Sarif => serde_json::to_string_pretty(&lint::sarif(&report)).map(|s| s + "\n"),
+    };
+    match printed {
+        Ok(text) => print!("{text}"),
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let failed = match (args.fail_on.threshold(), report.worst()) {
         (Some(threshold), Some(worst)) => worst >= threshold,
         _ => false,
     };

@@ -76,7 +76,7 @@ pub(crate) fn desired(
             .to_vec();
             let areas: Vec<DesiredCondition> = Area::ALL
                 .iter()
-                .map(|a| area_condition(*a, eval, findings, stored))
+                .filter_map(|a| area_condition(*a, eval, findings, stored))
                 .collect();
             out.push(compliant(&areas));
             out.extend(areas);
@@ -108,8 +108,14 @@ pub(crate) fn desired(
                 R::TargetStalled,
                 unknown,
             ));
-            out.extend(Area::ALL.iter().map(|a| {
-                DesiredCondition::new(T::for_area(*a), S::Unknown, R::TargetStalled, unknown)
+            out.extend(Area::ALL.iter().filter_map(|a| {
+                let type_ = T::for_area(*a)?;
+                Some(DesiredCondition::new(
+                    type_,
+                    S::Unknown,
+                    R::TargetStalled,
+                    unknown,
+                ))
             }));
             out
         }
@@ -147,8 +153,8 @@ fn area_condition(
     eval: &Evaluation,
     findings: &[Finding],
     stored: &[Condition],
-) -> DesiredCondition {
-    let type_ = T::for_area(area);
+) -> Option<DesiredCondition> {
+    let type_ = T::for_area(area)?;
     let serious: Vec<&Finding> = findings
         .iter()
         .filter(|f| f.check.area() == area && f.severity >= Severity::Warning)
@@ -163,7 +169,7 @@ fn area_condition(
         )
     };
     let clean = || format!("No {} finding at warning or above.", area.prefix());
-    match eval.area(area) {
+    Some(match eval.area(area) {
         AreaState::Evaluated if serious.is_empty() => {
             DesiredCondition::new(type_, S::True, R::NoFindings, clean())
         }
@@ -207,7 +213,7 @@ fn area_condition(
             };
             DesiredCondition::new(type_, S::Unknown, u.reason(), message)
         }
-    }
+    })
 }
 
 fn compliant(areas: &[DesiredCondition]) -> DesiredCondition {

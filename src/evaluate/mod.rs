@@ -4,6 +4,7 @@
 
 pub(crate) mod conditions;
 pub(crate) mod events;
+pub(crate) mod lint;
 pub(crate) mod run;
 pub(crate) mod status;
 

@@ -195,12 +195,14 @@ fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluat
             Obstacle::Failed | Obstacle::NoRunningPod | Obstacle::Undecided => {
                 eval.unread.insert((target.name().to_string(), check));
             }
-            Obstacle::Forbidden | Obstacle::OutsideNamespace => eval.skipped.push(skipped(
-                check,
-                target,
-                &format!("not run: {}", why.message),
-                true,
-            )),
+            Obstacle::Forbidden | Obstacle::OutsideNamespace | Obstacle::NotInFiles => {
+                eval.skipped.push(skipped(
+                    check,
+                    target,
+                    &format!("not run: {}", why.message),
+                    true,
+                ))
+            }
         }
     }
 }
@@ -211,7 +213,7 @@ fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
         gathered.as_ref().map(|_| ()).map_err(Clone::clone)
     }
     match area {
-        Area::Workload => Ok(()),
+        Area::Workload | Area::Source => Ok(()),
         Area::Rbac => need(&kopf.rbac),
         // The Events' obstacle first: it names the reach a platform team can grant.
         Area::Events => need(&kopf.events).and(need(&kopf.logs)),
@@ -369,6 +371,19 @@ fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
             format!(
                 "`kopf run` is in the command line of container {}: scope, peering, liveness and log format are read there and from KOPF_RUN_* variables.",
                 run.container
+            ),
+        ),
+        RunOrigin::Files(start) => (
+            Recognition::Files,
+            format!(
+                "Container {} starts kopf from {}{}.",
+                run.container,
+                start.how,
+                if start.flags_known {
+                    ""
+                } else {
+                    "; some of its arguments are not literals, so what they set is not known"
+                }
             ),
         ),
         RunOrigin::Log(seen) => {

@@ -157,7 +157,7 @@ async fn plural_of(
 }
 
 /// A custom resource: `(group, plural)`.
-type ResourceKey = (String, String);
+pub(crate) type ResourceKey = (String, String);
 
 /// Whether a rule's `(group, resource)` can name a custom resource kopf serves: no
 /// wildcards (reported as over-privilege, not guessed at), no core or built-in group, no

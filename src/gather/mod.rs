@@ -6,6 +6,7 @@
 //! allowance ([`Reach`]).
 
 pub(crate) mod events;
+pub(crate) mod files;
 pub(crate) mod handled;
 pub(crate) mod logs;
 pub(crate) mod objects;

@@ -661,12 +661,12 @@ pub(crate) fn reaches(
 
 /// A binding that reaches the ServiceAccount: its kind, name, role and the subject
 /// that reaches.
-type Reached = (BindingKind, String, RoleRef, Subject);
+pub(crate) type Reached = (BindingKind, String, RoleRef, Subject);
 
 /// The binding (a RoleBinding in `namespace`, or a ClusterRoleBinding), when one of
 /// its subjects reaches the ServiceAccount; only then is anything copied out of the
 /// cache.
-fn reached(
+pub(crate) fn reached(
     namespace: Option<&str>,
     meta: &ObjectMeta,
     role_ref: &RoleRef,
@@ -699,7 +699,7 @@ fn reaching(
 }
 
 /// The resource rules of a role (non-resource URL rules dropped).
-fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
+pub(crate) fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
     rules
         .into_iter()
         .flatten()

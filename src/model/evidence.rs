@@ -41,6 +41,9 @@ pub(crate) enum Obstacle {
     /// The API server could not decide a permission (a SubjectAccessReview answered
     /// with an `evaluationError`): neither granted nor denied, and not remembered.
     Undecided,
+    /// `kopf-audit lint` reads files: logs, Events, handled objects and peering exist
+    /// only in a running cluster.
+    NotInFiles,
 }
 
 impl Unavailable {
@@ -60,6 +63,7 @@ impl Unavailable {
             Obstacle::Failed => ConditionReason::GatherFailed,
             Obstacle::NoRunningPod => ConditionReason::NoRunningPod,
             Obstacle::Undecided => ConditionReason::AuthorizationUndecided,
+            Obstacle::NotInFiles => ConditionReason::NotInFiles,
         }
     }
 }
@@ -452,6 +456,7 @@ impl fmt::Display for Obstacle {
             Obstacle::Failed => "failed",
             Obstacle::NoRunningPod => "no running pod",
             Obstacle::Undecided => "undecided",
+            Obstacle::NotInFiles => "not in files",
         })
     }
 }

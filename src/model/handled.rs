@@ -15,6 +15,8 @@ pub(crate) enum HandledSource {
     /// A resource whose objects kopf posted Events about, and that the operator's rules
     /// let it watch (learned when its rules are wildcards or name core kinds only).
     Events,
+    /// A kopf handler in the operator's Python source names it (`kopf-audit lint`).
+    Source,
 }
 
 impl HandledSource {
@@ -25,6 +27,7 @@ impl HandledSource {
             HandledSource::RbacWatch | HandledSource::RbacRule => "RBAC rules",
             HandledSource::Log => "the operator's log",
             HandledSource::Events => "kopf's Events",
+            HandledSource::Source => "the source's handlers",
         }
     }
 
@@ -44,6 +47,7 @@ impl HandledSource {
             HandledSource::Events => {
                 "it is inferred as handled: kopf posted Events about its objects, and the operator's RBAC lets it watch them"
             }
+            HandledSource::Source => "a kopf handler in the operator's source names it",
         }
     }
 }

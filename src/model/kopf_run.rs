@@ -4,6 +4,7 @@
 //! also reads `KOPF_RUN_<OPTION>`).
 
 use super::names::is_dns_label;
+use super::source::{Literal, PyStart};
 use k8s_openapi::api::core::v1::Container;
 pub(crate) use kopf_log::LogFormat as KopfLogFormat;
 
@@ -265,6 +266,19 @@ pub(crate) enum RunOrigin {
     /// `kopf.run()` from Python, a wrapper script), but the container's log does: kopf's
     /// own lines. The flags are unknown; what the log tells is learned from it.
     Log(LogRecognition),
+    /// Read from the operator's files by `kopf-audit lint`: the image's `CMD` or
+    /// `ENTRYPOINT` in its Dockerfile, or a `kopf.run()` call in its Python.
+    Files(FilesStart),
+}
+
+/// Where `kopf-audit lint` found kopf started, when the manifests' command line does not
+/// show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FilesStart {
+    /// What starts kopf and where (`the image's CMD, Dockerfile:12`).
+    pub(crate) how: String,
+    /// Whether kopf's flags (or `kopf.run()`'s keyword arguments) were read in full.
+    pub(crate) flags_known: bool,
 }
 
 /// What a container's log showed of kopf when its command line did not.
@@ -283,7 +297,11 @@ pub(crate) struct LogRecognition {
 impl RunOrigin {
     /// Whether the flags were read from the command line.
     pub(crate) fn flags_known(&self) -> bool {
-        matches!(self, RunOrigin::CommandLine)
+        match self {
+            RunOrigin::CommandLine => true,
+            RunOrigin::Log(_) => false,
+            RunOrigin::Files(start) => start.flags_known,
+        }
     }
 }
 
@@ -392,6 +410,61 @@ pub(crate) fn from_log(
     };
     apply_env(&mut run, container, namespace);
     run
+}
+
+/// A container that starts kopf from Python (`kopf.run(...)`, `kopf.operator(...)`): its
+/// keyword arguments set what `kopf run`'s flags set, and are kopf's defaults when not
+/// given (kopf 1.45 `_core/reactor/running.py`). An argument the linter cannot read
+/// (a variable) leaves that fact unknown. `KOPF_RUN_*` variables do not apply: only
+/// kopf's command line reads them.
+pub(crate) fn from_python(container: &Container, start: &PyStart) -> KopfRun {
+    let mut known = true;
+    let scope = match (&start.clusterwide, &start.namespaces) {
+        (Some(Literal::Bool(true)), _) => Scope::ClusterWide,
+        (_, Some(Literal::Strings(names))) if !names.is_empty() => Scope::Namespaced(names.clone()),
+        (None | Some(Literal::Bool(false)), None | Some(Literal::Strings(_))) => Scope::Implicit,
+        _ => {
+            known = false;
+            Scope::Unknown
+        }
+    };
+    let peering = match (&start.standalone, &start.peering_name) {
+        (Some(Literal::Bool(true)), _) => Peering::Standalone,
+        (_, Some(Literal::Str(name))) => Peering::Named(name.clone()),
+        (None | Some(Literal::Bool(false) | Literal::None), None | Some(Literal::None)) => {
+            Peering::Auto
+        }
+        _ => {
+            known = false;
+            Peering::Unknown
+        }
+    };
+    let liveness = match &start.liveness_endpoint {
+        Some(Literal::Str(url)) => Some(url.clone()),
+        None | Some(Literal::None) => None,
+        Some(_) => {
+            known = false;
+            None
+        }
+    };
+    let priority = match &start.priority {
+        Some(Literal::Int(p)) => Some(*p),
+        _ => None,
+    };
+    KopfRun {
+        container: container.name.clone(),
+        origin: RunOrigin::Files(FilesStart {
+            how: format!("{}() at {}", start.function, start.location),
+            flags_known: known,
+        }),
+        scope,
+        peering,
+        priority,
+        dev: false,
+        log_format: KopfLogFormat::Full,
+        verbosity: (Verbosity::Normal, None),
+        liveness,
+    }
 }
 
 /// The value of an env var as the kubelet would set it: a literal, or the pod's namespace

@@ -1,0 +1,201 @@
+//! `kopf-audit lint`'s evaluation, pure: the live checks run on the evidence the files
+//! gatherer built (one engine, two sources), the `source.*` checks on the Python facts,
+//! and every finding gets the file and line it points at. Exemptions: the
+//! `skip.kopfaudit.dev/<check>` annotation on a Deployment, as live, and in Python a
+//! comment `# kopf-audit: ignore[<check>] <reason>` on the finding's line or the line
+//! above.
+
+use super::run::{self, AreaState, Policy};
+use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
+use crate::catalog::{Area, CheckId};
+use crate::checks::source;
+use crate::gather::files::Linted;
+use crate::gather::files::manifests::Manifests;
+use crate::model::evidence::TargetEvidence;
+use crate::model::rbac::BindingKind;
+use crate::model::source::Location;
+use std::collections::BTreeMap;
+
+/// A finding of lint, with where it points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LintFinding {
+    /// The finding, as the live auditor would write it.
+    pub(crate) finding: Finding,
+    /// The file and line; `None` when no linted file holds the cause.
+    pub(crate) location: Option<Location>,
+}
+
+/// An area lint could not decide for a target, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Undecided {
+    /// The Deployment.
+    pub(crate) target: String,
+    /// The area.
+    pub(crate) area: Area,
+    /// Why.
+    pub(crate) why: String,
+}
+
+/// What lint found.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LintReport {
+    /// The findings, sorted by file and line.
+    pub(crate) findings: Vec<LintFinding>,
+    /// Exempted (or refused) checks.
+    pub(crate) skipped: Vec<SkippedCheck>,
+    /// How each Deployment runs kopf.
+    pub(crate) targets: Vec<TargetStatus>,
+    /// The areas lint could not decide.
+    pub(crate) undecided: Vec<Undecided>,
+    /// What could not be read.
+    pub(crate) notes: Vec<String>,
+}
+
+impl LintReport {
+    /// The most severe finding, for `--fail-on`.
+    pub(crate) fn worst(&self) -> Option<crate::catalog::Severity> {
+        self.findings.iter().map(|f| f.finding.severity).max()
+    }
+}
+
+/// Evaluates what the files gave.
+pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
+    let spec = KopfAuditSpec::for_deployment("lint");
+    let eval = run::evaluate(&spec, &linted.evidence, policy);
+    let mut report = LintReport {
+        targets: eval.targets.clone(),
+        skipped: eval.skipped.clone(),
+        notes: linted.notes.clone(),
+        ..LintReport::default()
+    };
+    for target in &linted.evidence.targets {
+        for area in Area::ALL {
+            let why = match eval.areas.get(&(target.name().to_string(), area)) {
+                Some(AreaState::Unavailable(u)) => u.message.clone(),
+                Some(AreaState::Partial(_, why)) => why.clone(),
+                _ => continue,
+            };
+            report.undecided.push(Undecided {
+                target: target.name().to_string(),
+                area,
+                why,
+            });
+        }
+    }
+    for finding in &eval.findings {
+        let location = linted
+            .evidence
+            .targets
+            .iter()
+            .find(|t| t.name() == finding.target)
+            .and_then(|t| location_of(finding.check, t, &linted.manifests));
+        report.findings.push(LintFinding {
+            finding: finding.clone(),
+            location,
+        });
+    }
+    let ignores = ignores(&linted.python);
+    for found in source::check(&linted.source) {
+        let exemption = ignored(&ignores, &found.location, found.finding.check);
+        let honoured = exemption
+            .as_ref()
+            .is_some_and(|reason| !reason.is_empty() && !policy.refuse_exemptions);
+        if let Some(reason) = exemption {
+            report.skipped.push(SkippedCheck {
+                check: found.finding.check,
+                target: found.finding.target.clone(),
+                honoured,
+                reason: match (honoured, reason.is_empty()) {
+                    (true, _) => reason,
+                    (false, true) => {
+                        "refused: a `# kopf-audit: ignore[...]` comment needs a reason after it"
+                            .into()
+                    }
+                    (false, false) => {
+                        "refused: exemptions are refused (--refuse-exemptions)".into()
+                    }
+                },
+            });
+        }
+        if !honoured {
+            report.findings.push(LintFinding {
+                finding: found.finding,
+                location: Some(found.location),
+            });
+        }
+    }
+    report.findings.sort_by(|a, b| {
+        a.location
+            .cmp(&b.location)
+            .then(b.finding.severity.cmp(&a.finding.severity))
+            .then(a.finding.check.cmp(&b.finding.check))
+    });
+    report
+}
+
+/// Where a finding about a Deployment points: its RBAC findings at the binding that
+/// grants its ServiceAccount (or the ServiceAccount), the others at the Deployment.
+fn location_of(check: CheckId, target: &TargetEvidence, m: &Manifests) -> Option<Location> {
+    let namespace = target.deployment.metadata.namespace.as_deref();
+    let deployment = m.location("Deployment", namespace, target.name()).cloned();
+    if check.area() != Area::Rbac {
+        return deployment;
+    }
+    let sa = target.service_account();
+    let binding = target
+        .kopf
+        .as_ref()
+        .and_then(|k| k.rbac.as_ref().ok())
+        .and_then(|r| r.bindings.first())
+        .and_then(|b| match &b.kind {
+            BindingKind::ClusterRoleBinding => m.location("ClusterRoleBinding", None, &b.name),
+            BindingKind::RoleBinding(ns) => m.location("RoleBinding", Some(ns), &b.name),
+        });
+    binding
+        .or_else(|| m.location("ServiceAccount", Some(&sa.namespace), &sa.name))
+        .cloned()
+        .or(deployment)
+}
+
+/// The marker of a Python exemption comment.
+const IGNORE_MARKER: &str = "# kopf-audit: ignore[";
+
+/// `(file, line)` → the check IDs a comment there exempts and its reason (empty when
+/// none is given).
+type Ignores = BTreeMap<(String, u32), Vec<(String, String)>>;
+
+/// The exemption comments of the Python files.
+fn ignores(python: &[(String, String)]) -> Ignores {
+    let mut out = Ignores::new();
+    for (file, text) in python {
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find(IGNORE_MARKER) else {
+                continue;
+            };
+            let rest = &line[at + IGNORE_MARKER.len()..];
+            let Some((ids, reason)) = rest.split_once(']') else {
+                continue;
+            };
+            let number = u32::try_from(n + 1).unwrap_or(u32::MAX);
+            let entry = out.entry((file.clone(), number)).or_default();
+            for id in ids.split(',') {
+                entry.push((id.trim().to_string(), reason.trim().to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The reason a finding at `at` is exempted, if a comment on its line or the line
+/// above names its check.
+fn ignored(ignores: &Ignores, at: &Location, check: CheckId) -> Option<String> {
+    [at.line, at.line.saturating_sub(1)]
+        .iter()
+        .filter_map(|line| ignores.get(&(at.file.clone(), *line)))
+        .flatten()
+        .find(|(id, _)| id == check.as_str())
+        .map(|(_, reason)| reason.clone())
+}
+
+#[cfg(test)]
+mod tests;

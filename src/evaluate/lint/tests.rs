@@ -1,0 +1,93 @@
+use super::*;
+use crate::gather::files::{FilesInput, read};
+
+/// Writes a small operator repository and lints it.
+fn lint_repo(files: &[(&str, &str)]) -> LintReport {
+    let dir = std::env::temp_dir().join(format!(
+        "kopf-audit-lint-{}-{}",
+        std::process::id(),
+        files.len()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(path, text).expect("write");
+    }
+    let linted = read(&FilesInput {
+        path: Some(dir.clone()),
+        namespace: "ops".into(),
+        ..FilesInput::default()
+    })
+    .expect("reads");
+    let report = lint(&linted, &Policy::default());
+    let _ = std::fs::remove_dir_all(&dir);
+    report
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      serviceAccountName: op\n      containers:\n      - name: op\n        image: op:1\n        command: [python, /app/main.py]\n";
+
+const MAIN: &str = "import kopf\nimport time\n\n@kopf.on.create('pods')\nasync def created(**kwargs):\n    time.sleep(1)  # kopf-audit: ignore[source.blocking-call] measured: 1 ms in tests\n\n@kopf.on.update('pods', labels={'a': 'b'})\ndef updated(spec):\n    pass\n\nkopf.run(clusterwide=True)\n";
+
+#[test]
+fn kopf_run_from_python_is_recognised_and_both_sources_of_findings_are_located() {
+    let report = lint_repo(&[("deploy/op.yaml", DEPLOYMENT), ("app/main.py", MAIN)]);
+    assert_eq!(report.targets.len(), 1);
+    assert!(report.targets[0].kopf, "{:?}", report.targets[0]);
+    let ids: Vec<&str> = report
+        .findings
+        .iter()
+        .map(|f| f.finding.check.as_str())
+        .collect();
+    assert!(!ids.contains(&"workload.not-kopf"), "{ids:?}");
+    assert!(ids.contains(&"workload.memory-limit"), "{ids:?}");
+    // No RBAC at all in the files: kopf's needs are all missing.
+    assert!(ids.contains(&"rbac.crd-scan"), "{ids:?}");
+    assert!(ids.contains(&"rbac.handled-resources"), "{ids:?}");
+    let kwargs = report
+        .findings
+        .iter()
+        .find(|f| f.finding.check == CheckId::SourceHandlerKwargs)
+        .expect("updated() has no **kwargs");
+    assert_eq!(kwargs.location, Some(Location::new("app/main.py", 8)));
+    let memory = report
+        .findings
+        .iter()
+        .find(|f| f.finding.check == CheckId::WorkloadMemoryLimit)
+        .expect("memory limit");
+    assert_eq!(memory.location, Some(Location::new("deploy/op.yaml", 1)));
+    // The comment with a reason exempts the blocking call; it is listed as skipped.
+    assert!(!ids.contains(&"source.blocking-call"), "{ids:?}");
+    assert!(
+        report
+            .skipped
+            .iter()
+            .any(|s| s.check == CheckId::SourceBlockingCall && s.honoured)
+    );
+    // The areas only a cluster shows are listed as undecided, not as compliant.
+    let undecided: Vec<Area> = report.undecided.iter().map(|u| u.area).collect();
+    assert_eq!(undecided, [Area::Events, Area::Persistence, Area::Runtime]);
+}
+
+#[test]
+fn an_ignore_comment_without_a_reason_is_refused() {
+    let main = MAIN.replace(" measured: 1 ms in tests", "");
+    let report = lint_repo(&[("main.py", &main)]);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.finding.check == CheckId::SourceBlockingCall)
+    );
+    assert!(
+        report
+            .skipped
+            .iter()
+            .any(|s| s.check == CheckId::SourceBlockingCall && !s.honoured)
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains("No Deployment")),
+        "{:?}",
+        report.notes
+    );
+}

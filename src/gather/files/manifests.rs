@@ -1,0 +1,217 @@
+//! Reads rendered Kubernetes manifests (multi-document YAML, `List`s included) into the
+//! objects `kopf-audit lint` audits, each with where it was written.
+
+use crate::model::source::Location;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The objects of the linted manifests that matter to the checks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Manifests {
+    /// Deployments: the targets.
+    pub(crate) deployments: Vec<Deployment>,
+    /// ServiceAccounts.
+    pub(crate) service_accounts: Vec<ServiceAccount>,
+    /// Roles.
+    pub(crate) roles: Vec<Role>,
+    /// ClusterRoles.
+    pub(crate) cluster_roles: Vec<ClusterRole>,
+    /// RoleBindings.
+    pub(crate) role_bindings: Vec<RoleBinding>,
+    /// ClusterRoleBindings.
+    pub(crate) cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// CustomResourceDefinitions.
+    pub(crate) crds: Vec<CustomResourceDefinition>,
+    /// Where each object is: `Kind/namespace/name` (namespace empty when cluster-scoped).
+    pub(crate) locations: BTreeMap<String, Location>,
+    /// Documents that are not valid YAML or not a valid object of their kind.
+    pub(crate) problems: Vec<(Location, String)>,
+}
+
+/// The key of an object in [`Manifests::locations`].
+pub(crate) fn key(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    format!("{kind}/{}/{name}", namespace.unwrap_or(""))
+}
+
+/// One YAML document of a stream, with the line it starts on and the file it came
+/// from (a Helm template's `# Source:` comment names it).
+struct Document<'a> {
+    text: &'a str,
+    line: u32,
+    source: Option<&'a str>,
+}
+
+/// Splits a YAML stream into documents on `---` lines.
+fn documents(text: &str) -> Vec<Document<'_>> {
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    let mut start_line = 1u32;
+    let mut offset = 0usize;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        let number = u32::try_from(n + 1).unwrap_or(u32::MAX);
+        if line.trim_end() == "---" || line.starts_with("--- ") {
+            out.push(Document {
+                text: &text[start..offset],
+                line: start_line,
+                source: None,
+            });
+            start = offset + line.len();
+            start_line = number.saturating_add(1);
+        }
+        offset += line.len();
+    }
+    out.push(Document {
+        text: &text[start..],
+        line: start_line,
+        source: None,
+    });
+    for doc in &mut out {
+        doc.source = doc
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix("# Source: "))
+            .map(str::trim);
+    }
+    out
+}
+
+impl Manifests {
+    /// Adds the objects of a YAML stream; `path` is how findings name the file, and
+    /// objects without a namespace are placed in `namespace` (as `kubectl apply -n` or
+    /// `helm install -n` would).
+    pub(crate) fn read(&mut self, path: &str, text: &str, namespace: &str) {
+        for doc in documents(text) {
+            if doc.text.trim().is_empty() {
+                continue;
+            }
+            let location = match doc.source {
+                // A rendered chart: the template the object comes from.
+                Some(template) => Location::new(template, 1),
+                None => Location::new(path, doc.line),
+            };
+            match serde_yaml::from_str::<Value>(doc.text) {
+                Ok(Value::Null) => {}
+                Ok(value) => self.add(value, &location, namespace),
+                Err(e) => self
+                    .problems
+                    .push((location, format!("not valid YAML: {e}"))),
+            }
+        }
+    }
+
+    /// Adds one object (the items of a `List`).
+    fn add(&mut self, mut value: Value, location: &Location, namespace: &str) {
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if kind.ends_with("List")
+            && let Some(Value::Array(items)) = value.get_mut("items").map(Value::take)
+        {
+            for item in items {
+                self.add(item, location, namespace);
+            }
+            return;
+        }
+        let namespaced = matches!(
+            kind.as_str(),
+            "Deployment" | "ServiceAccount" | "Role" | "RoleBinding"
+        );
+        if namespaced
+            && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+            && !meta.contains_key("namespace")
+        {
+            meta.insert("namespace".into(), Value::String(namespace.to_string()));
+        }
+        let meta = value.get("metadata");
+        let name = meta
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let ns = meta
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let added = match kind.as_str() {
+            "Deployment" => push(&mut self.deployments, value),
+            "ServiceAccount" => push(&mut self.service_accounts, value),
+            "Role" => push(&mut self.roles, value),
+            "ClusterRole" => push(&mut self.cluster_roles, value),
+            "RoleBinding" => push(&mut self.role_bindings, value),
+            "ClusterRoleBinding" => push(&mut self.cluster_role_bindings, value),
+            "CustomResourceDefinition" => push(&mut self.crds, value),
+            _ => Ok(()),
+        };
+        match added {
+            Ok(()) => {
+                self.locations
+                    .insert(key(&kind, ns.as_deref(), &name), location.clone());
+            }
+            Err(e) => self
+                .problems
+                .push((location.clone(), format!("not a valid {kind} {name}: {e}"))),
+        }
+    }
+
+    /// Where an object is, if the files define it.
+    pub(crate) fn location(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<&Location> {
+        self.locations.get(&key(kind, namespace, name))
+    }
+}
+
+/// Deserializes an object into its list.
+fn push<K: DeserializeOwned>(list: &mut Vec<K>, value: Value) -> Result<(), serde_json::Error> {
+    list.push(serde_json::from_value(value)?);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_keep_their_line_and_objects_their_namespace() {
+        let mut m = Manifests::default();
+        m.read(
+            "deploy.yaml",
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: op\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\n  namespace: ops\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers: [{name: op, image: op}]\n",
+            "default",
+        );
+        assert_eq!(m.deployments.len(), 1);
+        assert_eq!(
+            m.service_accounts[0].metadata.namespace.as_deref(),
+            Some("default")
+        );
+        assert_eq!(
+            m.location("Deployment", Some("ops"), "op"),
+            Some(&Location::new("deploy.yaml", 6))
+        );
+    }
+
+    #[test]
+    fn a_rendered_chart_points_at_its_template_and_bad_documents_are_reported() {
+        let mut m = Manifests::default();
+        m.read(
+            "-",
+            "---\n# Source: op/templates/rbac.yaml\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: op\nrules: []\n---\nkind: Deployment\nmetadata: {name: x}\nspec: 3\n---\n: [\n",
+            "default",
+        );
+        assert_eq!(
+            m.location("ClusterRole", None, "op"),
+            Some(&Location::new("op/templates/rbac.yaml", 1))
+        );
+        assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
+    }
+}

@@ -1,0 +1,483 @@
+//! The files gatherer of `kopf-audit lint`: the same evidence the live gatherer builds
+//! from a cluster, built from an operator's repository instead. Rendered manifests give
+//! the Deployments, ServiceAccounts, RBAC and CRDs; the Dockerfile gives the command the
+//! image runs when the Deployment sets none; the Python source gives `kopf.run()`, the
+//! handled resources and the settings. RBAC is answered by evaluating the rendered rules
+//! ([`oracle`]). Logs, Events, handled objects and peering exist only in a cluster: those
+//! areas are `NotInFiles`.
+
+pub(crate) mod dockerfile;
+pub(crate) mod manifests;
+pub(crate) mod oracle;
+pub(crate) mod python;
+
+use crate::gather::handled::{candidates, from_crd};
+use crate::gather::rbac::CrdDigest;
+use crate::model::evidence::{
+    Evidence, KopfEvidence, Obstacle, RbacEvidence, TargetEvidence, Unavailable,
+};
+use crate::model::handled::{HandledResource, HandledSource};
+use crate::model::kopf_run::{
+    FilesStart, KopfRun, Peering, RunOrigin, from_python, parse_in_namespace, template_containers,
+};
+use crate::model::needs;
+use crate::model::rbac::PeeringCrds;
+use crate::model::source::{Literal, ResourceSpec, SourceFacts};
+use dockerfile::Image;
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use manifests::Manifests;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What `kopf-audit lint` reads.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FilesInput {
+    /// A repository, a chart directory, or one file.
+    pub(crate) path: Option<PathBuf>,
+    /// Rendered YAML read from stdin (`-f -`).
+    pub(crate) stdin: Option<String>,
+    /// Values files passed to `helm template`.
+    pub(crate) values: Vec<PathBuf>,
+    /// The namespace of objects that name none (as `helm install -n`).
+    pub(crate) namespace: String,
+}
+
+/// Why the files could not be linted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FilesError {
+    /// A file or directory could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the files gave.
+#[derive(Clone, Debug)]
+pub(crate) struct Linted {
+    /// The evidence, as the live gatherer would build it.
+    pub(crate) evidence: Evidence,
+    /// The Python source's facts.
+    pub(crate) source: SourceFacts,
+    /// The manifests read (for locations).
+    pub(crate) manifests: Manifests,
+    /// The Python files read, with their text (for `# kopf-audit: ignore[...]`).
+    pub(crate) python: Vec<(String, String)>,
+    /// What could not be read and why, for the reader.
+    pub(crate) notes: Vec<String>,
+}
+
+/// Directories never linted: version control, virtualenvs, build output, tests.
+const SKIPPED_DIRS: [&str; 12] = [
+    ".git",
+    ".venv",
+    "venv",
+    "env",
+    "node_modules",
+    "target",
+    "__pycache__",
+    ".tox",
+    "build",
+    "dist",
+    "tests",
+    "test",
+];
+
+/// Reads the input and builds the evidence.
+pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
+    let mut found = Found::default();
+    if let Some(text) = &input.stdin {
+        found.manifests.read("-", text, &input.namespace);
+    }
+    if let Some(path) = &input.path {
+        found.walk(path, path, input)?;
+    }
+    let Found {
+        manifests,
+        images,
+        source,
+        python,
+        mut notes,
+    } = found;
+    let targets = manifests
+        .deployments
+        .iter()
+        .map(|d| target(d, &manifests, &images, &source, &mut notes))
+        .collect();
+    if manifests.deployments.is_empty() {
+        notes.push("No Deployment in the linted manifests: the workload and RBAC checks had nothing to read. Pass the chart directory or rendered manifests (`helm template ... | kopf-audit lint -f -`).".into());
+    }
+    Ok(Linted {
+        evidence: Evidence {
+            now: Timestamp::now(),
+            targets,
+        },
+        source,
+        manifests,
+        python,
+        notes,
+    })
+}
+
+/// What the walk collected.
+#[derive(Default)]
+struct Found {
+    manifests: Manifests,
+    images: Vec<Image>,
+    source: SourceFacts,
+    python: Vec<(String, String)>,
+    notes: Vec<String>,
+}
+
+impl Found {
+    /// Reads a file or a directory tree; `root` makes paths relative.
+    fn walk(&mut self, path: &Path, root: &Path, input: &FilesInput) -> Result<(), FilesError> {
+        let meta = std::fs::metadata(path).map_err(|source| read_error(path, source))?;
+        if meta.is_file() {
+            return self.file(path, root, input);
+        }
+        if path.join("Chart.yaml").is_file() {
+            self.chart(path, root, input);
+            return Ok(());
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|source| read_error(path, source))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for entry in entries {
+            let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let is_dir = entry.is_dir();
+            if is_dir && (SKIPPED_DIRS.contains(&name) || name.starts_with('.')) {
+                continue;
+            }
+            if is_dir {
+                self.walk(&entry, root, input)?;
+            } else {
+                self.file(&entry, root, input)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one file by its kind.
+    fn file(&mut self, path: &Path, root: &Path, input: &FilesInput) -> Result<(), FilesError> {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let shown = relative(path, root);
+        let kind = FileKind::of(name);
+        if kind == FileKind::Other {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| read_error(path, source))?;
+        match kind {
+            FileKind::Python => {
+                self.source.extend(python::read(&shown, &text));
+                self.python.push((shown, text));
+            }
+            FileKind::Dockerfile => self.images.push(dockerfile::read(&shown, &text)),
+            FileKind::Yaml if text.contains("kind:") && text.contains("apiVersion:") => {
+                self.manifests.read(&shown, &text, &input.namespace);
+            }
+            FileKind::Yaml | FileKind::Other => {}
+        }
+        Ok(())
+    }
+
+    /// Renders a chart with `helm template`, when helm is on PATH.
+    fn chart(&mut self, dir: &Path, root: &Path, input: &FilesInput) {
+        let shown = relative(dir, root);
+        let mut command = Command::new("helm");
+        command
+            .arg("template")
+            .arg("kopf-audit-lint")
+            .arg(dir)
+            .arg("--namespace")
+            .arg(&input.namespace);
+        for values in &input.values {
+            command.arg("--values").arg(values);
+        }
+        match command.output() {
+            Ok(out) if out.status.success() => {
+                let text = String::from_utf8_lossy(&out.stdout);
+                self.manifests.read(&shown, &text, &input.namespace);
+            }
+            Ok(out) => self.notes.push(format!(
+                "The chart {shown} did not render: `helm template` said: {}. Pass the values it needs with --values.",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(_) => self.notes.push(format!(
+                "The chart {shown} was not rendered: helm is not on PATH. Install helm, or render it yourself: `helm template NAME {shown} | kopf-audit lint -f -`."
+            )),
+        }
+    }
+}
+
+/// The kinds of file lint reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FileKind {
+    Python,
+    Dockerfile,
+    Yaml,
+    Other,
+}
+
+impl FileKind {
+    /// A file's kind by its name; Python test files are not linted.
+    fn of(name: &str) -> FileKind {
+        let is_test =
+            name.starts_with("test_") || name.ends_with("_test.py") || name == "conftest.py";
+        if name.ends_with(".py") && !is_test {
+            FileKind::Python
+        } else if name == "Dockerfile"
+            || name == "Containerfile"
+            || name.starts_with("Dockerfile.")
+            || name.ends_with(".Dockerfile")
+        {
+            FileKind::Dockerfile
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            FileKind::Yaml
+        } else {
+            FileKind::Other
+        }
+    }
+}
+
+fn read_error(path: &Path, source: std::io::Error) -> FilesError {
+    FilesError::Read {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// A path relative to the linted root, with `/` separators.
+fn relative(path: &Path, root: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let shown = rel
+        .iter()
+        .map(|p| p.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    if shown.is_empty() {
+        path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    } else {
+        shown
+    }
+}
+
+/// One Deployment's evidence.
+fn target(
+    deployment: &Deployment,
+    manifests: &Manifests,
+    images: &[Image],
+    source: &SourceFacts,
+    notes: &mut Vec<String>,
+) -> TargetEvidence {
+    let mut target = TargetEvidence::new(deployment.clone(), Vec::new(), None);
+    let run = match target.kopf.take() {
+        Some(kopf) => Some(kopf.run),
+        None => from_image(deployment, images).or_else(|| from_source(deployment, images, source)),
+    };
+    target.kopf = run.map(|run| {
+        kopf_evidence(
+            &target,
+            with_settings(run, source),
+            manifests,
+            source,
+            notes,
+        )
+    });
+    target
+}
+
+/// The run of a Deployment whose container sets no `kopf run` but whose image does
+/// (`CMD`/`ENTRYPOINT`). With several Dockerfiles, only one that runs kopf is taken.
+fn from_image(deployment: &Deployment, images: &[Image]) -> Option<KopfRun> {
+    let namespace = deployment.metadata.namespace.as_deref();
+    let mut runs = Vec::new();
+    for image in images {
+        for container in template_containers(deployment) {
+            let (words, at) =
+                image.effective(container.command.as_deref(), container.args.as_deref());
+            let Some(at) = at else { continue };
+            let mut shown = container.clone();
+            shown.command = Some(words);
+            shown.args = None;
+            if let Some(mut run) = parse_in_namespace(&shown, namespace) {
+                run.origin = RunOrigin::Files(FilesStart {
+                    how: format!("the image's CMD/ENTRYPOINT at {at}"),
+                    flags_known: true,
+                });
+                runs.push(run);
+                break;
+            }
+        }
+    }
+    (runs.len() == 1).then(|| runs.remove(0))
+}
+
+/// The run of a Deployment whose container runs Python (or a wrapper) and whose source
+/// starts kopf itself with `kopf.run()`.
+fn from_source(deployment: &Deployment, images: &[Image], source: &SourceFacts) -> Option<KopfRun> {
+    let start = source.starts.first()?;
+    let container = template_containers(deployment).iter().find(|c| {
+        let words: Vec<String> = match images {
+            [image] => image.effective(c.command.as_deref(), c.args.as_deref()).0,
+            _ => c
+                .command
+                .iter()
+                .flatten()
+                .chain(c.args.iter().flatten())
+                .cloned()
+                .collect(),
+        };
+        words.is_empty()
+            || words.iter().any(|w| {
+                let base = w.rsplit('/').next().unwrap_or(w);
+                base.starts_with("python") || base.ends_with(".py") || base.ends_with(".sh")
+            })
+    })?;
+    Some(from_python(container, start))
+}
+
+/// The run after the settings the startup handlers write: `peering.standalone`.
+fn with_settings(mut run: KopfRun, source: &SourceFacts) -> KopfRun {
+    if run.peering == Peering::Auto
+        && source.setting("peering.standalone") == Some(&Literal::Bool(true))
+    {
+        run.peering = Peering::Standalone;
+    }
+    run
+}
+
+/// Why an area has no evidence from files.
+fn not_in_files(what: &str) -> Unavailable {
+    Unavailable::new(
+        Obstacle::NotInFiles,
+        format!(
+            "{what} exist only in a running cluster: `kopf-audit check` or a KopfAudit audits them."
+        ),
+    )
+}
+
+/// The kopf areas of a target, from the files.
+fn kopf_evidence(
+    target: &TargetEvidence,
+    run: KopfRun,
+    manifests: &Manifests,
+    source: &SourceFacts,
+    notes: &mut Vec<String>,
+) -> KopfEvidence {
+    let sa = target.service_account();
+    let bindings = oracle::bindings(manifests, &sa);
+    let handled = handled(source, manifests, bindings.as_ref().ok(), notes);
+    let rbac = bindings.map(|bindings| {
+        let peering_crds = PeeringCrds {
+            present: manifests
+                .crds
+                .iter()
+                .filter_map(|c| c.metadata.name.clone())
+                .filter(|n| PeeringCrds::candidates().contains(n))
+                .collect(),
+        };
+        let mut wanted_needs = needs::needs(&run, Some(&handled), &sa.namespace, &peering_crds);
+        if source.setting("scanning.disabled") == Some(&Literal::Bool(true)) {
+            wanted_needs.retain(|n| n.check != crate::catalog::CheckId::RbacCrdScan);
+        }
+        let answers = oracle::answers(&bindings, &needs::permissions(&wanted_needs));
+        RbacEvidence {
+            service_account: sa,
+            answers,
+            bindings,
+            peering_crds,
+            needs: wanted_needs,
+            unread_namespaces: Default::default(),
+        }
+    });
+    KopfEvidence {
+        run,
+        handled: Ok(handled),
+        rbac,
+        logs: Err(not_in_files("Logs")),
+        events: Err(not_in_files("Events")),
+        objects: Err(not_in_files("Handled objects")),
+        peering: Err(not_in_files("Peering objects")),
+        webhooks: Err(not_in_files("kopf-managed webhook configurations")),
+    }
+}
+
+/// The handled resources: what the handlers name, resolved against the CRDs in the
+/// manifests and the built-in kinds; when no handler names one the linter can read,
+/// the custom resources the RBAC rules name (as the live gatherer infers them).
+fn handled(
+    source: &SourceFacts,
+    manifests: &Manifests,
+    bindings: Option<&Vec<crate::model::rbac::Binding>>,
+    notes: &mut Vec<String>,
+) -> Vec<HandledResource> {
+    let digests: Vec<CrdDigest> = manifests.crds.iter().map(CrdDigest::of).collect();
+    let mut out: Vec<HandledResource> = Vec::new();
+    let push = |out: &mut Vec<HandledResource>, h: HandledResource| {
+        if !out
+            .iter()
+            .any(|o| o.group == h.group && o.plural == h.plural)
+        {
+            out.push(h);
+        }
+    };
+    let specs = source.handlers.iter().filter_map(|h| h.resource.as_ref());
+    for spec in specs {
+        match resolve(spec, &digests) {
+            Some(h) => push(&mut out, h),
+            None => notes.push(format!(
+                "Handled resource `{}` is neither a built-in kind nor a CRD in the linted manifests: its RBAC was not checked. Lint the manifests that define its CRD too.",
+                spec.name
+            )),
+        }
+    }
+    if out.is_empty()
+        && let Some(bindings) = bindings
+    {
+        for (group, plural) in candidates(bindings).keys() {
+            if let Some(d) = digests
+                .iter()
+                .find(|d| &d.group == group && &d.plural == plural)
+            {
+                push(&mut out, from_crd(d, None, HandledSource::RbacWatch));
+            }
+        }
+    }
+    out
+}
+
+/// A handler's resource as a handled resource.
+fn resolve(spec: &ResourceSpec, crds: &[CrdDigest]) -> Option<HandledResource> {
+    let name = spec.name.to_ascii_lowercase();
+    let crd = crds.iter().find(|d| {
+        spec.group.as_deref().is_none_or(|g| g == d.group)
+            && (d.plural == name || d.kind.to_ascii_lowercase() == name)
+    });
+    if let Some(d) = crd {
+        return Some(from_crd(d, spec.version.as_deref(), HandledSource::Source));
+    }
+    let b = spec.builtin()?;
+    Some(HandledResource {
+        group: b.group.to_string(),
+        version: b.version.to_string(),
+        plural: b.plural.to_string(),
+        kind: Some(b.kind.to_string()),
+        namespaced: b.namespaced,
+        crd: None,
+        source: HandledSource::Source,
+    })
+}
+
+#[cfg(test)]
+mod tests;

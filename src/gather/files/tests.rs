@@ -1,0 +1,48 @@
+use super::*;
+
+#[test]
+fn file_kinds_are_told_by_name_and_tests_are_not_linted() {
+    assert_eq!(FileKind::of("operator.py"), FileKind::Python);
+    assert_eq!(FileKind::of("test_operator.py"), FileKind::Other);
+    assert_eq!(FileKind::of("conftest.py"), FileKind::Other);
+    assert_eq!(FileKind::of("Dockerfile"), FileKind::Dockerfile);
+    assert_eq!(FileKind::of("Dockerfile.prod"), FileKind::Dockerfile);
+    assert_eq!(FileKind::of("deploy.yml"), FileKind::Yaml);
+    assert_eq!(FileKind::of("README.md"), FileKind::Other);
+}
+
+#[test]
+fn the_image_cmd_starts_kopf_when_the_deployment_sets_no_command() {
+    let mut m = Manifests::default();
+    m.read(
+        "d.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers: [{name: op, image: op}]\n",
+        "ops",
+    );
+    let image = dockerfile::read(
+        "Dockerfile",
+        "FROM python\nCMD [\"kopf\", \"run\", \"-A\", \"--standalone\", \"op.py\"]\n",
+    );
+    let run = from_image(&m.deployments[0], &[image]).expect("kopf from CMD");
+    assert_eq!(run.peering, Peering::Standalone);
+    assert!(run.scope.is_cluster_wide());
+    match &run.origin {
+        RunOrigin::Files(start) => {
+            assert!(start.flags_known);
+            assert!(start.how.contains("Dockerfile:2"), "{}", start.how);
+        }
+        other => panic!("origin {other:?}"),
+    }
+    let other = dockerfile::read("Dockerfile", "FROM nginx\nCMD [\"nginx\"]\n");
+    assert!(from_image(&m.deployments[0], &[other]).is_none());
+}
+
+#[test]
+fn the_startup_settings_make_peering_standalone() {
+    let facts = python::read(
+        "op.py",
+        "import kopf\n@kopf.on.startup()\ndef c(settings, **_):\n    settings.peering.standalone = True\n",
+    );
+    let run = crate::model::testing::run(crate::model::kopf_run::Scope::ClusterWide, Peering::Auto);
+    assert_eq!(with_settings(run, &facts).peering, Peering::Standalone);
+}
