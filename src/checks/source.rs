@@ -92,22 +92,25 @@ pub(crate) fn blocking_call(h: &Handler) -> Vec<SourceFinding> {
         .collect()
 }
 
-/// `source.module-logger`.
-pub(crate) fn module_logger(h: &Handler) -> Vec<SourceFinding> {
-    h.module_logger_calls
-        .iter()
-        .map(|(logger, at)| {
-            raise(
-                CheckId::SourceModuleLogger,
-                &handler_target(h),
-                at,
-                format!(
-                    "Handler {}() logs with the module-level logger `{logger}`: its records carry no object reference, so kopf never posts them as Events on the object. Take kopf's `logger` keyword argument (`def {}(..., logger, **kwargs)`) and log with it.",
-                    h.function, h.function
-                ),
-            )
-        })
-        .collect()
+/// The handlers that serve no object: their records have nothing to be posted on.
+const OPERATOR_HANDLERS: [&str; 4] = ["on.startup", "on.cleanup", "on.login", "on.probe"];
+
+/// `source.module-logger`: one finding per handler, at its first such call.
+pub(crate) fn module_logger(h: &Handler) -> Option<SourceFinding> {
+    if OPERATOR_HANDLERS.contains(&h.decorator.as_str()) {
+        return None;
+    }
+    let (logger, at) = h.module_logger_calls.first()?;
+    let count = h.module_logger_calls.len();
+    Some(raise(
+        CheckId::SourceModuleLogger,
+        &handler_target(h),
+        at,
+        format!(
+            "Handler {}() logs {count} time(s) with the module-level logger `{logger}`: its records carry no object reference, so kopf never posts them as Events on the object. Take kopf's `logger` keyword argument (`def {}(..., logger, **kwargs)`) and log with it.",
+            h.function, h.function
+        ),
+    ))
 }
 
 /// The change handlers that make kopf keep a diff-base on each object.

@@ -74,7 +74,7 @@ pub(crate) fn text(report: &LintReport) -> String {
             out,
             "not decided from files: {} of {}: {}",
             u.area.prefix(),
-            u.target,
+            u.targets.join(", "),
             u.why
         );
     }
@@ -91,7 +91,7 @@ pub(crate) fn json(report: &LintReport) -> Value {
         "skipped": report.skipped,
         "targets": report.targets,
         "undecided": report.undecided.iter().map(|u| json!({
-            "target": u.target, "area": u.area.prefix(), "why": u.why,
+            "targets": u.targets, "area": u.area.prefix(), "why": u.why,
         })).collect::<Vec<_>>(),
         "notes": report.notes,
     })

@@ -25,13 +25,13 @@ pub(crate) struct LintFinding {
     pub(crate) location: Option<Location>,
 }
 
-/// An area lint could not decide for a target, and why.
+/// An area lint could not decide, for which Deployments, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Undecided {
-    /// The Deployment.
-    pub(crate) target: String,
     /// The area.
     pub(crate) area: Area,
+    /// The Deployments.
+    pub(crate) targets: Vec<String>,
     /// Why.
     pub(crate) why: String,
 }
@@ -64,10 +64,10 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
     let eval = run::evaluate(&spec, &linted.evidence, policy);
     let mut report = LintReport {
         targets: eval.targets.clone(),
-        skipped: eval.skipped.clone(),
         notes: linted.notes.clone(),
         ..LintReport::default()
     };
+    let mut undecided: BTreeMap<(Area, String), Vec<String>> = BTreeMap::new();
     for target in &linted.evidence.targets {
         for area in Area::ALL {
             let why = match eval.areas.get(&(target.name().to_string(), area)) {
@@ -75,13 +75,29 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
                 Some(AreaState::Partial(_, why)) => why.clone(),
                 _ => continue,
             };
-            report.undecided.push(Undecided {
-                target: target.name().to_string(),
-                area,
-                why,
-            });
+            undecided
+                .entry((area, why))
+                .or_default()
+                .push(target.name().to_string());
         }
     }
+    // The checks that read cluster objects of their own (peering objects, webhook
+    // configurations) are undecided too, not exempted.
+    for s in eval.skipped {
+        if s.honoured && s.reason.starts_with(NOT_RUN) {
+            let why = format!("{}: {}", s.check, s.reason.trim_start_matches(NOT_RUN));
+            undecided
+                .entry((s.check.area(), why))
+                .or_default()
+                .push(s.target);
+        } else {
+            report.skipped.push(s);
+        }
+    }
+    report.undecided = undecided
+        .into_iter()
+        .map(|((area, why), targets)| Undecided { area, targets, why })
+        .collect();
     for finding in &eval.findings {
         let location = linted
             .evidence
@@ -89,10 +105,18 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
             .iter()
             .find(|t| t.name() == finding.target)
             .and_then(|t| location_of(finding.check, t, &linted.manifests));
-        report.findings.push(LintFinding {
-            finding: finding.clone(),
-            location,
+        let duplicate = report.findings.iter().any(|f| {
+            f.location == location
+                && f.finding.check == finding.check
+                && f.finding.message == finding.message
         });
+        // Deployments that share a ServiceAccount share its RBAC findings: once.
+        if !duplicate {
+            report.findings.push(LintFinding {
+                finding: finding.clone(),
+                location,
+            });
+        }
     }
     let ignores = ignores(&linted.python);
     for found in source::check(&linted.source) {
@@ -156,6 +180,9 @@ fn location_of(check: CheckId, target: &TargetEvidence, m: &Manifests) -> Option
         .cloned()
         .or(deployment)
 }
+
+/// How the evaluation marks a check it could not run for lack of its own evidence.
+const NOT_RUN: &str = "not run: ";
 
 /// The marker of a Python exemption comment.
 const IGNORE_MARKER: &str = "# kopf-audit: ignore[";

@@ -104,11 +104,12 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         python,
         mut notes,
     } = found;
-    let targets = manifests
+    let targets: Vec<TargetEvidence> = manifests
         .deployments
         .iter()
         .map(|d| target(d, &manifests, &images, &source, &mut notes))
         .collect();
+    let targets = kopf_targets(targets, &mut notes);
     if manifests.deployments.is_empty() {
         notes.push("No Deployment in the linted manifests: the workload and RBAC checks had nothing to read. Pass the chart directory or rendered manifests (`helm template ... | kopf-audit lint -f -`).".into());
     }
@@ -122,6 +123,25 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         python,
         notes,
     })
+}
+
+/// The Deployments that run kopf, when any does: a repository often carries other
+/// workloads' manifests (a vendored Argo CD install, a database) that are not the
+/// operator's. When none runs kopf, all are kept, so that `workload.not-kopf` says so.
+fn kopf_targets(targets: Vec<TargetEvidence>, notes: &mut Vec<String>) -> Vec<TargetEvidence> {
+    if !targets.iter().any(|t| t.kopf.is_some()) {
+        return targets;
+    }
+    let (kopf, others): (Vec<_>, Vec<_>) = targets.into_iter().partition(|t| t.kopf.is_some());
+    if !others.is_empty() {
+        let names: Vec<&str> = others.iter().map(TargetEvidence::name).collect();
+        notes.push(format!(
+            "{} Deployment(s) run no kopf and were not linted: {}.",
+            others.len(),
+            names.join(", ")
+        ));
+    }
+    kopf
 }
 
 /// What the walk collected.
@@ -195,6 +215,7 @@ impl Found {
         command
             .arg("template")
             .arg("kopf-audit-lint")
+            .arg("--include-crds")
             .arg(dir)
             .arg("--namespace")
             .arg(&input.namespace);
