@@ -16,5 +16,6 @@ pub(crate) mod needs;
 pub(crate) mod quantity;
 pub(crate) mod rbac;
 pub(crate) mod settings;
+pub(crate) mod shape;
 #[cfg(test)]
 pub(crate) mod testing;
