@@ -101,7 +101,16 @@ struct RunArgs {
     /// the auditor never has more than 4 x this many (watches aside).
     #[arg(long, env = "KOPF_AUDIT_MAX_CONCURRENT_AUDITS", default_value_t = reconcile::DEFAULT_MAX_CONCURRENT_AUDITS, value_parser = clap::value_parser!(u16).range(1..=256))]
     max_concurrent_audits: u16,
+    /// MiB of log records all KopfAudits together keep between audits (each keeps at
+    /// most 0.5 MiB); past it the least recently seen are forgotten, and the logs areas
+    /// that lost some say they saw part of the window.
+    #[arg(long, env = "KOPF_AUDIT_LOG_MEMORY_MIB", default_value_t = DEFAULT_LOG_MEMORY_MIB, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    log_memory_mib: u16,
 }
+
+/// `--log-memory-mib`'s default: the process's log budget in MiB (64).
+const DEFAULT_LOG_MEMORY_MIB: u16 =
+    (crate::gather::logs::DEFAULT_PROCESS_BUDGET_BYTES >> 20) as u16;
 
 #[derive(clap::Args)]
 struct CheckArgs {
@@ -235,6 +244,7 @@ async fn run(args: RunArgs) -> ExitCode {
         watch_namespace: args.watch_namespace,
         instance: args.instance,
         max_concurrent_audits: args.max_concurrent_audits,
+        log_memory_bytes: usize::from(args.log_memory_mib) << 20,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
     let code = if args.leader_election {
