@@ -1,5 +1,6 @@
 //! Missing evidence is never health: a real kopf operator with handler failures loses
-//! its pods, is audited by a tenant with a tiny log window first, has permissions the API server cannot decide, or logs more
+//! its pods, is audited by a tenant with a tiny log window first, handles a resource
+//! whose discovery fails, has permissions the API server cannot decide, or logs more
 //! distinct failures than the auditor keeps; its findings are neither resolved nor
 //! hidden, and no area turns True for lack of evidence.
 
@@ -176,6 +177,102 @@ fn message<'a>(status: &'a KopfAuditStatus, type_: &str) -> &'a str {
         .iter()
         .find(|c| c.type_ == type_)
         .map_or("", |c| c.message.as_str())
+}
+
+/// An APIService for a group whose Service does not exist: the aggregator answers 503
+/// for it, so discovery of that group fails. Deleted when dropped: while it exists,
+/// every client's discovery of the whole cluster is partial.
+struct BrokenApiService {
+    name: String,
+}
+
+impl BrokenApiService {
+    fn create(group: &str, service_namespace: &str) -> BrokenApiService {
+        let name = format!("v1.{group}");
+        let manifest = serde_json::json!({
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name},
+            "spec": {"group": group, "version": "v1", "insecureSkipTLSVerify": true,
+                "groupPriorityMinimum": 1000, "versionPriority": 15,
+                "service": {"namespace": service_namespace, "name": "no-such-service", "port": 443}}
+        });
+        let (ok, _, err) = support::kubectl_run(&["apply", "-f", "-"], Some(&manifest.to_string()));
+        assert!(ok, "creating APIService {name}: {err}");
+        BrokenApiService { name }
+    }
+}
+
+impl Drop for BrokenApiService {
+    fn drop(&mut self) {
+        let (ok, _, err) = support::kubectl_run(
+            &[
+                "delete",
+                "apiservice",
+                &self.name,
+                "--ignore-not-found",
+                "--wait=false",
+            ],
+            None,
+        );
+        if !ok {
+            say(format!("could not delete APIService {}: {err}", self.name));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failed_discovery_of_a_handled_resource_leaves_its_areas_unknown() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "discovery").await;
+    let _kopf = Fixture::start("silent-failures", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let group = format!("{}.discovery.e2e.kopf-audit.dev", ns.name);
+    let broken = BrokenApiService::create(&group, &ns.name);
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    let handled = serde_json::json!({"handledResources": [
+        {"group": "silent-failures.fixtures.kopf-audit.dev", "version": "v1", "plural": "mailboxes"},
+        {"group": group, "version": "v1", "plural": "things"}
+    ]});
+    create_audit(&client, &ns.name, audit("audit", &deployment, handled))
+        .await
+        .expect("creating the KopfAudit");
+    let unknown = |s: &KopfAuditStatus| {
+        ["EventsCompliant", "PersistenceCompliant"]
+            .iter()
+            .all(|t| condition(s, t) == Some(("Unknown", "GatherFailed")))
+    };
+    wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "EventsCompliant and PersistenceCompliant Unknown, reason GatherFailed",
+        Duration::from_secs(180),
+        unknown,
+    )
+    .await;
+    // Two more audits (interval 30s, resolveAfter 0s): nothing turns True or resolves.
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    let status = status_now(&client, &ns.name, "audit").await;
+    drop(broken);
+    assert!(unknown(&status), "{:#?}", status.conditions);
+    for t in ["EventsCompliant", "PersistenceCompliant"] {
+        let text = message(&status, t);
+        assert!(
+            text.contains(&format!("/apis/{group}/v1")),
+            "{t} names the discovery that failed: {text}"
+        );
+    }
+    assert!(
+        status
+            .findings
+            .iter()
+            .all(|f| !f.check.as_str().starts_with("persistence.")),
+        "nothing is concluded of objects never read: {:#?}",
+        status.findings
+    );
+    let resolved = resolved_events(&client, &ns.name, "audit").await;
+    assert!(resolved.is_empty(), "nothing resolved: {resolved:#?}");
 }
 
 /// A plain-HTTP proxy to the API server, as the admin, that answers every
