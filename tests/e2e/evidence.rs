@@ -8,7 +8,7 @@ use crate::operator::{
     audit_events, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
     wait_status,
 };
-use crate::support::{self, Auditor, Fixture, TestNamespace, say};
+use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
 use kopf_audit::api::{KopfAudit, KopfAuditStatus};
 use kube::ResourceExt;
 use kube::api::Api;
@@ -472,4 +472,76 @@ async fn log_records_past_the_digest_bound_leave_the_log_areas_partial() {
     }
     let resolved = resolved_events(&client, &ns.name, "audit").await;
     assert!(resolved.is_empty(), "nothing resolved: {resolved:#?}");
+}
+
+#[tokio::test]
+async fn a_handled_object_too_costly_to_parse_is_named_not_compared() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "shape").await;
+    let _kopf = Fixture::start("good", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(
+        &client,
+        &ns.name,
+        audit("audit", &deployment, serde_json::json!({})),
+    )
+    .await
+    .expect("creating the KopfAudit");
+    wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "PersistenceCompliant True",
+        Duration::from_secs(180),
+        |s| condition(s, "PersistenceCompliant") == Some(("True", "NoFindings")),
+    )
+    .await;
+    // 64 KB of tiny maps: about 6 MiB once parsed into a tree, past one object's
+    // budget (4 MiB), yet small for the API server and for kopf, which handles it.
+    let widgets = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("good.fixtures.kopf-audit.dev", "v1", "Widget"),
+        "widgets",
+    );
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &ns.name, &widgets);
+    let mut big = kube::api::DynamicObject::new("tiny-maps", &widgets);
+    big.data = serde_json::json!({"spec": {"items": vec![serde_json::json!({"a": 0}); 8000]}});
+    api.create(&kube::api::PostParams::default(), &big)
+        .await
+        .expect("the Widget of tiny maps");
+    let named = format!("{}/tiny-maps", ns.name);
+    let partial = |s: &KopfAuditStatus| {
+        ["PersistenceCompliant", "RuntimeHealthy"].iter().all(|t| {
+            condition(s, t) == Some(("Unknown", "ObjectsPartial")) && message(s, t).contains(&named)
+        })
+    };
+    wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "PersistenceCompliant and RuntimeHealthy Unknown, reason ObjectsPartial",
+        Duration::from_secs(120),
+        partial,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let status = status_now(&client, &ns.name, "audit").await;
+    assert!(partial(&status), "{:#?}", status.conditions);
+    let resolved = resolved_events(&client, &ns.name, "audit").await;
+    assert!(resolved.is_empty(), "nothing resolved: {resolved:#?}");
+    // Gone while its operator runs, so that its finalizer does not hold the namespace.
+    api.delete("tiny-maps", &kube::api::DeleteParams::default())
+        .await
+        .expect("deleting the Widget");
+    wait_for(
+        "the Widget of tiny maps gone",
+        Duration::from_secs(60),
+        || {
+            let api = api.clone();
+            async move { api.get_opt("tiny-maps").await.ok()?.is_none().then_some(()) }
+        },
+    )
+    .await;
 }
