@@ -1,8 +1,9 @@
 //! Missing evidence is never health: a real kopf operator with handler failures loses
 //! its pods, is audited by a tenant with a tiny log window first, handles a resource
-//! whose discovery fails, has permissions the API server cannot decide, or logs more
-//! distinct failures than the auditor keeps; its findings are neither resolved nor
-//! hidden, and no area turns True for lack of evidence.
+//! whose discovery fails, has permissions the API server cannot decide, logs more
+//! distinct failures than the auditor keeps, or handles an object too costly to parse;
+//! its findings are neither resolved nor hidden, and no area turns True for lack of
+//! evidence.
 
 use crate::operator::{
     audit_events, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
