@@ -98,3 +98,83 @@ where
     writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
     store
 }
+
+/// The lib's tests allocate through [`Counting`], so that a test can measure the heap
+/// a piece of code builds ([`heap_peak`]).
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+thread_local! {
+    /// Bytes this thread holds from the allocator (frees of another thread's blocks
+    /// make it lower; only differences are read).
+    static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+    /// The most [`HELD`] reached since [`heap_peak`] reset it.
+    static PEAK: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+/// The system allocator, counting per thread what each thread holds and its peak.
+pub(crate) struct Counting;
+
+impl Counting {
+    fn add(bytes: usize) {
+        let bytes = isize::try_from(bytes).unwrap_or(isize::MAX);
+        // `try_with`: a thread being torn down has no counters left; it is not measured.
+        let _ = HELD.try_with(|held| {
+            let now = held.get().saturating_add(bytes);
+            held.set(now);
+            let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+        });
+    }
+
+    fn sub(bytes: usize) {
+        let bytes = isize::try_from(bytes).unwrap_or(isize::MAX);
+        let _ = HELD.try_with(|held| held.set(held.get().saturating_sub(bytes)));
+    }
+}
+
+// SAFETY: every call is passed on to `System` unchanged; the counters only observe.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { std::alloc::System.alloc(layout) };
+        if !p.is_null() {
+            Counting::add(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { std::alloc::System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            Counting::add(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.dealloc(ptr, layout) };
+        Counting::sub(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        let p = unsafe { std::alloc::System.realloc(ptr, layout, new) };
+        if !p.is_null() {
+            Counting::sub(layout.size());
+            Counting::add(new);
+        }
+        p
+    }
+}
+
+/// Runs `f` and returns its result with the most heap bytes this thread held at once
+/// while it ran, beyond what it held before.
+pub(crate) fn heap_peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = HELD.with(std::cell::Cell::get);
+    PEAK.with(|p| p.set(base));
+    let out = f();
+    let peak = PEAK.with(std::cell::Cell::get);
+    (out, usize::try_from(peak - base).unwrap_or(0))
+}

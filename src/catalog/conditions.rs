@@ -182,6 +182,7 @@ define_words! {
         NoRunningPod: "The target has no pod that ever ran, so it has no log to read: the log-based areas wait for one (an empty log is not a healthy one).";
         AuthorizationUndecided: "The API server could not decide some of the operator's permissions (a SubjectAccessReview answered with an evaluationError, quoted in the message); they are asked again at the next audit.";
         LogsPartial: "Part of the log window was read but not kept (more distinct records than the auditor keeps): findings seen are reported, but none is resolved and the area is not declared compliant.";
+        ObjectsPartial: "Some handled objects were listed but not read: their JSON's shape (many tiny maps, deep nesting) would cost the auditor more memory than it spends on one object. Nothing is concluded from them: findings seen are reported, but none is resolved and the area is not declared compliant.";
         NothingHandled: "No resource the operator handles is known (spec.handledResources is empty, and neither its log nor its RBAC names one): the events and persistence areas read no objects or Events, so they are not declared compliant; list the resources in spec.handledResources.";
         NotInFiles: "`kopf-audit lint` only: the area needs what exists only in a running cluster (logs, Events, handled objects, peering), or a role the linted files do not define.";
         NotKopf: "The target runs no kopf operator, so kopf-specific checks do not apply.";

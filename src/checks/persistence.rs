@@ -32,6 +32,7 @@ pub(crate) fn check(
     let (Ok(handled), Ok(objects)) = (&kopf.handled, &kopf.objects) else {
         return Vec::new();
     };
+    let objects = &objects.samples;
     let name = target.name();
     let mut out = Vec::new();
     out.extend(progress_annotations(name, objects));

@@ -48,7 +48,7 @@ pub(crate) fn check(
     let not_handling = match &kopf.objects {
         Ok(objects) => not_handling(
             name,
-            objects,
+            &objects.samples,
             &target.pods,
             &kopf.run.container,
             logs,

@@ -105,7 +105,16 @@ struct RunArgs {
     /// the auditor never has more than 4 x this many (watches aside).
     #[arg(long, env = "KOPF_AUDIT_MAX_CONCURRENT_AUDITS", default_value_t = reconcile::DEFAULT_MAX_CONCURRENT_AUDITS, value_parser = clap::value_parser!(u16).range(1..=256))]
     max_concurrent_audits: u16,
+    /// MiB of log records all KopfAudits together keep between audits (each keeps at
+    /// most 0.5 MiB); past it the least recently seen are forgotten, and the logs areas
+    /// that lost some say they saw part of the window.
+    #[arg(long, env = "KOPF_AUDIT_LOG_MEMORY_MIB", default_value_t = DEFAULT_LOG_MEMORY_MIB, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    log_memory_mib: u16,
 }
+
+/// `--log-memory-mib`'s default: the process's log budget in MiB (64).
+const DEFAULT_LOG_MEMORY_MIB: u16 =
+    (crate::gather::logs::DEFAULT_PROCESS_BUDGET_BYTES >> 20) as u16;
 
 #[derive(clap::Args)]
 struct LintArgs {
@@ -271,6 +280,7 @@ async fn run(args: RunArgs) -> ExitCode {
         watch_namespace: args.watch_namespace,
         instance: args.instance,
         max_concurrent_audits: args.max_concurrent_audits,
+        log_memory_bytes: usize::from(args.log_memory_mib) << 20,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
     let code = if args.leader_election {
@@ -305,7 +315,7 @@ async fn counted_client(metrics: &Arc<Metrics>) -> Result<kube::Client, kube::Er
     let config = kube::Config::infer()
         .await
         .map_err(kube::Error::InferConfig)?;
-    Ok(kube::client::ClientBuilder::try_from(config)?
+    Ok(with_bounded_retries(config)?
         .with_layer(&metrics.request_counter())
         .with_layer(&metrics.in_flight_tracker())
         .build())
@@ -392,9 +402,44 @@ async fn client_and_namespace() -> Result<(kube::Client, String), String> {
         .await
         .map_err(|e| format!("no usable kubeconfig: {e}"))?;
     let namespace = config.default_namespace.clone();
-    let client =
-        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+    let client = with_bounded_retries(config)
+        .map_err(|e| format!("cannot build a client: {e}"))?
+        .build();
     Ok((client, namespace))
+}
+
+/// kube's client service (its `GenericService`), made cloneable for the retry layer,
+/// as kube's own `Client` does (`Buffer`).
+type RetryingService = tower::retry::Retry<
+    kube::client::retry::RetryPolicy,
+    tower::buffer::Buffer<
+        ::http::Request<kube::client::Body>,
+        <tower::util::BoxService<
+            ::http::Request<kube::client::Body>,
+            ::http::Response<Box<kube::client::DynBody>>,
+            tower::BoxError,
+        > as tower::Service<::http::Request<kube::client::Body>>>::Future,
+    >,
+>;
+
+/// Requests the buffer in front of the retry layer holds (kube's `Client` uses as many).
+const BUFFERED_REQUESTS: usize = 1024;
+
+/// The client for `config`, retrying a 429, 503 or 504 at most 3 times within about
+/// 3.5 s (kube's `RetryPolicy::default`, which ignores `Retry-After`). kube's own
+/// default retries one up to 15 times, the delay doubling up to 1000 s and following
+/// any `Retry-After`: one request to an aggregated API whose server is down (a group a
+/// KopfAudit names in `spec.handledResources`) then held its audit, and a slot of
+/// `--max-concurrent-audits`, for about 5 minutes before its area could say so.
+fn with_bounded_retries(
+    mut config: kube::Config,
+) -> Result<kube::client::ClientBuilder<RetryingService>, kube::Error> {
+    config.default_retry = false;
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&tower::buffer::BufferLayer::new(BUFFERED_REQUESTS))
+        .with_layer(&tower::retry::RetryLayer::new(
+            kube::client::retry::RetryPolicy::default(),
+        )))
 }
 
 async fn report(args: ReportArgs) -> ExitCode {

@@ -229,6 +229,7 @@ fn partial(area: Area, kopf: &KopfEvidence) -> AreaState {
         nothing_handled(area, kopf).map(|why| (ConditionReason::NothingHandled, why)),
         partial_events(area, kopf),
         partial_logs(area, kopf).map(|why| (ConditionReason::LogsPartial, why)),
+        partial_objects(area, kopf).map(|why| (ConditionReason::ObjectsPartial, why)),
     ]
     .into_iter()
     .flatten()
@@ -280,6 +281,26 @@ fn partial_logs(area: Area, kopf: &KopfEvidence) -> Option<String> {
             "{dropped} distinct log record(s) of the window were read but not kept (the auditor keeps a bounded digest per container): findings seen are reported, none is resolved until a window is read whole. Shorten spec.logs.window, or fix the failures that fill the log."
         )
     })
+}
+
+/// Why an area that reads the handled objects saw only part of them, if it did: some
+/// were over the parse budget of one object.
+fn partial_objects(area: Area, kopf: &KopfEvidence) -> Option<String> {
+    if !matches!(area, Area::Persistence | Area::Runtime) {
+        return None;
+    }
+    let over = &kopf.objects.as_ref().ok()?.over_budget;
+    let first = over.first()?;
+    let more = match over.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(format!(
+        "Handled object {}{more} was listed but not read: its JSON's shape (many small maps or lists, or nesting deeper than {}) would cost more memory than the auditor spends on one object ({} MiB). Nothing is concluded from it: findings seen are reported, none is resolved. Keep large, many-keyed data out of the objects (in a ConfigMap, say).",
+        clean_name(first),
+        crate::model::shape::MAX_DEPTH,
+        crate::model::shape::OBJECT_BUDGET_BYTES >> 20,
+    ))
 }
 
 /// One finding per root cause: when several checks see one cause (a denial in the log

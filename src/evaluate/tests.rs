@@ -311,7 +311,7 @@ fn read(line: &str) -> Evidence {
         kopf.handled = Ok(Vec::new());
         kopf.rbac = Ok(Default::default());
         kopf.events = Ok(Default::default());
-        kopf.objects = Ok(Vec::new());
+        kopf.objects = Ok(Default::default());
     }
     ev
 }
@@ -804,4 +804,40 @@ fn events_left_unread_in_default_make_the_events_area_say_so() {
     assert!(message.contains("--allow-cross-namespace"), "{message}");
     // The other areas are unaffected.
     assert_eq!(cond(&update.status, ConditionType::RuntimeHealthy), "True");
+}
+
+#[test]
+fn an_object_over_its_parse_budget_leaves_its_areas_partial() {
+    let mut ev = read(HEALTHY);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.handled = Ok(vec![crate::model::testing::widget(false, true)]);
+    let complete = audit(None, ev.clone(), 10);
+    assert_eq!(
+        area(&complete.status, ConditionType::PersistenceCompliant),
+        ("True".to_string(), "NoFindings".to_string()),
+        "the same evidence without the object over budget is compliant"
+    );
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.objects = Ok(crate::model::evidence::ObjectEvidence {
+        samples: Vec::new(),
+        over_budget: vec!["ns/big".into(), "ns/deep".into()],
+    });
+    let update = audit(None, ev, 10);
+    for t in [
+        ConditionType::PersistenceCompliant,
+        ConditionType::RuntimeHealthy,
+    ] {
+        assert_eq!(
+            area(&update.status, t),
+            ("Unknown".to_string(), "ObjectsPartial".to_string()),
+            "{t:?}"
+        );
+        let message = &condition(&update.status, t).expect("condition").message;
+        assert!(message.contains("ns/big and 1 more"), "{message}");
+    }
+    assert_eq!(
+        area(&update.status, ConditionType::EventsCompliant).0,
+        "True",
+        "the Events area reads no object"
+    );
 }

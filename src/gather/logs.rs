@@ -5,7 +5,9 @@
 //! digest (one record per kind, handler, object and denial, with when it was last seen)
 //! and lost on restart: the first audit after one reads the window (`sinceSeconds`).
 //! What one KopfAudit keeps of all its containers is held within a byte budget
-//! ([`READER_BUDGET_BYTES`]), whatever its pods log and however many they are.
+//! ([`READER_BUDGET_BYTES`]), whatever its pods log and however many they are, and what
+//! all KopfAudits keep together within the process's (`--log-memory-mib`,
+//! [`DEFAULT_PROCESS_BUDGET_BYTES`]), however many KopfAudits a tenant creates.
 //!
 //! Every read is bounded by `spec.logs.limitBytes`, on this side too, whatever the
 //! server or a proxy does; when the cap cuts a read, the newest lines are read as well
@@ -39,6 +41,17 @@ pub(crate) const MAX_DIGEST: usize = 64;
 /// evidence an audit builds is a copy of at most this much, and a read in flight keeps
 /// at most [`READ_BUDGET_BYTES`] more.
 pub(crate) const READER_BUDGET_BYTES: usize = 512 * 1024;
+
+/// What all KopfAudits together keep of their logs between audits, in the bytes
+/// [`record_bytes`] counts, unless `--log-memory-mib` says otherwise: 128 KopfAudits at
+/// their whole [`READER_BUDGET_BYTES`], thousands whose operators log as usual. Each KopfAudit has its own budget, but a tenant
+/// may create many: past this one the records of the containers least recently read
+/// (by whichever KopfAudit) are forgotten first and counted as dropped where they were
+/// kept, so the logs area of each KopfAudit that lost some says it saw part of the
+/// window. Sized to the chart's
+/// 192Mi limit: the worst configuration measured 108 MiB at its peak with 4 MiB of it
+/// log records (BENCHMARKS.md), and this adds at most 60 MiB to that.
+pub(crate) const DEFAULT_PROCESS_BUDGET_BYTES: usize = 64 << 20;
 
 /// What one read keeps before it is folded into what its KopfAudit remembers: a
 /// quarter of [`READER_BUDGET_BYTES`], so that the read in flight adds little to it.
@@ -106,25 +119,51 @@ struct ContainerLog {
     previous_tail: Vec<kopf_log::Record>,
     /// When it was last read.
     used: Option<Timestamp>,
+    /// The [`record_bytes`] of its digest and previous log, as last counted
+    /// ([`ContainerLog::recount`]).
+    bytes: usize,
     /// What the wording of everything read of it says of kopf's version.
     version: kopf_log::VersionRange,
 }
 
+impl ContainerLog {
+    /// The records that count against the budgets: the digest's and the previous log's.
+    fn records(&self) -> impl Iterator<Item = &kopf_log::Record> {
+        let previous = self.previous.iter().flat_map(|(_, p)| p.iter());
+        self.digest.iter().map(|s| &s.record).chain(previous)
+    }
+
+    /// Counts [`ContainerLog::bytes`] again, after a change.
+    fn recount(&mut self) {
+        self.bytes = self.records().map(record_bytes).sum();
+    }
+}
+
 /// What the auditor remembers of container logs between audits, bounded, shared by all
 /// audits of one operator process; and the count of bytes read.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LogMemory {
     containers: Mutex<HashMap<ContainerKey, ContainerLog>>,
     bytes_read: Counter,
+    /// What all readers together may keep ([`DEFAULT_PROCESS_BUDGET_BYTES`]).
+    process_budget: usize,
+}
+
+impl Default for LogMemory {
+    fn default() -> LogMemory {
+        LogMemory::new(Counter::default(), DEFAULT_PROCESS_BUDGET_BYTES)
+    }
 }
 
 impl LogMemory {
     /// A memory counting the bytes it reads in `bytes_read`
-    /// (`kopf_audit_log_bytes_read_total`).
-    pub(crate) fn new(bytes_read: Counter) -> LogMemory {
+    /// (`kopf_audit_log_bytes_read_total`), keeping at most `process_budget` bytes of
+    /// records for all readers together.
+    pub(crate) fn new(bytes_read: Counter, process_budget: usize) -> LogMemory {
         LogMemory {
             containers: Mutex::default(),
             bytes_read,
+            process_budget,
         }
     }
 
@@ -147,10 +186,17 @@ impl LogMemory {
         self.lock()
             .iter()
             .filter(|(k, _)| k.reader == reader)
-            .flat_map(|(_, log)| {
-                let previous = log.previous.iter().flat_map(|(_, p)| p.iter());
-                log.digest.iter().map(|s| &s.record).chain(previous)
-            })
+            .flat_map(|(_, log)| log.records())
+            .map(record_bytes)
+            .sum()
+    }
+
+    /// The [`record_bytes`] of everything every reader remembers.
+    #[cfg(test)]
+    pub(crate) fn total_bytes(&self) -> usize {
+        self.lock()
+            .values()
+            .flat_map(ContainerLog::records)
             .map(record_bytes)
             .sum()
     }
@@ -225,9 +271,17 @@ pub(crate) async fn gather(
                 }
             }
         }
+        log.recount();
         let mut containers = memory.lock();
         containers.insert(key.clone(), log);
-        fit_budget(&mut containers, reader, now);
+        fit_budget(
+            &mut containers,
+            |k| k.reader == reader,
+            READER_BUDGET_BYTES,
+            false,
+            now,
+        );
+        fit_budget(&mut containers, |_| true, memory.process_budget, true, now);
         drop(containers);
         keys.push(key);
     }
@@ -299,40 +353,59 @@ enum Slot {
     Previous(usize),
 }
 
-/// Keeps what `reader` remembers of all its containers within
-/// [`READER_BUDGET_BYTES`]: forgets the least recently seen records first, the last
-/// record of each previous log only after every other (it says why the container
-/// exited), and counts what it forgot as dropped at `now`.
-fn fit_budget(containers: &mut HashMap<ContainerKey, ContainerLog>, reader: &str, now: Timestamp) {
-    // (last protected, last seen, container, slot, bytes)
-    let mut all: Vec<(bool, Timestamp, &ContainerKey, Slot, usize)> = Vec::new();
-    let mut total = 0usize;
-    for (key, log) in containers.iter().filter(|(k, _)| k.reader == reader) {
+/// Keeps what the containers `within` hold (one reader's, or every reader's) within
+/// `budget` bytes: forgets the least recently seen records first (`by_use`: those of
+/// the containers least recently read first, whichever reader keeps them, so that the
+/// KopfAudits audited last keep theirs), the last record of each previous log only
+/// after every other (it says why the container exited), and counts what it forgot as
+/// dropped at `now`, in the container that lost it: its reader's next evidence says so.
+fn fit_budget(
+    containers: &mut HashMap<ContainerKey, ContainerLog>,
+    within: impl Fn(&ContainerKey) -> bool,
+    budget: usize,
+    by_use: bool,
+    now: Timestamp,
+) {
+    let mut total: usize = containers
+        .iter()
+        .filter(|(k, _)| within(k))
+        .map(|(_, log)| log.bytes)
+        .sum();
+    if total <= budget {
+        return;
+    }
+    // (last protected, container last read, last seen, container, slot, bytes)
+    type Entry<'a> = (
+        bool,
+        Option<Timestamp>,
+        Timestamp,
+        &'a ContainerKey,
+        Slot,
+        usize,
+    );
+    let mut all: Vec<Entry<'_>> = Vec::new();
+    for (key, log) in containers.iter().filter(|(k, _)| within(k)) {
+        let used = if by_use { log.used } else { None };
         for (i, seen) in log.digest.iter().enumerate() {
             let bytes = record_bytes(&seen.record);
-            total += bytes;
-            all.push((false, seen.last, key, Slot::Digest(i), bytes));
+            all.push((false, used, seen.last, key, Slot::Digest(i), bytes));
         }
         if let Some((_, previous)) = &log.previous {
             for (i, record) in previous.iter().enumerate() {
                 let bytes = record_bytes(record);
-                total += bytes;
                 let last = i + 1 == previous.len();
                 let at = written_at(record, Timestamp::MIN);
-                all.push((last, at, key, Slot::Previous(i), bytes));
+                all.push((last, used, at, key, Slot::Previous(i), bytes));
             }
         }
     }
-    if total <= READER_BUDGET_BYTES {
-        return;
-    }
-    all.sort_by_key(|(protected, at, _, _, _)| (*protected, *at));
+    all.sort_by_key(|(protected, used, at, _, _, _)| (*protected, *used, *at));
     let mut forget: HashMap<ContainerKey, Vec<Slot>> = HashMap::new();
-    for (_, _, key, slot, bytes) in all {
-        if total <= READER_BUDGET_BYTES {
+    for (_, _, _, key, slot, bytes) in all {
+        if total <= budget {
             break;
         }
-        total -= bytes;
+        total = total.saturating_sub(bytes);
         forget.entry(key.clone()).or_default().push(slot);
     }
     for (key, slots) in forget {
@@ -352,6 +425,7 @@ fn fit_budget(containers: &mut HashMap<ContainerKey, ContainerLog>, reader: &str
             });
         }
         log.dropped.push_back((now, slots.len()));
+        log.recount();
     }
 }
 

@@ -4,11 +4,15 @@
 
 use super::{Namespaces, Reach, obstacle};
 use crate::model::diffbase;
-use crate::model::evidence::{Gathered, HandledResource, Handling, ObjectSample};
+use crate::model::evidence::{
+    Gathered, HandledResource, Handling, ObjectEvidence, ObjectSample, qualified,
+};
 use crate::model::kopf_run::KopfRun;
+use crate::model::shape::{self, Budget, ParsedObject};
 use kube::Client;
-use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind, Request, Resource};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// At most this many objects are read per handled resource and namespace.
@@ -44,7 +48,7 @@ pub(crate) async fn gather(
     operator_namespace: &str,
     reach: &Reach,
     pages: &ObjectPages,
-) -> Gathered<Vec<ObjectSample>> {
+) -> Gathered<ObjectEvidence> {
     let served = Namespaces::served(&run.scope, operator_namespace);
     if handled.iter().any(|h| !h.namespaced) && !reach.cross_namespace {
         return Err(reach.outside("cluster-scoped objects the operator handles"));
@@ -52,22 +56,22 @@ pub(crate) async fn gather(
     if !served.within(reach) {
         return Err(reach.outside("objects in the namespaces the operator serves"));
     }
-    let mut out = Vec::new();
+    let mut out = ObjectEvidence::default();
     for (index, resource) in handled.iter().enumerate() {
         let ar = api_resource(resource);
-        let apis: Vec<Api<DynamicObject>> = match (resource.namespaced, &served) {
+        let paths: Vec<String> = match (resource.namespaced, &served) {
             (true, Namespaces::Only(list)) => list
                 .iter()
-                .map(|ns| Api::namespaced_with(client.clone(), ns, &ar))
+                .map(|ns| DynamicObject::url_path(&ar, Some(ns)))
                 .collect(),
-            _ => vec![Api::all_with(client.clone(), &ar)],
+            _ => vec![DynamicObject::url_path(&ar, None)],
         };
         let group = if resource.group.is_empty() {
             "core"
         } else {
             &resource.group
         };
-        for api in apis {
+        for path in paths {
             let mut read = 0;
             let mut token: Option<String> = None;
             while read < SAMPLE_PER_RESOURCE {
@@ -76,29 +80,31 @@ pub(crate) async fn gather(
                 if let Some(t) = &token {
                     params = params.continue_token(t);
                 }
+                let what = format!("list {} ({group})", resource.plural);
                 // Closed only when the runtime shuts down: the page is then read unbounded.
                 let permit = pages.0.acquire().await.ok();
-                let list = api.list(&params).await.map_err(|e| {
-                    obstacle(
-                        &e,
-                        &format!("list {} ({group})", resource.plural),
-                        "get and list on them",
-                    )
+                let text = list_text(client, &path, &params)
+                    .await
+                    .map_err(|e| obstacle(&e, &what, "get and list on them"))?;
+                let mut listed = 0usize;
+                let page = shape::list(&text, shape::OBJECT_BUDGET_BYTES, |o| {
+                    listed += 1;
+                    let served = !resource.namespaced
+                        || (!o.namespace.is_empty() && run.scope.serves(&o.namespace));
+                    served.then(|| sample(index, o))
+                })
+                .map_err(|e| {
+                    obstacle(&kube::Error::SerdeError(e), &what, "get and list on them")
                 })?;
-                read += u32::try_from(list.items.len()).unwrap_or(u32::MAX);
-                token = list.metadata.continue_.filter(|t| !t.is_empty());
-                out.extend(
-                    list.items
-                        .into_iter()
-                        .filter(|o| {
-                            !resource.namespaced
-                                || o.metadata
-                                    .namespace
-                                    .as_deref()
-                                    .is_some_and(|ns| run.scope.serves(ns))
-                        })
-                        .map(|o| sample(index, o)),
-                );
+                drop(text);
+                read += u32::try_from(listed).unwrap_or(u32::MAX);
+                token = page.continue_token.filter(|t| !t.is_empty());
+                for item in page.items {
+                    match item {
+                        Ok(s) => out.samples.push(s),
+                        Err(name) => out.over_budget.push(name),
+                    }
+                }
                 drop(permit);
                 if token.is_none() {
                     break;
@@ -117,32 +123,61 @@ fn api_resource(resource: &HandledResource) -> ApiResource {
     )
 }
 
-/// Reduces an object to what the persistence checks read.
-pub(crate) fn sample(resource: usize, object: DynamicObject) -> ObjectSample {
-    let meta = &object.metadata;
+/// Lists one page as JSON text, as `Api::list` would request it: the text is parsed
+/// here within a budget ([`shape::list`]) instead of whole into `DynamicObject`s.
+async fn list_text(client: &Client, path: &str, params: &ListParams) -> kube::Result<String> {
+    let mut request = Request::new(path)
+        .list(params)
+        .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("list");
+    client.request_text(request).await
+}
+
+/// Reduces an object to what the persistence checks read, or names it
+/// (`namespace/name`) when it was over its parse budget: nothing is concluded from it.
+pub(crate) fn sample(resource: usize, object: ParsedObject) -> Result<ObjectSample, String> {
+    let name = qualified(Some(&object.namespace), &object.name);
+    if object.budget.is_over() {
+        return Err(name);
+    }
+    let meta = object.body.get("metadata");
     let annotations: BTreeMap<String, usize> = meta
-        .annotations
-        .iter()
+        .and_then(|m| m.get("annotations"))
+        .and_then(Value::as_object)
+        .into_iter()
         .flatten()
-        .map(|(k, v)| (k.clone(), k.len() + v.len()))
+        .map(|(k, v)| (k.clone(), k.len() + v.as_str().map_or(0, str::len)))
         .collect();
+    let finalizers = meta
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect();
+    let deletion_timestamp = meta
+        .and_then(|m| m.get("deletionTimestamp"))
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse().ok());
     let status_kopf_keys = object
-        .data
-        .get("status")
-        .and_then(|s| s.get("kopf"))
-        .and_then(|k| k.as_object())
+        .body
+        .pointer("/status/kopf")
+        .and_then(Value::as_object)
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
-    ObjectSample {
+    let Some(handling) = handling(&object) else {
+        return Err(name);
+    };
+    Ok(ObjectSample {
         resource,
-        namespace: meta.namespace.clone().unwrap_or_default(),
-        name: meta.name.clone().unwrap_or_default(),
+        namespace: object.namespace,
+        name: object.name,
         annotations,
-        finalizers: meta.finalizers.clone().unwrap_or_default(),
-        deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
+        finalizers,
+        deletion_timestamp,
         status_kopf_keys,
-        handling: handling(object),
-    }
+        handling,
+    })
 }
 
 /// The field manager kopf's requests get: the apiserver names managers after the
@@ -151,32 +186,45 @@ pub(crate) fn sample(resource: usize, object: DynamicObject) -> ObjectSample {
 const KOPF_MANAGER: &str = "kopf";
 
 /// Whether kopf handled the object's last change: its diff-base against its essence
-/// (kopf's own comparison), its progress marks, and who changed it last. Takes the
-/// object whole: its body becomes the JSON the comparison reads without a copy of it.
-fn handling(mut object: DynamicObject) -> Handling {
-    let managed = object.metadata.managed_fields.take().unwrap_or_default();
-    let metadata = serde_json::to_value(&object.metadata).unwrap_or_default();
-    let mut body = std::mem::take(&mut object.data);
-    if let serde_json::Value::Object(map) = &mut body {
-        map.insert("metadata".to_string(), metadata);
+/// (kopf's own comparison), its progress marks, and who changed it last. `None` when
+/// the comparison does not fit in what is left of the object's parse budget (the
+/// stored diff-base is parsed, and the essence built, within it).
+fn handling(object: &ParsedObject) -> Option<Handling> {
+    let body = &object.body;
+    let budget: &Budget = &object.budget;
+    let base = diffbase::stored_within(body, budget);
+    if budget.is_over() {
+        return None;
     }
-    let base = diffbase::stored(&body);
-    let differs = base.as_ref().is_some_and(|b| {
-        let now = diffbase::essence(&body, &diffbase::extra_fields(b));
-        !diffbase::same(b, &now)
-    });
-    let prefix = format!("{}/", diffbase::prefix(&body));
-    let in_progress = object.metadata.annotations.iter().flatten().any(|(k, _)| {
-        k.strip_prefix(prefix.as_str()).is_some_and(|rest| {
-            !rest.starts_with("last-handled-configuration") && rest != "touch-dummy"
+    let differs = match &base {
+        Some(b) => {
+            // The essence is a copy of the body, less metadata and status.
+            if !budget.spend(Budget::cost(body)) {
+                return None;
+            }
+            let now = diffbase::essence(body, &diffbase::extra_fields(b));
+            !diffbase::same(b, &now)
+        }
+        None => false,
+    };
+    let prefix = format!("{}/", diffbase::prefix(body));
+    let in_progress = body
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .any(|(k, _)| {
+            k.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+                !rest.starts_with("last-handled-configuration") && rest != "touch-dummy"
+            })
         })
-    }) || body
-        .pointer("/status/kopf/progress")
-        .is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty()));
+        || body
+            .pointer("/status/kopf/progress")
+            .is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty()));
     let mut changed_by_others = None;
     let mut changed_by_kopf = None;
-    for entry in &managed {
-        let Some(at) = entry.time.as_ref().map(|t| t.0) else {
+    for entry in &object.managed {
+        let Some(at) = entry.at() else {
             continue;
         };
         // A status writer changes nothing kopf compares.
@@ -190,13 +238,13 @@ fn handling(mut object: DynamicObject) -> Handling {
         };
         *slot = (*slot).max(Some(at));
     }
-    Handling {
+    Some(Handling {
         diffbase: base.is_some(),
         differs,
         in_progress,
         changed_by_others,
         changed_by_kopf,
-    }
+    })
 }
 
 #[cfg(test)]

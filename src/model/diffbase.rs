@@ -5,6 +5,7 @@
 //! `_cogs/structs/diffs.py` `diff`). An object whose essence differs from its stored
 //! diff-base has not been handled since it changed.
 
+use super::shape::{self, Budget};
 use serde_json::{Map, Value};
 
 /// kopf's annotation prefix.
@@ -19,7 +20,14 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// The diff-base kopf stored on an object, if any: the annotation (its `-ofDRS`
 /// variant for ReplicaSets of Deployments), else `status.kopf.last-handled-configuration`
 /// (StatusDiffBaseStorage); both hold JSON of the essence.
+#[cfg(test)]
 pub(crate) fn stored(body: &Value) -> Option<Value> {
+    stored_within(body, &Budget::new(usize::MAX))
+}
+
+/// The stored diff-base, parsed within what is left of the object's `budget`: `None` (and the
+/// budget over) when it does not fit.
+pub(crate) fn stored_within(body: &Value, budget: &Budget) -> Option<Value> {
     let prefix = prefix(body);
     let annotation = format!("{prefix}/{KEY}");
     let annotations = body.pointer("/metadata/annotations");
@@ -28,9 +36,7 @@ pub(crate) fn stored(body: &Value) -> Option<Value> {
         .find_map(|k| annotations.and_then(|a| a.get(k.as_str())))
         .or_else(|| body.pointer("/status/kopf/last-handled-configuration"))
         .and_then(Value::as_str)?;
-    serde_json::from_str::<Value>(text.trim())
-        .ok()
-        .map(|e| clear(e, &prefix))
+    shape::value_within(text.trim(), budget).map(|e| clear(e, &prefix))
 }
 
 /// The annotation prefix kopf stores under on this object: kopf's default, or the one

@@ -143,7 +143,7 @@ pub(crate) struct KopfEvidence {
     /// Events about handled objects in the window.
     pub(crate) events: Gathered<EventEvidence>,
     /// A bounded sample of handled objects.
-    pub(crate) objects: Gathered<Vec<ObjectSample>>,
+    pub(crate) objects: Gathered<ObjectEvidence>,
     /// The peering objects the operator takes part in (none when standalone, or when
     /// kopf's peering CRDs are not installed).
     pub(crate) peering: Gathered<Vec<PeeringObject>>,
@@ -348,6 +348,18 @@ pub(crate) struct EventEvidence {
     /// namespace: outside the KopfAudit's namespace without the cross-namespace
     /// allowance, or refused to the auditor).
     pub(crate) unread: BTreeMap<String, Unavailable>,
+}
+
+/// The sample of handled objects.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ObjectEvidence {
+    /// The objects read, reduced.
+    pub(crate) samples: Vec<ObjectSample>,
+    /// Objects listed but not read (`namespace/name`): their JSON's shape would cost
+    /// more than the parse budget of one object, or nests too deep
+    /// (`model::shape`). Nothing is concluded from them, so the areas that read the
+    /// objects saw part of them.
+    pub(crate) over_budget: Vec<String>,
 }
 
 /// One handled object, reduced to what the persistence checks read.

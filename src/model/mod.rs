@@ -16,6 +16,7 @@ pub(crate) mod needs;
 pub(crate) mod quantity;
 pub(crate) mod rbac;
 pub(crate) mod settings;
+pub(crate) mod shape;
 pub(crate) mod source;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -49,6 +49,8 @@ pub(crate) struct Settings {
     pub(crate) instance: String,
     /// At most this many audits run at once (`--max-concurrent-audits`).
     pub(crate) max_concurrent_audits: u16,
+    /// What all KopfAudits together keep of their logs, in bytes (`--log-memory-mib`).
+    pub(crate) log_memory_bytes: usize,
 }
 
 impl Default for Settings {
@@ -59,6 +61,7 @@ impl Default for Settings {
             watch_namespace: None,
             instance: "kopf-audit".into(),
             max_concurrent_audits: DEFAULT_MAX_CONCURRENT_AUDITS,
+            log_memory_bytes: crate::gather::logs::DEFAULT_PROCESS_BUDGET_BYTES,
         }
     }
 }
@@ -211,7 +214,7 @@ pub(crate) async fn run(
         backoff: Backoff::default(),
         shared: Arc::new(Shared {
             rbac: RbacReader::new(rbac_stores.clone()),
-            logs: LogMemory::new(metrics.log_bytes_read()),
+            logs: LogMemory::new(metrics.log_bytes_read(), settings.log_memory_bytes),
             recognitions: Default::default(),
             objects: Default::default(),
         }),

@@ -208,7 +208,8 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
             "--log-format=json",
             "--log-level=info",
             "--http-addr=0.0.0.0:8080",
-            "--max-concurrent-audits=8"
+            "--max-concurrent-audits=8",
+            "--log-memory-mib=64"
         ],
         "the image's entrypoint is `/kopf-audit run`"
     );

@@ -466,3 +466,70 @@ fn one_read_keeps_no_more_than_its_budget_and_the_newest_last() {
         "the newest record is kept"
     );
 }
+
+/// The records `reader` counted as dropped, in all its containers.
+fn dropped_of(memory: &LogMemory, reader: &str) -> usize {
+    memory
+        .lock()
+        .iter()
+        .filter(|(k, _)| k.reader == reader)
+        .flat_map(|(_, log)| log.dropped.iter().map(|(_, n)| n))
+        .sum()
+}
+
+#[tokio::test]
+async fn many_kopfaudits_stay_within_the_process_budget_the_least_recent_dropped_first() {
+    let (client, _api) = FakeApi::start("ns", crash_loop);
+    let b = LogBounds {
+        window: Duration::from_secs(24 * 3600),
+        limit_bytes: 64 * 1024 * 1024,
+    };
+    let pods = [crashing_pod(0)];
+    let readers = ["ns/a0", "ns/a1", "ns/a2", "ns/a3"];
+    // One crash-looping pod: each KopfAudit keeps about 160 KiB of it, within its own
+    // budget; the process keeps what one and a half of them do.
+    let process = 256 * 1024;
+    let capped = LogMemory::new(Counter::default(), process);
+    let roomy = LogMemory::default();
+    for reader in readers {
+        for memory in [&capped, &roomy] {
+            gather(&client, memory, reader, "ns", &pods, "operator", b)
+                .await
+                .expect("read");
+        }
+        assert!(
+            capped.total_bytes() <= process,
+            "{} bytes kept, the process budget is {process}",
+            capped.total_bytes()
+        );
+    }
+    assert!(
+        roomy.total_bytes() > process,
+        "without the cap the four keep more: {}",
+        roomy.total_bytes()
+    );
+    assert!(
+        capped.reader_bytes("ns/a0") < capped.reader_bytes("ns/a3"),
+        "the KopfAudit read longest ago lost its records first"
+    );
+    let lost = dropped_of(&capped, "ns/a0");
+    assert!(
+        lost > dropped_of(&roomy, "ns/a0"),
+        "what the process budget forgot is counted where it was kept"
+    );
+    assert_eq!(
+        dropped_of(&capped, "ns/a3"),
+        dropped_of(&roomy, "ns/a3"),
+        "the newest reader lost nothing more than its own budget took"
+    );
+    // The next audit of the KopfAudit that lost records says it saw part of the window.
+    let logs = gather(&client, &capped, "ns/a0", "ns", &pods, "operator", b)
+        .await
+        .expect("read");
+    assert!(
+        logs.dropped >= lost,
+        "{} dropped, {lost} forgotten",
+        logs.dropped
+    );
+    assert!(capped.total_bytes() <= process);
+}

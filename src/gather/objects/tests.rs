@@ -97,7 +97,8 @@ async fn a_crowded_namespace_is_read_in_pages_and_no_further_than_the_sample() {
         &ObjectPages::default(),
     )
     .await
-    .expect("sampled");
+    .expect("sampled")
+    .samples;
     assert_eq!(samples.len(), SAMPLE_PER_RESOURCE as usize);
     let limits = limits(&api);
     assert_eq!(
@@ -123,7 +124,8 @@ async fn a_few_objects_take_one_request_and_a_short_last_page_stops() {
         &ObjectPages::default(),
     )
     .await
-    .expect("sampled");
+    .expect("sampled")
+    .samples;
     assert_eq!(samples.len(), 7);
     assert_eq!(limits(&api), vec![SAMPLE_PAGE as usize]);
 
@@ -137,7 +139,8 @@ async fn a_few_objects_take_one_request_and_a_short_last_page_stops() {
         &ObjectPages::default(),
     )
     .await
-    .expect("sampled");
+    .expect("sampled")
+    .samples;
     assert_eq!(samples.len(), 23);
     assert_eq!(limits(&api).len(), 3, "10 + 10 + 3");
 }
@@ -154,7 +157,7 @@ async fn the_process_holds_no_more_pages_than_its_permits() {
     assert!(futures::poll!(&mut sampling).is_pending());
     assert!(api.take().is_empty(), "no page is listed without a permit");
     drop(held);
-    let samples = sampling.await.expect("sampled");
+    let samples = sampling.await.expect("sampled").samples;
     assert_eq!(samples.len(), 30);
     assert_eq!(api.take().len(), 3);
     assert_eq!(
@@ -162,4 +165,52 @@ async fn the_process_holds_no_more_pages_than_its_permits() {
         PAGES_IN_FLIGHT,
         "every permit given back"
     );
+}
+
+/// Widgets `tiny`, `annotated` and `usual`: the first's spec, then the second's diff-base
+/// annotation, are tiny maps whose parse would cost more than one object's budget.
+fn hostile(_: &Method, _: &str, _: &serde_json::Value) -> Response<Body> {
+    let tiny = vec![serde_json::json!({"a": 0}); 600_000];
+    let base = serde_json::json!({"spec": {"items": vec![serde_json::json!({"a": 0}); 30_000]}});
+    let widget = |name: &str, spec: serde_json::Value, base: String| {
+        serde_json::json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": name, "namespace": "ns",
+                         "annotations": {"kopf.zalando.org/last-handled-configuration": base}},
+            "spec": spec
+        })
+    };
+    let small = "{\"spec\":{\"size\":1}}".to_string();
+    let items = [
+        widget("tiny", serde_json::json!({"items": tiny}), small.clone()),
+        widget(
+            "annotated",
+            serde_json::json!({"size": 1}),
+            base.to_string(),
+        ),
+        widget("usual", serde_json::json!({"size": 2}), small),
+    ];
+    let body = serde_json::json!({"metadata": {"continue": ""}, "items": items});
+    Response::new(Body::from(body.to_string().into_bytes()))
+}
+
+#[tokio::test]
+async fn an_object_over_its_parse_budget_is_named_not_compared() {
+    let (client, _api) = FakeApi::start("ns", hostile);
+    let objects = gather(
+        &client,
+        &run(),
+        &[widgets()],
+        "ns",
+        &reach(),
+        &ObjectPages::default(),
+    )
+    .await
+    .expect("sampled");
+    assert_eq!(objects.over_budget, ["ns/tiny", "ns/annotated"]);
+    let [usual] = &objects.samples[..] else {
+        panic!("one sample: {:?}", objects.samples)
+    };
+    assert_eq!(usual.name, "usual");
+    assert!(usual.handling.diffbase && usual.handling.differs);
 }
