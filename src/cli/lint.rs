@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::fmt::Write as _;
 
 /// Where the checks are documented: SARIF's `helpUri` of each rule.
-const REFERENCE_URL: &str = "https://github.com/kopf-audit/kopf-audit/blob/main/docs/reference.md";
+const REFERENCE_URL: &str = "https://github.com/kopfaudit/kopf-audit/blob/main/docs/reference.md";
 
 /// A report for people: findings grouped by file, then what lint could not decide.
 pub(crate) fn text(report: &LintReport) -> String {
@@ -193,6 +193,118 @@ fn fingerprint(f: &LintFinding) -> String {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{hash:016x}")
+}
+
+/// GitLab Code Quality's severity for a severity.
+fn code_quality_severity(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "critical",
+        Severity::Warning => "major",
+        Severity::Info => "info",
+    }
+}
+
+/// The report as a GitLab Code Quality report (CodeClimate's issue format, as GitLab
+/// reads it from `artifacts:reports:codequality`): one issue per finding.
+pub(crate) fn code_quality(report: &LintReport) -> Value {
+    Value::Array(
+        report
+            .findings
+            .iter()
+            .map(|f| {
+                let (path, line) = f
+                    .location
+                    .as_ref()
+                    .map_or((".", 1), |l| (l.file.as_str(), l.line.max(1)));
+                json!({
+                    "type": "issue",
+                    "check_name": f.finding.check.as_str(),
+                    "description": f.finding.message,
+                    "categories": ["Bug Risk"],
+                    "severity": code_quality_severity(f.finding.severity),
+                    "fingerprint": fingerprint(f),
+                    "location": {"path": path, "lines": {"begin": line}},
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Text escaped for XML.
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 allows no other control characters.
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The report as JUnit XML, which CI platforms show as tests: one test case per check
+/// of the catalogue, failed when it found something, with every finding in its failure.
+pub(crate) fn junit(report: &LintReport) -> String {
+    let failed: Vec<CheckId> = CheckId::ALL
+        .iter()
+        .copied()
+        .filter(|c| report.findings.iter().any(|f| f.finding.check == *c))
+        .collect();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"kopf-audit lint\" tests=\"{}\" failures=\"{}\">",
+        CheckId::ALL.len(),
+        failed.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"kopf-audit lint\" tests=\"{}\" failures=\"{}\">",
+        CheckId::ALL.len(),
+        failed.len()
+    );
+    for check in CheckId::ALL {
+        let findings: Vec<&LintFinding> = report
+            .findings
+            .iter()
+            .filter(|f| f.finding.check == *check)
+            .collect();
+        let _ = write!(
+            out,
+            "    <testcase classname=\"{}\" name=\"{}\"",
+            check.area().prefix(),
+            check.as_str()
+        );
+        if findings.is_empty() {
+            out.push_str("/>\n");
+            continue;
+        }
+        let body: Vec<String> = findings
+            .iter()
+            .map(|f| {
+                let at = f
+                    .location
+                    .as_ref()
+                    .map_or_else(|| ".".to_string(), ToString::to_string);
+                format!("{at}: {} ({})", f.finding.message, f.finding.severity)
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",
+            xml(&format!("{} finding(s)", findings.len())),
+            xml(check.as_str()),
+            xml(&body.join("\n"))
+        );
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
 }
 
 #[cfg(test)]

@@ -145,6 +145,8 @@ enum LintOutput {
     Text,
     Json,
     Sarif,
+    Junit,
+    Codeclimate,
 }
 
 #[derive(clap::Args)]
@@ -569,6 +571,10 @@ fn lint_command(args: LintArgs) -> ExitCode {
         LintOutput::Text => Ok(lint::text(&report)),
         LintOutput::Json => serde_json::to_string_pretty(&lint::json(&report)).map(|s| s + "\n"),
         LintOutput::Sarif => serde_json::to_string_pretty(&lint::sarif(&report)).map(|s| s + "\n"),
+        LintOutput::Junit => Ok(lint::junit(&report)),
+        LintOutput::Codeclimate => {
+            serde_json::to_string_pretty(&lint::code_quality(&report)).map(|s| s + "\n")
+        }
     };
     match printed {
         Ok(text) => print!("{text}"),

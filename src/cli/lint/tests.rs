@@ -82,3 +82,65 @@ fn text_groups_findings_by_file_and_counts_them() {
         "{text}"
     );
 }
+
+#[test]
+fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
+    let mut schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../tests/data/sarif-schema-2.1.0.json"))
+            .expect("the schema parses");
+    // The published schema's one defect: the `language` pattern (of `run` and of
+    // `toolComponent`) has a stray `]`, which the meta-schema's regex format refuses.
+    // Its intent (`en`, `en-US`) is restored here; lint never writes `language`.
+    for definition in ["run", "toolComponent"] {
+        let language = &mut schema["definitions"][definition]["properties"]["language"]["pattern"];
+        assert_eq!(language, "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$");
+        *language = serde_json::json!("^[a-zA-Z]{2}(-[a-zA-Z]{2})?$");
+    }
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let mut full = report();
+    full.findings[0].finding.evidence = Some("time.sleep(1)".into());
+    for sarif in [sarif(&LintReport::default()), sarif(&full)] {
+        let errors: Vec<String> = validator
+            .iter_errors(&sarif)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+    }
+    // The schema is strict: an unknown property would fail, so the test can fail.
+    let mut broken = sarif(&full);
+    broken["runs"][0]["unknownProperty"] = serde_json::json!(1);
+    assert!(!validator.is_valid(&broken));
+}
+
+#[test]
+fn a_gitlab_code_quality_report_has_one_located_issue_per_finding() {
+    let issues = code_quality(&report());
+    let issues = issues.as_array().expect("an array");
+    assert_eq!(issues.len(), 2);
+    for issue in issues {
+        for key in ["description", "check_name", "fingerprint", "severity"] {
+            assert!(issue[key].is_string(), "{key} in {issue}");
+        }
+        assert!(issue["location"]["path"].is_string());
+        assert!(issue["location"]["lines"]["begin"].as_u64().expect("line") >= 1);
+    }
+    assert_eq!(issues[0]["severity"], "major");
+    assert_eq!(issues[1]["severity"], "critical");
+}
+
+#[test]
+fn junit_has_a_test_case_per_check_failed_by_its_findings_and_escaped() {
+    let mut r = report();
+    r.findings[0].finding.message = "calls <time.sleep> & \"blocks\"".into();
+    let xml = junit(&r);
+    assert!(xml.starts_with("<?xml"));
+    assert_eq!(xml.matches("<testcase ").count(), CheckId::ALL.len());
+    assert_eq!(xml.matches("<failure ").count(), 2);
+    assert!(xml.contains(&format!("tests=\"{}\" failures=\"2\"", CheckId::ALL.len())));
+    assert!(
+        xml.contains("calls &lt;time.sleep&gt; &amp; &quot;blocks&quot;"),
+        "{xml}"
+    );
+    assert!(xml.contains("op.py:20: "));
+    assert!(!xml.contains("<time.sleep>"));
+}
