@@ -181,6 +181,7 @@ define_words! {
         AuthorizationUndecided: "The API server could not decide some of the operator's permissions (a SubjectAccessReview answered with an evaluationError, quoted in the message); they are asked again at the next audit.";
         LogsPartial: "Part of the log window was read but not kept (more distinct records than the auditor keeps): findings seen are reported, but none is resolved and the area is not declared compliant.";
         NothingHandled: "No resource the operator handles is known (spec.handledResources is empty, and neither its log nor its RBAC names one): the events and persistence areas read no objects or Events, so they are not declared compliant; list the resources in spec.handledResources.";
+        SecretsNotSampled: "The operator handles only core Secrets, and the auditor never reads one, since a Secret carries credentials and data (the chart grants no Secrets read, on purpose): no handled object was sampled, so the persistence area is not declared compliant. Its log, its Events and its RBAC on Secrets are still checked; nothing is to be granted.";
         NotKopf: "The target runs no kopf operator, so kopf-specific checks do not apply.";
         TargetStalled: "The area was not evaluated because the audit is stalled.";
         AreasNotCompliant: "At least one area condition is False.";

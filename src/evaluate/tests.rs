@@ -805,3 +805,50 @@ fn events_left_unread_in_default_make_the_events_area_say_so() {
     // The other areas are unaffected.
     assert_eq!(cond(&update.status, ConditionType::RuntimeHealthy), "True");
 }
+
+#[test]
+fn handled_secrets_are_never_sampled_nor_called_healthy_nor_a_permission_to_grant() {
+    let message = |update: &StatusUpdate| {
+        condition(&update.status, ConditionType::PersistenceCompliant)
+            .map(|c| c.message.clone())
+            .unwrap_or_default()
+    };
+    // Secrets alone: nothing was sampled, so the area is not compliant, and it says why.
+    let mut ev = read(HEALTHY);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.handled = Ok(vec![crate::model::testing::secrets()]);
+    let update = audit(None, ev, 0);
+    assert_eq!(
+        area(&update.status, ConditionType::PersistenceCompliant),
+        ("Unknown".to_string(), "SecretsNotSampled".to_string())
+    );
+    let alone = message(&update);
+    assert!(alone.contains("credentials and data"), "{alone}");
+    assert!(
+        alone.contains("persistence.patch-inconsistencies"),
+        "{alone}"
+    );
+    assert!(
+        !alone.contains("grant it"),
+        "no permission to grant: {alone}"
+    );
+    // The Events about Secrets are read as usual.
+    assert_eq!(cond(&update.status, ConditionType::EventsCompliant), "True");
+
+    // Beside a custom resource: the area is judged on what was sampled and says what
+    // was not.
+    let mut ev = read(HEALTHY);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.handled = Ok(vec![
+        crate::model::testing::secrets(),
+        crate::model::testing::widget(true, true),
+    ]);
+    let update = audit(None, ev, 0);
+    assert_eq!(
+        area(&update.status, ConditionType::PersistenceCompliant),
+        ("True".to_string(), "NoFindings".to_string())
+    );
+    let beside = message(&update);
+    assert!(beside.contains("Secrets"), "{beside}");
+    assert!(beside.contains("were not sampled"), "{beside}");
+}

@@ -72,6 +72,12 @@ impl HandledResource {
     pub(crate) fn is_kind(&self, group: &str, kind: &str) -> bool {
         self.group == group && self.kind.as_deref() == Some(kind)
     }
+
+    /// Whether this is core Secrets, whose objects the auditor never reads: they carry
+    /// credentials and data, whatever kopf left on them.
+    pub(crate) fn is_secrets(&self) -> bool {
+        self.group.is_empty() && self.plural == "secrets"
+    }
 }
 
 /// What a handled resource's CRD says about status storage.

@@ -24,6 +24,19 @@ pub(crate) fn ns(names: &[&str]) -> Scope {
     Scope::Namespaced(names.iter().map(|s| s.to_string()).collect())
 }
 
+/// Core Secrets, as learned from kopf's Events.
+pub(crate) fn secrets() -> HandledResource {
+    HandledResource {
+        group: String::new(),
+        version: "v1".into(),
+        plural: "secrets".into(),
+        kind: Some("Secret".into()),
+        namespaced: true,
+        crd: None,
+        source: HandledSource::Events,
+    }
+}
+
 /// The custom resource `widgets.example.com` (kind Widget), inferred from RBAC.
 pub(crate) fn widget(namespaced: bool, status: bool) -> HandledResource {
     HandledResource {

@@ -127,4 +127,23 @@ async fn with_wildcard_rbac_on_core_secrets_the_handled_resource_is_learned_from
         let (_, reason) = condition(&status, area).expect("condition");
         assert_ne!(reason, "NothingHandled", "{area}: {:#?}", status.conditions);
     }
+    // Secrets are handled but never read: the persistence area says so, is not True,
+    // and asks for no permission.
+    let persistence = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "PersistenceCompliant")
+        .expect("PersistenceCompliant");
+    assert_ne!(persistence.status, "True", "{persistence:#?}");
+    assert!(
+        persistence.message.contains("core Secrets only"),
+        "{persistence:#?}"
+    );
+    assert!(
+        !persistence.message.contains("grant it"),
+        "{persistence:#?}"
+    );
+    if persistence.status == "Unknown" {
+        assert_eq!(persistence.reason, "SecretsNotSampled", "{persistence:#?}");
+    }
 }
