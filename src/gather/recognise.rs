@@ -243,12 +243,9 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
     let signed: Vec<&kopf_log::Record> = records.iter().filter(|r| only_kopf_writes(r)).collect();
     let (example, kopf_lines) = match signed.first() {
         Some(first) => (first.message.clone(), signed.len() as u64),
-        // kopf started from Python with `logging.basicConfig()` instead of kopf's own
-        // formats; or kopf died before its first line (an ImportError in the operator's
-        // code), and the traceback runs through kopf's own loader.
-        None => basic_config_line(text)
-            .or_else(|| kopf_frame(text))
-            .map(|l| (l, 1))?,
+        // kopf died before its first line (an ImportError in the operator's code), and
+        // the traceback runs through kopf's own loader.
+        None => kopf_frame(text).map(|l| (l, 1))?,
     };
     Some((
         LogRecognition {
@@ -265,30 +262,6 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
 /// `FutureWarning` on stderr, kopf 1.45 `_core/reactor/running.py`).
 const SCOPE_WARNING: &[u8] = b"Absence of either namespaces or cluster-wide flag";
 
-/// A line of one of kopf's loggers in Python's `logging.basicConfig()` format
-/// (`INFO:kopf.objects:Handler 'x' succeeded.`), as an operator that calls `kopf.run()`
-/// and configures logging itself writes them.
-fn basic_config_line(text: &[u8]) -> Option<String> {
-    const LEVELS: [&str; 5] = ["DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:"];
-    text.split(|&b| b == b'\n')
-        .map(String::from_utf8_lossy)
-        .find(|line| {
-            // The kubelet's timestamp, when the log was read with one, comes first.
-            let line = line.split_once(' ').map_or(line.as_ref(), |(first, rest)| {
-                if first.ends_with('Z') && first.contains('T') {
-                    rest
-                } else {
-                    line
-                }
-            });
-            LEVELS.iter().any(|l| {
-                line.strip_prefix(l)
-                    .is_some_and(|r| r.starts_with("kopf.") || r.starts_with("kopf:"))
-            })
-        })
-        .map(|line| line.trim().to_string())
-}
-
 /// A traceback frame in kopf's own package (`File ".../site-packages/kopf/..."`).
 fn kopf_frame(text: &[u8]) -> Option<String> {
     text.split(|&b| b == b'\n')
@@ -302,7 +275,9 @@ fn kopf_frame(text: &[u8]) -> Option<String> {
 
 /// A record only kopf writes: one of kopf's message templates (a handler's or
 /// activity's outcome, a retry, peering, a denial kopf reports), a line whose wording
-/// dates a kopf version, or kopf's `full` format with one of kopf's own loggers.
+/// dates a kopf version, or one of kopf's own loggers named in kopf's `full` format or
+/// in Python's `basicConfig` format (kopf started from Python, its logging set up by
+/// the operator).
 fn only_kopf_writes(record: &kopf_log::Record) -> bool {
     if record.format.is_none() {
         return false;
@@ -311,11 +286,13 @@ fn only_kopf_writes(record: &kopf_log::Record) -> bool {
         record.kind,
         kopf_log::EventKind::Other | kopf_log::EventKind::ScopeFutureWarning
     );
-    let kopf_logger = record.format == Some(KopfLogFormat::Full)
-        && record
-            .logger
-            .as_deref()
-            .is_some_and(|l| l == "kopf" || l.starts_with("kopf."));
+    let kopf_logger = matches!(
+        record.format,
+        Some(KopfLogFormat::Full | KopfLogFormat::Basic)
+    ) && record
+        .logger
+        .as_deref()
+        .is_some_and(|l| l == "kopf" || l.starts_with("kopf."));
     template || record.version.is_some() || kopf_logger
 }
 
@@ -326,6 +303,7 @@ fn majority_format(records: &[&kopf_log::Record]) -> KopfLogFormat {
         KopfLogFormat::Full,
         KopfLogFormat::Json,
         KopfLogFormat::Plain,
+        KopfLogFormat::Basic,
     ]
     .into_iter()
     .max_by_key(|f| count(*f))

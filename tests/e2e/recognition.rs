@@ -90,6 +90,29 @@ async fn an_operator_started_from_python_with_kopf_run_is_recognised_by_its_log(
 }
 
 #[tokio::test]
+async fn kopf_logging_through_pythons_basic_config_is_parsed_as_kopfs_records() {
+    // kopf.run() with logging.basicConfig(): `ERROR:kopf.objects:Handler ... failed
+    // permanently` is a kopf record, so the failure is reported from it.
+    let status = audit_fixture("python-basic", &ALL_AREAS, None).await;
+    let target = &status.targets[0];
+    assert_eq!(target.recognised_by, Some(Recognition::Log), "{target:#?}");
+    assert_eq!(target.log_format.as_deref(), Some("basic"), "{target:#?}");
+    let failure = status
+        .findings
+        .iter()
+        .find(|f| f.check.as_str() == "runtime.handler-failures")
+        .expect("the permanent failure");
+    assert!(failure.message.contains("provision"), "{}", failure.message);
+    assert!(
+        failure
+            .evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("doohickey rejected")),
+        "{failure:#?}"
+    );
+}
+
+#[tokio::test]
 async fn with_wildcard_rbac_on_core_secrets_the_handled_resource_is_learned_from_kopfs_events() {
     let client = support::admin_client().await;
     ensure_crd(&client).await;

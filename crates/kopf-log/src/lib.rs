@@ -101,15 +101,21 @@ pub enum LogFormat {
     Plain,
     /// One JSON object per line (`message`, `timestamp`, `severity`, `object`, `exc_info`).
     Json,
+    /// `INFO:kopf.objects:message`, Python's `logging.basicConfig()` default: kopf
+    /// started from Python (`kopf.run()`) with logging set up by the operator, not by
+    /// kopf. No time, no object prefix. Not a `--log-format` value.
+    Basic,
 }
 
 impl LogFormat {
-    /// The value of kopf's `--log-format` flag (`full`, `plain`, `json`).
+    /// The value of kopf's `--log-format` flag (`full`, `plain`, `json`), or `basic`
+    /// for [`LogFormat::Basic`].
     pub fn as_str(self) -> &'static str {
         match self {
             LogFormat::Full => "full",
             LogFormat::Plain => "plain",
             LogFormat::Json => "json",
+            LogFormat::Basic => "basic",
         }
     }
 

@@ -57,8 +57,14 @@ fn other_programs_logs_are_not_kopf() {
 #[test]
 fn kopf_logging_through_pythons_basic_config_is_kopf() {
     let log = b"INFO:kopf.activities.startup:Activity 'configure' succeeded.\nERROR:kopf.objects:Handler 'provision' failed permanently: no\n";
-    let (seen, _) = shows_kopf("op-0", log).expect("kopf's loggers by name");
-    assert!(seen.example.contains("kopf.objects") || seen.example.contains("kopf.activities"));
+    let (seen, format) = shows_kopf("op-0", log).expect("kopf's loggers by name");
+    assert_eq!(format, KopfLogFormat::Basic);
+    assert_eq!(seen.kopf_lines, 2, "both are kopf's records");
+    assert!(
+        seen.example.contains("Activity 'configure' succeeded."),
+        "{}",
+        seen.example
+    );
     assert!(shows_kopf("app-0", b"INFO:myapp.server:listening\n").is_none());
 }
 
