@@ -12,7 +12,7 @@ use crate::model::evidence::Obstacle;
 use crate::model::evidence::{
     Evidence, Gathered, HandledResource, KopfEvidence, TargetEvidence, Unavailable,
 };
-use crate::model::kopf_run::{RunOrigin, Scope};
+use crate::model::kopf_run::{Peering, RunOrigin, Scope};
 use crate::model::settings::CheckSettings;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -369,7 +369,7 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
         Scope::Namespaced(ns) => clean_list(ns, MAX_LISTED, MAX_NAME_BYTES),
         _ => Vec::new(),
     };
-    let (recognised_by, recognition) = recognition(run);
+    let (recognised_by, recognition) = recognition(run, target.namespace());
     TargetStatus {
         name: name(target.name()),
         kopf: true,
@@ -402,8 +402,9 @@ fn handled_status(kopf: &KopfEvidence) -> Vec<String> {
     clean_list(&lines, MAX_LISTED, MAX_NAME_BYTES)
 }
 
-/// How kopf was recognised, and where the run's facts come from.
-fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
+/// How kopf was recognised, and where the run's facts come from; `own` is the
+/// operator's namespace.
+fn recognition(run: &crate::model::kopf_run::KopfRun, own: &str) -> (Recognition, String) {
     match &run.origin {
         RunOrigin::CommandLine => (
             Recognition::CommandLine,
@@ -413,19 +414,35 @@ fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
             ),
         ),
         RunOrigin::Log(seen) => {
+            let elsewhere: Vec<&str> = seen
+                .namespaces
+                .iter()
+                .map(String::as_str)
+                .filter(|ns| *ns != own)
+                .collect();
             let scope = match &run.scope {
-                Scope::Unknown => {
+                Scope::Unknown if elsewhere.is_empty() => {
                     "Namespaces served: not known, so checked in its own namespace only."
+                        .to_string()
                 }
+                Scope::Unknown => format!(
+                    "Namespaces served: not known from its flags, but its log names objects in {}: kopf serves at least these, so they are checked with its own namespace (it may serve more).",
+                    elsewhere.join(", ")
+                ),
                 Scope::Implicit => {
-                    "Namespaces served: all, by kopf's warning that no scope was given."
+                    "Namespaces served: all, by kopf's warning that no scope was given.".to_string()
                 }
-                _ => "Namespaces served: from KOPF_RUN_* variables.",
+                _ => "Namespaces served: from KOPF_RUN_* variables.".to_string(),
+            };
+            let peering = if seen.peering && run.peering == Peering::Auto {
+                "Peering: on, by kopf's peering lines in its log (their peering name is not known). Liveness: not known unless KOPF_RUN_* variables set it"
+            } else {
+                "Peering and liveness: not known unless KOPF_RUN_* variables set them"
             };
             (
                 Recognition::Log,
                 format!(
-                    "Container {} does not show kopf on its command line; its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"). Log format: {}, from the log. {scope} Peering and liveness: not known unless KOPF_RUN_* variables set them; write them as `kopf run` flags to have them audited.",
+                    "Container {} does not show kopf on its command line; its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"). Log format: {}, from the log. {scope} {peering}; write them as `kopf run` flags to have them audited.",
                     run.container,
                     seen.pod,
                     seen.kopf_lines,

@@ -699,6 +699,8 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
         kopf_lines: 3,
         example: "Activity 'login_via_client' succeeded.".into(),
         implicit_scope: false,
+        namespaces: Default::default(),
+        peering: false,
     };
     let run = from_log(&container, Some("ns"), seen, KopfLogFormat::Json);
     ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));
@@ -717,6 +719,27 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
     assert!(!ids.contains(&CheckId::WorkloadNotKopf), "{ids:?}");
     assert!(!ids.contains(&CheckId::WorkloadLiveness), "{ids:?}");
     assert!(!ids.contains(&CheckId::WorkloadNoScopeFlag), "{ids:?}");
+    assert!(why.contains("own namespace only"), "{why}");
+
+    // Its log names objects in another namespace, and kopf peers: the note says so.
+    let mut ev = evidence(&[], &[]);
+    ev.targets[0].deployment.metadata.namespace = Some("ns".into());
+    let seen = LogRecognition {
+        pod: "op-1".into(),
+        kopf_lines: 3,
+        example: "Activity 'login_via_client' succeeded.".into(),
+        implicit_scope: false,
+        namespaces: ["ns".to_string(), "team-b".to_string()].into(),
+        peering: true,
+    };
+    let run = from_log(&container, Some("ns"), seen, KopfLogFormat::Full);
+    ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));
+    let update = audit(None, ev, 10);
+    let target = &update.status.targets[0];
+    assert_eq!(target.peering.as_deref(), Some("auto"));
+    let why = target.recognition.as_deref().unwrap_or_default();
+    assert!(why.contains("names objects in team-b:"), "{why}");
+    assert!(why.contains("Peering: on"), "{why}");
 }
 
 /// `Not enough permissions to watch for resources`, as kopf 1.45 logs it when its CRD

@@ -70,8 +70,7 @@ async fn posted_about(
 ) -> Result<Vec<HandledResource>, Unavailable> {
     let mut namespaces = vec![target.namespace().to_string()];
     namespaces.extend(
-        run.scope
-            .specific_names()
+        run.served_names()
             .into_iter()
             .filter(|ns| reach.may_read(Some(ns)) && *ns != target.namespace()),
     );

@@ -47,7 +47,7 @@ pub(crate) async fn gather(
     reach: &Reach,
     pages: &ObjectPages,
 ) -> Gathered<Vec<ObjectSample>> {
-    let served = Namespaces::served(&run.scope, operator_namespace);
+    let served = Namespaces::served(run, operator_namespace);
     let sampled: Vec<(usize, &HandledResource)> = sampled(handled).collect();
     if sampled.is_empty() {
         return Ok(Vec::new());

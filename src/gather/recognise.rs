@@ -15,11 +15,12 @@ use super::obstacle;
 use crate::model::bounded::{MAX_QUOTED_REASON_BYTES, clean};
 use crate::model::evidence::{Obstacle, TargetEvidence, Unavailable, ever_ran, restart_count};
 use crate::model::kopf_run::{KopfLogFormat, KopfRun, LogRecognition, from_log};
+use crate::model::names::is_dns_label;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kube::api::{Api, LogParams};
 use kube::{Client, ResourceExt};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -94,8 +95,8 @@ impl Verdicts {
 /// What the logs say of a target whose command line shows no kopf.
 #[derive(Debug)]
 pub(crate) enum Recognised {
-    /// A container's log shows kopf's own lines.
-    Kopf(KopfRun),
+    /// A container's log shows kopf's own lines (boxed: it is most of the enum's size).
+    Kopf(Box<KopfRun>),
     /// The logs read show no kopf (or no container is the one asked for).
     NotKopf,
     /// No log could be read (no pod ever ran, or the auditor may not read logs): whether
@@ -129,7 +130,9 @@ pub(crate) async fn recognise(
             match verdict(&api, verdicts, pod, &container.name).await {
                 Ok(Verdict::Kopf(seen, format)) => {
                     let namespace = Some(target.namespace());
-                    return Recognised::Kopf(from_log(container, namespace, seen, format));
+                    return Recognised::Kopf(Box::new(from_log(
+                        container, namespace, seen, format,
+                    )));
                 }
                 Ok(Verdict::NotKopf) => read_any = true,
                 Err(why) => {
@@ -253,9 +256,46 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
             kopf_lines,
             example: clean(&example, MAX_QUOTED_REASON_BYTES),
             implicit_scope,
+            namespaces: object_namespaces(&signed),
+            peering: signed.iter().any(|r| is_peering(r)),
         },
         majority_format(&signed),
     ))
+}
+
+/// At most this many namespaces are learned from a log's objects.
+const MAX_LOGGED_NAMESPACES: usize = 20;
+
+/// The namespaces of the objects kopf's records name: kopf served objects there. Only
+/// valid namespace names (a log holds anything), at most [`MAX_LOGGED_NAMESPACES`].
+fn object_namespaces(records: &[&kopf_log::Record]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for ns in records
+        .iter()
+        .filter_map(|r| r.object.as_ref()?.namespace.as_deref())
+        .filter(|ns| is_dns_label(ns))
+    {
+        if out.len() >= MAX_LOGGED_NAMESPACES {
+            break;
+        }
+        out.insert(ns.to_string());
+    }
+    out
+}
+
+/// Whether a record is kopf's peering at work: pausing for or resuming after peers,
+/// a conflict, or a peering task failing or ending (kopf 1.45
+/// `_core/engines/peering.py`). kopf peers only when not standalone.
+fn is_peering(record: &kopf_log::Record) -> bool {
+    use kopf_log::{BackgroundTask, EventKind};
+    match &record.kind {
+        EventKind::PeeringPaused | EventKind::PeeringConflict | EventKind::PeeringResumed => true,
+        EventKind::TaskFailed { task, .. } | EventKind::TaskFinished { task, .. } => matches!(
+            task,
+            BackgroundTask::PeeringKeepAlive | BackgroundTask::PeeringObserver
+        ),
+        _ => false,
+    }
 }
 
 /// kopf's warning when neither namespaces nor cluster-wide are given (a Python

@@ -102,3 +102,19 @@ fn verdicts_are_remembered_and_forgotten() {
     verdicts.forget_unused(now + jiff::SignedDuration::from_secs(2 * 3600));
     assert!(verdicts.get(&instance, now).is_none());
 }
+
+#[test]
+fn the_namespaces_of_kopfs_objects_and_its_peering_lines_are_learned() {
+    let log = b"[2026-12-01 10:00:00,000] kopf.objects         [INFO    ] [team-a/w1] Handler 'reconcile' succeeded.\n[2026-12-01 10:00:01,000] kopf.objects         [INFO    ] [team-b/w2] Handler 'reconcile' succeeded.\n[2026-12-01 10:00:02,000] kopf.objects         [INFO    ] [cluster-thing] Handler 'reconcile' succeeded.\n[2026-12-01 10:00:03,000] kopf.objects         [INFO    ] [Not_A_Namespace/w3] Handler 'reconcile' succeeded.\n";
+    let (seen, _) = shows_kopf("op-0", log).expect("kopf");
+    assert_eq!(
+        seen.namespaces,
+        ["team-a".to_string(), "team-b".to_string()].into(),
+        "valid names of namespaced objects only"
+    );
+    assert!(!seen.peering);
+    let paused = b"[2026-12-01 10:00:00,000] kopf._core.engines.peering [INFO    ] Pausing operations in favour of [Peer(id='laptop', priority=666)].\n";
+    let (seen, _) = shows_kopf("op-0", paused).expect("kopf");
+    assert!(seen.peering);
+    assert!(seen.namespaces.is_empty());
+}
