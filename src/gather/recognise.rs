@@ -9,7 +9,8 @@
 //! container, restart count): they never change, and kopf's startup lines are there
 //! until the kubelet rotates the log. When they show nothing, the previous container's
 //! first lines are read too. The verdict is remembered, so a Deployment that is not kopf
-//! costs one small read per pod start, not one per audit.
+//! costs one small read per pod start, not one per audit; a kopf verdict is remembered
+//! once the head is full (what kopf's first objects tell grows until then).
 
 use super::obstacle;
 use crate::model::bounded::{MAX_QUOTED_REASON_BYTES, clean};
@@ -190,26 +191,32 @@ async fn verdict(
         return Ok(known);
     }
     let name = pod.name_any();
-    let mut found = read_head(api, &name, container, false).await?;
+    let (mut found, mut settled) = read_head(api, &name, container, false).await?;
     if found.is_none() && restarts > 0 {
-        found = read_head(api, &name, container, true).await?;
+        (found, settled) = read_head(api, &name, container, true).await?;
     }
     let verdict = match found {
         Some((seen, format)) => Verdict::Kopf(seen, format),
         None => Verdict::NotKopf,
     };
-    verdicts.put(instance, verdict.clone(), now);
+    // What a kopf log tells (the namespaces of its objects, its peering) grows until
+    // its head is full: a kopf verdict on a shorter head is read again next time.
+    if settled || matches!(verdict, Verdict::NotKopf) {
+        verdicts.put(instance, verdict.clone(), now);
+    }
     Ok(verdict)
 }
 
 /// Reads the first [`HEAD_BYTES`] of a container's log (the previous container's when
 /// `previous`) and looks for kopf in them. A log that is gone (400/404) shows nothing.
+/// Also says whether the head is settled: full, or a previous container's (which no
+/// longer grows).
 async fn read_head(
     api: &Api<Pod>,
     pod: &str,
     container: &str,
     previous: bool,
-) -> Result<Option<(LogRecognition, KopfLogFormat)>, Unavailable> {
+) -> Result<(Option<(LogRecognition, KopfLogFormat)>, bool), Unavailable> {
     let params = LogParams {
         container: Some(container.to_string()),
         previous,
@@ -218,7 +225,7 @@ async fn read_head(
     };
     let text = match api.logs(pod, &params).await {
         Ok(text) => text,
-        Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => return Ok(None),
+        Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => return Ok((None, true)),
         Err(e) => {
             return Err(obstacle(
                 &e,
@@ -227,7 +234,8 @@ async fn read_head(
             ));
         }
     };
-    Ok(shows_kopf(pod, text.as_bytes()))
+    let settled = previous || i64::try_from(text.len()).unwrap_or(i64::MAX) >= HEAD_BYTES;
+    Ok((shows_kopf(pod, text.as_bytes()), settled))
 }
 
 /// What a log's text shows of kopf: `None` when no line is one only kopf writes.

@@ -112,6 +112,115 @@ async fn kopf_logging_through_pythons_basic_config_is_parsed_as_kopfs_records() 
     );
 }
 
+/// The python-spread operator's Role and RoleBinding in `namespace`: what its
+/// manifests grant in its own, for the namespace only its log shows.
+async fn grant_doohickeys(client: &kube::Client, namespace: &str, operator_namespace: &str) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let name = "python-spread-operator";
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": namespace},
+        "rules": [
+            {"apiGroups": ["pyrun.fixtures.kopf-audit.dev"], "resources": ["doohickeys"],
+             "verbs": ["get", "list", "watch", "patch"]},
+            {"apiGroups": ["pyrun.fixtures.kopf-audit.dev"], "resources": ["doohickeys/status"],
+             "verbs": ["get", "patch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
+        ]
+    }))
+    .expect("role");
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": operator_namespace}]
+    }))
+    .expect("role binding");
+    kube::Api::<Role>::namespaced(client.clone(), namespace)
+        .create(&Default::default(), &role)
+        .await
+        .expect("creating the Role");
+    kube::Api::<RoleBinding>::namespaced(client.clone(), namespace)
+        .create(&Default::default(), &binding)
+        .await
+        .expect("creating the RoleBinding");
+}
+
+#[tokio::test]
+async fn a_namespace_its_log_names_is_served_and_its_reach_is_named() {
+    // kopf.run() serves the operator's namespace and `<ns>-b`, which only its log shows:
+    // `[<ns>-b/elsewhere] Handler 'provision' succeeded.`
+    let fixture = "python-spread";
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, fixture).await;
+    let other = format!("{}-b", ns.name);
+    let _other = TestNamespace::named(&client, &other).await;
+    grant_doohickeys(&client, &other, &ns.name).await;
+    let _kopf = Fixture::start(fixture, &ns.name, None);
+    let doohickey: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "pyrun.fixtures.kopf-audit.dev/v1", "kind": "Doohickey",
+        "metadata": {"name": "elsewhere", "namespace": other}, "spec": {}
+    }))
+    .expect("doohickey");
+    let resource = kube::discovery::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("pyrun.fixtures.kopf-audit.dev", "v1", "Doohickey"),
+        "doohickeys",
+    );
+    kube::Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), &other, &resource)
+        .create(&Default::default(), &doohickey)
+        .await
+        .expect("creating the doohickey in the other namespace");
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
+        .await
+        .expect("creating the KopfAudit");
+    let expect = expectations(fixture);
+    let must: BTreeSet<String> = expect.must.iter().cloned().collect();
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        &format!("{other} learned from the log, findings {must:?}"),
+        Duration::from_secs(180),
+        |s| {
+            s.targets
+                .first()
+                .and_then(|t| t.recognition.as_deref())
+                .is_some_and(|r| r.contains(&other))
+                && must.is_subset(&found_checks(s))
+        },
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let target = &status.targets[0];
+    assert_eq!(target.recognised_by, Some(Recognition::Log), "{target:#?}");
+    assert_eq!(target.mode.as_deref(), Some("unknown"), "{target:#?}");
+    let found = found_checks(&status);
+    for id in &expect.must_not {
+        assert!(!found.contains(id), "{id} must not be reported: {found:?}");
+    }
+    // Without the cross-namespace allowance, the Events of `<ns>-b` are not read: the
+    // area says so and names the allowance, it does not pass on its own namespace alone.
+    let events = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "EventsCompliant")
+        .expect("EventsCompliant");
+    assert_eq!(
+        (events.status.as_str(), events.reason.as_str()),
+        ("Unknown", "OutsideNamespace"),
+        "{events:#?}"
+    );
+    assert!(
+        events.message.contains("--allow-cross-namespace"),
+        "{events:#?}"
+    );
+    say(format!(
+        "{fixture}: {}",
+        target.recognition.as_deref().unwrap_or_default()
+    ));
+}
+
 #[tokio::test]
 async fn with_wildcard_rbac_on_core_secrets_the_handled_resource_is_learned_from_kopfs_events() {
     let client = support::admin_client().await;

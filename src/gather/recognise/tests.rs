@@ -118,3 +118,47 @@ fn the_namespaces_of_kopfs_objects_and_its_peering_lines_are_learned() {
     assert!(seen.peering);
     assert!(seen.namespaces.is_empty());
 }
+
+/// A target whose Deployment hides kopf, with one running pod `op-0`.
+fn hidden_target() -> TargetEvidence {
+    let deployment: k8s_openapi::api::apps::v1::Deployment =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "op", "namespace": "ns"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [
+                {"name": "operator", "image": "example.com/op:1"}
+            ]}}}
+        }))
+        .expect("deployment");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "op-0", "namespace": "ns", "uid": "u-0"},
+        "status": {"containerStatuses": [{
+            "name": "operator", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"running": {}}
+        }]}
+    }))
+    .expect("pod");
+    TargetEvidence::new(deployment, vec![pod], None)
+}
+
+#[tokio::test]
+async fn a_kopf_verdict_is_read_again_until_its_head_is_full() {
+    use crate::testing::FakeApi;
+    let line = "[2026-12-01 10:00:00,000] kopf.objects         [INFO    ] [ns/w1] Handler 'reconcile' succeeded.\n";
+    for (lines, reads) in [(3, 2), (HEAD_BYTES as usize / line.len() + 1, 1)] {
+        let log = line.repeat(lines);
+        let (client, api) = FakeApi::start("ns", move |_, _, _| {
+            http::Response::new(kube::client::Body::from(log.clone().into_bytes()))
+        });
+        let verdicts = Verdicts::default();
+        let target = hidden_target();
+        for _ in 0..2 {
+            let Recognised::Kopf(run) = recognise(&client, &verdicts, &target, None).await else {
+                panic!("kopf");
+            };
+            assert_eq!(run.served_names(), vec!["ns"]);
+        }
+        let seen = api.take();
+        assert_eq!(seen.len(), reads, "{lines} lines: {seen:?}");
+        assert!(seen.iter().all(|s| s.path.contains("/pods/op-0/log")));
+    }
+}
