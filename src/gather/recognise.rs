@@ -266,12 +266,13 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
             implicit_scope,
             namespaces: object_namespaces(&signed),
             peering: signed.iter().any(|r| is_peering(r)),
+            kinds: object_kinds(&signed),
         },
         majority_format(&signed),
     ))
 }
 
-/// At most this many namespaces are learned from a log's objects.
+/// At most this many namespaces (and as many kinds) are learned from a log's objects.
 const MAX_LOGGED_NAMESPACES: usize = 20;
 
 /// The namespaces of the objects kopf's records name: kopf served objects there. Only
@@ -287,6 +288,23 @@ fn object_namespaces(records: &[&kopf_log::Record]) -> BTreeSet<String> {
             break;
         }
         out.insert(ns.to_string());
+    }
+    out
+}
+
+/// The `apiVersion` and `kind` of the objects kopf's JSON records name, at most
+/// [`MAX_LOGGED_NAMESPACES`] (a log holds anything: the handled resources are looked up
+/// only for kinds the operator's RBAC lets it watch).
+fn object_kinds(records: &[&kopf_log::Record]) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (api_version, kind) in records.iter().filter_map(|r| {
+        let o = r.object.as_ref()?;
+        Some((o.api_version.as_ref()?, o.kind.as_ref()?))
+    }) {
+        if out.len() >= MAX_LOGGED_NAMESPACES {
+            break;
+        }
+        out.insert((api_version.clone(), kind.clone()));
     }
     out
 }

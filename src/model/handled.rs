@@ -15,6 +15,10 @@ pub(crate) enum HandledSource {
     /// A resource whose objects kopf posted Events about, and that the operator's rules
     /// let it watch (learned when its rules are wildcards or name core kinds only).
     Events,
+    /// A resource whose objects kopf's JSON log records name (their `object`'s
+    /// `apiVersion` and `kind`), and that the operator's rules let it watch (learned
+    /// when its rules are wildcards or name core kinds only).
+    LogObjects,
 }
 
 impl HandledSource {
@@ -25,6 +29,7 @@ impl HandledSource {
             HandledSource::RbacWatch | HandledSource::RbacRule => "RBAC rules",
             HandledSource::Log => "the operator's log",
             HandledSource::Events => "kopf's Events",
+            HandledSource::LogObjects => "kopf's JSON log",
         }
     }
 
@@ -43,6 +48,9 @@ impl HandledSource {
             }
             HandledSource::Events => {
                 "it is inferred as handled: kopf posted Events about its objects, and the operator's RBAC lets it watch them"
+            }
+            HandledSource::LogObjects => {
+                "it is inferred as handled: kopf's JSON log records name its objects, and the operator's RBAC lets it watch them"
             }
         }
     }

@@ -287,6 +287,9 @@ pub(crate) struct LogRecognition {
     /// kopf's peering records (pausing for or resuming after peers, conflicts, a
     /// peering task failing): peering is on, so kopf does not run standalone.
     pub(crate) peering: bool,
+    /// The `apiVersion` and `kind` of the objects kopf's JSON records name (bounded):
+    /// kinds kopf handles, if the operator's RBAC lets it watch them.
+    pub(crate) kinds: BTreeSet<(String, String)>,
 }
 
 impl RunOrigin {

@@ -30,6 +30,7 @@ pub(crate) fn logged_run(namespaces: &[&str]) -> KopfRun {
         implicit_scope: false,
         namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
         peering: false,
+        kinds: Default::default(),
     });
     run
 }

@@ -173,7 +173,7 @@ impl Level {
 ///
 /// Exists so that checks can correlate log failures with the object's Events
 /// (`events.silent-failures`). Text formats give only `[namespace/name]`
-/// (or `[name]` for cluster-scoped objects); JSON adds `kind` and `uid`.
+/// (or `[name]` for cluster-scoped objects); JSON adds `apiVersion`, `kind` and `uid`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ObjectRef {
     /// The namespace; `None` for cluster-scoped objects.
@@ -184,6 +184,9 @@ pub struct ObjectRef {
     pub kind: Option<String>,
     /// The object's `metadata.uid` (JSON format only).
     pub uid: Option<String>,
+    /// The object's `apiVersion`, `group/version` or `version` for core kinds (JSON
+    /// format only).
+    pub api_version: Option<String>,
 }
 
 /// The kind of kopf handler named in a message: kopf writes

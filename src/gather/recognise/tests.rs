@@ -162,3 +162,16 @@ async fn a_kopf_verdict_is_read_again_until_its_head_is_full() {
         assert!(seen.iter().all(|s| s.path.contains("/pods/op-0/log")));
     }
 }
+
+#[test]
+fn the_kinds_of_the_objects_kopfs_json_records_name_are_learned() {
+    let log = br#"{"message": "Handler 'sync' succeeded.", "timestamp": "2026-11-30T02:41:55.039412+00:00", "object": {"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "u", "namespace": "team-a"}, "severity": "info"}
+"#;
+    let (seen, format) = shows_kopf("op-0", log).expect("kopf");
+    assert_eq!(format, KopfLogFormat::Json);
+    assert_eq!(
+        seen.kinds,
+        [("v1".to_string(), "Secret".to_string())].into()
+    );
+    assert_eq!(seen.namespaces, ["team-a".to_string()].into());
+}
