@@ -101,9 +101,11 @@ pub enum LogFormat {
     Plain,
     /// One JSON object per line (`message`, `timestamp`, `severity`, `object`, `exc_info`).
     Json,
-    /// `INFO:kopf.objects:message`, Python's `logging.basicConfig()` default: kopf
-    /// started from Python (`kopf.run()`) with logging set up by the operator, not by
-    /// kopf. No time, no object prefix. Not a `--log-format` value.
+    /// Python's own logging: `INFO:kopf.objects:message` (`logging.basicConfig()`'s
+    /// default) or a custom format with the level next to kopf's logger
+    /// (`2026-12-01 10:00:00,000 INFO [kopf.objects] message`): kopf started from
+    /// Python (`kopf.run()`) with logging set up by the operator, not by kopf. No object
+    /// prefix. Not a `--log-format` value.
     Basic,
 }
 

@@ -408,14 +408,21 @@ fn full_header_variants() {
     );
     let o = r.object.expect("object");
     assert_eq!((o.namespace, o.name.as_str()), (None, "cluster-thing"));
-    // Broken headers fall back to plain / non-kopf.
+    // Broken headers are not `full`: a level next to kopf's logger still reads as a
+    // Python logging format of kopf's (as a custom `basicConfig` format would write
+    // it), anything else is not kopf's.
     for l in [
         "[2026-13-30 02:41:55,039] kopf.objects         [INFO    ] x",
         "[2026-11-30 02:41:55.039] kopf.objects         [INFO    ] x",
-        "[2026-11-30 02:41:55,039]kopf",
     ] {
-        assert_eq!(one(l).format, None, "{l}");
+        let r = one(l);
+        assert_eq!(
+            (r.format, r.message.as_str()),
+            (Some(LogFormat::Basic), "x"),
+            "{l}"
+        );
     }
+    assert_eq!(one("[2026-11-30 02:41:55,039]kopf").format, None);
 }
 
 #[test]

@@ -66,6 +66,12 @@ fn kopf_logging_through_pythons_basic_config_is_kopf() {
         seen.example
     );
     assert!(shows_kopf("app-0", b"INFO:myapp.server:listening\n").is_none());
+    // A custom `basicConfig(format=...)`, as operators started with kopf.run() set.
+    let custom =
+        b"2026-12-01 10:00:00,000 INFO [kopf.activities.startup] Activity 'configure' succeeded.\n";
+    let (seen, format) = shows_kopf("op-0", custom).expect("kopf's logger next to a level");
+    assert_eq!(format, KopfLogFormat::Basic);
+    assert_eq!(seen.example, "Activity 'configure' succeeded.");
 }
 
 #[test]

@@ -159,3 +159,41 @@ fn basic_config_records_of_kopfs_loggers_are_kopf_records() {
     );
     assert!(p.stats().kopf_lines >= 3, "{:?}", p.stats());
 }
+
+/// kopf's loggers in custom `logging.basicConfig(format=...)` formats, as operators
+/// started with `kopf.run()` configure them: the level and the `kopf.*` logger are
+/// found in the header, the message after them.
+#[test]
+fn custom_python_formats_of_kopfs_loggers_are_kopf_records() {
+    for line in [
+        "2026-12-01 10:00:00,000 ERROR [kopf.objects] Handler 'provision' failed permanently: no",
+        "2026-12-01 10:00:00,000 [ERROR] kopf.objects: Handler 'provision' failed permanently: no",
+        "kopf.objects - ERROR - Handler 'provision' failed permanently: no",
+        "ERROR:kopf.objects:Handler 'provision' failed permanently: no",
+    ] {
+        let r = parse_lines(&[line]);
+        assert_eq!(r.len(), 1, "{line}");
+        assert_eq!(r[0].format, Some(LogFormat::Basic), "{line}");
+        assert_eq!(r[0].level, Some(Level::Error), "{line}");
+        assert_eq!(r[0].logger.as_deref(), Some("kopf.objects"), "{line}");
+        assert_eq!(
+            r[0].message, "Handler 'provision' failed permanently: no",
+            "{line}"
+        );
+        assert!(
+            matches!(r[0].kind, EventKind::HandlerFailedPermanently { .. }),
+            "{line}: {:?}",
+            r[0].kind
+        );
+    }
+    // Not kopf's logger, no level next to it, or `kopf` in a traceback: not kopf's.
+    for line in [
+        "2026-12-01 10:00:00,000 ERROR [myapp.kopfish] failed",
+        "2026-12-01 10:00:00,000 [myapp] kopf.objects is a logger name ERROR later on, far away from it",
+        "kopf._core.actions.execution.PermanentError: boom",
+        "  File \"/usr/lib/python3/site-packages/kopf/_core/reactor/running.py\", line 1",
+    ] {
+        let r = parse_lines(&[line]);
+        assert_ne!(r[0].format, Some(LogFormat::Basic), "{line}");
+    }
+}
