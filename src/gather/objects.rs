@@ -38,7 +38,8 @@ impl Default for ObjectPages {
 
 /// Samples the objects of every handled resource but Secrets (see [`sampled`]) in the
 /// namespaces the operator serves (and cluster-wide for cluster-scoped resources).
-/// Nothing is read, and nothing needs reach, when Secrets are all it handles.
+/// Nothing is read, and nothing needs reach, when Secrets are all it handles (with
+/// nothing handled, the reach still decides: the area then says what it would need).
 pub(crate) async fn gather(
     client: &Client,
     run: &KopfRun,
@@ -49,7 +50,7 @@ pub(crate) async fn gather(
 ) -> Gathered<Vec<ObjectSample>> {
     let served = Namespaces::served(run, operator_namespace);
     let sampled: Vec<(usize, &HandledResource)> = sampled(handled).collect();
-    if sampled.is_empty() {
+    if sampled.is_empty() && !handled.is_empty() {
         return Ok(Vec::new());
     }
     if sampled.iter().any(|(_, h)| !h.namespaced) && !reach.cross_namespace {

@@ -93,7 +93,20 @@ async fn an_operator_started_from_python_with_kopf_run_is_recognised_by_its_log(
 async fn kopf_logging_through_pythons_basic_config_is_parsed_as_kopfs_records() {
     // kopf.run() with logging.basicConfig(): `ERROR:kopf.objects:Handler ... failed
     // permanently` is a kopf record, so the failure is reported from it.
-    let status = audit_fixture("python-basic", &ALL_AREAS, None).await;
+    python_logging_is_parsed("python-basic").await;
+}
+
+#[tokio::test]
+async fn kopf_logging_in_a_custom_python_format_is_parsed_as_kopfs_records() {
+    // basicConfig(format="%(asctime)s %(levelname)s [%(name)s] %(message)s"), as
+    // published operators started with kopf.run() set it.
+    python_logging_is_parsed("python-custom-format").await;
+}
+
+/// Audits a fixture whose kopf logs through Python's own logging: recognised by its
+/// log, its permanent failure reported from the records.
+async fn python_logging_is_parsed(fixture: &str) {
+    let status = audit_fixture(fixture, &ALL_AREAS, None).await;
     let target = &status.targets[0];
     assert_eq!(target.recognised_by, Some(Recognition::Log), "{target:#?}");
     assert_eq!(target.log_format.as_deref(), Some("basic"), "{target:#?}");

@@ -224,3 +224,21 @@ async fn secrets_alone_read_nothing_and_need_no_reach() {
     assert!(samples.is_empty());
     assert!(api.take().is_empty(), "no request at all");
 }
+
+#[tokio::test]
+async fn with_nothing_handled_the_reach_still_decides() {
+    let (client, api) = FakeApi::start("ns", pages(3));
+    let container: Container = serde_json::from_value(serde_json::json!({
+        "name": "operator", "command": ["kopf", "run", "-A", "op.py"]
+    }))
+    .expect("container");
+    let run = crate::model::kopf_run::parse_in_namespace(&container, Some("ns")).expect("kopf");
+    let refused = gather(&client, &run, &[], "ns", &reach(), &ObjectPages::default())
+        .await
+        .expect_err("every namespace is beyond the reach");
+    assert_eq!(
+        refused.why,
+        crate::model::evidence::Obstacle::OutsideNamespace
+    );
+    assert!(api.take().is_empty());
+}
