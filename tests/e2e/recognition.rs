@@ -292,3 +292,48 @@ async fn with_wildcard_rbac_on_core_secrets_the_handled_resource_is_learned_from
         assert_eq!(persistence.reason, "SecretsNotSampled", "{persistence:#?}");
     }
 }
+
+#[tokio::test]
+async fn with_no_events_the_handled_resource_is_learned_from_kopfs_json_log() {
+    // Image CMD `kopf run --log-format=json`, a wildcard Role, posting off: only the
+    // `object` of kopf's JSON records names what it handles.
+    let fixture = "json-secrets";
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, fixture).await;
+    let _kopf = Fixture::start(fixture, &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
+        .await
+        .expect("creating the KopfAudit");
+    let learned = "secrets.core/v1 (kopf's JSON log)";
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "secrets learned from kopf's JSON log",
+        Duration::from_secs(180),
+        |s| {
+            s.targets
+                .first()
+                .is_some_and(|t| t.handled_resources.iter().any(|h| h == learned))
+        },
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let target = &status.targets[0];
+    assert_eq!(target.recognised_by, Some(Recognition::Log), "{target:#?}");
+    assert_eq!(target.log_format.as_deref(), Some("json"), "{target:#?}");
+    let found = found_checks(&status);
+    let expect = expectations(fixture);
+    for id in &expect.must {
+        assert!(found.contains(id), "{id} must be reported: {found:?}");
+    }
+    for id in &expect.must_not {
+        assert!(!found.contains(id), "{id} must not be reported: {found:?}");
+    }
+    let (_, reason) = condition(&status, "PersistenceCompliant").expect("condition");
+    assert_ne!(reason, "NothingHandled", "{:#?}", status.conditions);
+    assert_ne!(reason, "Forbidden", "{:#?}", status.conditions);
+}
