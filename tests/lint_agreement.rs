@@ -81,6 +81,57 @@ fn lint(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// The `CMD` and `ENTRYPOINT` of a fixture's Dockerfile, as exec words.
+fn dockerfile_words(text: &str, instruction: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(instruction))
+        .last()
+        .map(|rest| serde_json::from_str(rest.trim()).expect("exec form"))
+        .unwrap_or_default()
+}
+
+#[derive(serde::Deserialize)]
+struct ImageConfig {
+    #[serde(default)]
+    entrypoint: Vec<String>,
+    #[serde(default)]
+    cmd: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Images {
+    images: std::collections::BTreeMap<String, ImageConfig>,
+}
+
+/// A fixture started by its image (`image.yaml`, which the e2e harness runs) has the
+/// Dockerfile of that image, which lint reads: the two say the same.
+#[test]
+fn every_fixture_image_has_a_dockerfile_that_runs_the_same() {
+    for entry in std::fs::read_dir(fixtures()).expect("fixtures").flatten() {
+        let dir = entry.path();
+        let Ok(text) = std::fs::read_to_string(dir.join("image.yaml")) else {
+            continue;
+        };
+        let images: Images = serde_yaml::from_str(&text).expect("image.yaml parses");
+        let docker = std::fs::read_to_string(dir.join("Dockerfile"))
+            .unwrap_or_else(|_| panic!("{} has image.yaml but no Dockerfile", dir.display()));
+        for image in images.images.values() {
+            assert_eq!(
+                dockerfile_words(&docker, "CMD"),
+                image.cmd,
+                "{}",
+                dir.display()
+            );
+            assert_eq!(
+                dockerfile_words(&docker, "ENTRYPOINT"),
+                image.entrypoint,
+                "{}",
+                dir.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn lint_of_every_fixture_agrees_with_what_live_must_and_must_not_report() {
     let temp =

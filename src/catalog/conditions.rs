@@ -185,6 +185,7 @@ define_words! {
         ObjectsPartial: "Some handled objects were listed but not read: their JSON's shape (many tiny maps, deep nesting) would cost the auditor more memory than it spends on one object. Nothing is concluded from them: findings seen are reported, but none is resolved and the area is not declared compliant.";
         NothingHandled: "No resource the operator handles is known (spec.handledResources is empty, and neither its log nor its RBAC names one): the events and persistence areas read no objects or Events, so they are not declared compliant; list the resources in spec.handledResources.";
         NotInFiles: "`kopf-audit lint` only: the area needs what exists only in a running cluster (logs, Events, handled objects, peering), or a role the linted files do not define.";
+        SecretsNotSampled: "The operator handles only core Secrets, and the auditor never reads one, since a Secret carries credentials and data (the chart grants no Secrets read, on purpose): no handled object was sampled, so the persistence area is not declared compliant. Its log, its Events and its RBAC on Secrets are still checked; nothing is to be granted.";
         NotKopf: "The target runs no kopf operator, so kopf-specific checks do not apply.";
         TargetStalled: "The area was not evaluated because the audit is stalled.";
         AreasNotCompliant: "At least one area condition is False.";

@@ -90,7 +90,8 @@ pub(crate) fn quote(record: &Record) -> String {
 fn object_name(record: &Record) -> String {
     match &record.object {
         Some(o) => qualified(o.namespace.as_deref(), &o.name),
-        None => "(no object)".into(),
+        // Python's `basicConfig` format: kopf writes `[ns/name]` in its own formats only.
+        None => "an object its log does not name".into(),
     }
 }
 

@@ -169,11 +169,20 @@ fn area_condition(
         )
     };
     let clean = || format!("No {} finding at warning or above.", area.prefix());
+    let noted = |message: String| {
+        eval.notes
+            .get(&area)
+            .into_iter()
+            .flatten()
+            .fold(message, |m, note| m + " " + note)
+    };
     Some(match eval.area(area) {
         AreaState::Evaluated if serious.is_empty() => {
-            DesiredCondition::new(type_, S::True, R::NoFindings, clean())
+            DesiredCondition::new(type_, S::True, R::NoFindings, noted(clean()))
         }
-        AreaState::Evaluated => DesiredCondition::new(type_, S::False, R::FindingsPresent, found()),
+        AreaState::Evaluated => {
+            DesiredCondition::new(type_, S::False, R::FindingsPresent, noted(found()))
+        }
         AreaState::NotKopf(message) => {
             DesiredCondition::new(type_, S::Unknown, R::NotKopf, message)
         }

@@ -9,8 +9,10 @@ use crate::model::bounded::{
     MAX_QUOTED_REASON_BYTES, MAX_REASON_BYTES, clean, clean_lines, clean_list, clean_name,
 };
 use crate::model::evidence::Obstacle;
-use crate::model::evidence::{Evidence, Gathered, KopfEvidence, TargetEvidence, Unavailable};
-use crate::model::kopf_run::{RunOrigin, Scope};
+use crate::model::evidence::{
+    Evidence, Gathered, HandledResource, KopfEvidence, TargetEvidence, Unavailable,
+};
+use crate::model::kopf_run::{Peering, RunOrigin, Scope};
 use crate::model::settings::CheckSettings;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -56,6 +58,9 @@ pub(crate) struct Evaluation {
     /// Checks whose own evidence could not be read this time (a transient failure):
     /// their stored findings are kept, stale, rather than resolved.
     pub(crate) unread: BTreeSet<(String, CheckId)>,
+    /// What an evaluated area's condition adds to its message: what it left out on
+    /// purpose (a target's Secrets, which are never sampled), per area.
+    pub(crate) notes: BTreeMap<Area, BTreeSet<String>>,
 }
 
 impl Evaluation {
@@ -127,6 +132,9 @@ fn evaluate_target(
                 let state = match evidence_for(area, kopf) {
                     Ok(()) => {
                         raised.extend(checks::run_area(area, target, kopf, settings));
+                        if let Some(note) = secrets_beside(area, kopf) {
+                            eval.notes.entry(area).or_default().insert(note);
+                        }
                         partial(area, kopf)
                     }
                     Err(why) => AreaState::Unavailable(why),
@@ -227,6 +235,7 @@ fn evidence_for(area: Area, kopf: &KopfEvidence) -> Result<(), Unavailable> {
 fn partial(area: Area, kopf: &KopfEvidence) -> AreaState {
     let parts: Vec<(ConditionReason, String)> = [
         nothing_handled(area, kopf).map(|why| (ConditionReason::NothingHandled, why)),
+        only_secrets(area, kopf).map(|why| (ConditionReason::SecretsNotSampled, why)),
         partial_events(area, kopf),
         partial_logs(area, kopf).map(|why| (ConditionReason::LogsPartial, why)),
         partial_objects(area, kopf).map(|why| (ConditionReason::ObjectsPartial, why)),
@@ -267,6 +276,38 @@ fn nothing_handled(area: Area, kopf: &KopfEvidence) -> Option<String> {
     }
     kopf.handled.as_ref().ok().filter(|h| h.is_empty())?;
     Some("No resource the operator handles is known: spec.handledResources is empty, and neither its log nor its RBAC rules name a custom resource it serves (wildcard rules, or rules on core kinds only, name none). The Events and objects of handled resources were not read: list them in spec.handledResources to have them audited.".to_string())
+}
+
+/// What the persistence area still checks of Secrets, which it never samples.
+const SECRETS_STILL_CHECKED: &str = "the auditor never reads one, since a Secret carries credentials and data, and the auditor's RBAC (the chart's) grants no Secrets read, on purpose; there is nothing to grant. What kopf leaves on Secrets (finalizers, annotations, status) is not looked at; what is still checked is the operator's log (persistence.patch-inconsistencies), the Events kopf posts about Secrets, and its RBAC on them.";
+
+/// Why the persistence area sampled no object at all: the operator handles core Secrets
+/// only, which are never read. Not sampling is not health.
+fn only_secrets(area: Area, kopf: &KopfEvidence) -> Option<String> {
+    if area != Area::Persistence {
+        return None;
+    }
+    let handled = kopf.handled.as_ref().ok()?;
+    (!handled.is_empty() && handled.iter().all(HandledResource::is_secrets)).then(|| {
+        format!(
+            "The operator handles core Secrets only, so no handled object was sampled; {SECRETS_STILL_CHECKED} The area is not declared compliant on what it did not read."
+        )
+    })
+}
+
+/// What the persistence area says of Secrets handled beside other resources: the others
+/// were sampled, the Secrets were not.
+fn secrets_beside(area: Area, kopf: &KopfEvidence) -> Option<String> {
+    if area != Area::Persistence {
+        return None;
+    }
+    let handled = kopf.handled.as_ref().ok()?;
+    let secrets = handled.iter().any(HandledResource::is_secrets);
+    (secrets && handled.iter().any(|h| !h.is_secrets())).then(|| {
+        format!(
+            "Core Secrets, which the operator also handles, were not sampled; {SECRETS_STILL_CHECKED}"
+        )
+    })
 }
 
 /// Why an area that reads the log saw only part of it, if it did: records of the
@@ -351,7 +392,7 @@ fn target_status(target: &TargetEvidence, kopf: Option<&KopfEvidence>) -> Target
         Scope::Namespaced(ns) => clean_list(ns, MAX_LISTED, MAX_NAME_BYTES),
         _ => Vec::new(),
     };
-    let (recognised_by, recognition) = recognition(run);
+    let (recognised_by, recognition) = recognition(run, target.namespace());
     TargetStatus {
         name: name(target.name()),
         kopf: true,
@@ -384,8 +425,9 @@ fn handled_status(kopf: &KopfEvidence) -> Vec<String> {
     clean_list(&lines, MAX_LISTED, MAX_NAME_BYTES)
 }
 
-/// How kopf was recognised, and where the run's facts come from.
-fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
+/// How kopf was recognised, and where the run's facts come from; `own` is the
+/// operator's namespace.
+fn recognition(run: &crate::model::kopf_run::KopfRun, own: &str) -> (Recognition, String) {
     match &run.origin {
         RunOrigin::CommandLine => (
             Recognition::CommandLine,
@@ -408,19 +450,35 @@ fn recognition(run: &crate::model::kopf_run::KopfRun) -> (Recognition, String) {
             ),
         ),
         RunOrigin::Log(seen) => {
+            let elsewhere: Vec<&str> = seen
+                .namespaces
+                .iter()
+                .map(String::as_str)
+                .filter(|ns| *ns != own)
+                .collect();
             let scope = match &run.scope {
-                Scope::Unknown => {
+                Scope::Unknown if elsewhere.is_empty() => {
                     "Namespaces served: not known, so checked in its own namespace only."
+                        .to_string()
                 }
+                Scope::Unknown => format!(
+                    "Namespaces served: not known from its flags, but its log names objects in {}: kopf serves at least these, so they are checked with its own namespace (it may serve more).",
+                    elsewhere.join(", ")
+                ),
                 Scope::Implicit => {
-                    "Namespaces served: all, by kopf's warning that no scope was given."
+                    "Namespaces served: all, by kopf's warning that no scope was given.".to_string()
                 }
-                _ => "Namespaces served: from KOPF_RUN_* variables.",
+                _ => "Namespaces served: from KOPF_RUN_* variables.".to_string(),
+            };
+            let peering = if seen.peering && run.peering == Peering::Auto {
+                "Peering: on, by kopf's peering lines in its log (their peering name is not known). Liveness: not known unless KOPF_RUN_* variables set it"
+            } else {
+                "Peering and liveness: not known unless KOPF_RUN_* variables set them"
             };
             (
                 Recognition::Log,
                 format!(
-                    "Container {} does not show kopf on its command line; its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"). Log format: {}, from the log. {scope} Peering and liveness: not known unless KOPF_RUN_* variables set them; write them as `kopf run` flags to have them audited.",
+                    "Container {} does not show kopf on its command line; its log in pod {} does ({} of kopf's own lines, e.g. \"{}\"). Log format: {}, from the log. {scope} {peering}; write them as `kopf run` flags to have them audited.",
                     run.container,
                     seen.pod,
                     seen.kopf_lines,

@@ -699,6 +699,9 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
         kopf_lines: 3,
         example: "Activity 'login_via_client' succeeded.".into(),
         implicit_scope: false,
+        namespaces: Default::default(),
+        peering: false,
+        kinds: Default::default(),
     };
     let run = from_log(&container, Some("ns"), seen, KopfLogFormat::Json);
     ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));
@@ -717,6 +720,28 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
     assert!(!ids.contains(&CheckId::WorkloadNotKopf), "{ids:?}");
     assert!(!ids.contains(&CheckId::WorkloadLiveness), "{ids:?}");
     assert!(!ids.contains(&CheckId::WorkloadNoScopeFlag), "{ids:?}");
+    assert!(why.contains("own namespace only"), "{why}");
+
+    // Its log names objects in another namespace, and kopf peers: the note says so.
+    let mut ev = evidence(&[], &[]);
+    ev.targets[0].deployment.metadata.namespace = Some("ns".into());
+    let seen = LogRecognition {
+        pod: "op-1".into(),
+        kopf_lines: 3,
+        example: "Activity 'login_via_client' succeeded.".into(),
+        implicit_scope: false,
+        namespaces: ["ns".to_string(), "team-b".to_string()].into(),
+        peering: true,
+        kinds: Default::default(),
+    };
+    let run = from_log(&container, Some("ns"), seen, KopfLogFormat::Full);
+    ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));
+    let update = audit(None, ev, 10);
+    let target = &update.status.targets[0];
+    assert_eq!(target.peering.as_deref(), Some("auto"));
+    let why = target.recognition.as_deref().unwrap_or_default();
+    assert!(why.contains("names objects in team-b:"), "{why}");
+    assert!(why.contains("Peering: on"), "{why}");
 }
 
 /// `Not enough permissions to watch for resources`, as kopf 1.45 logs it when its CRD
@@ -840,4 +865,51 @@ fn an_object_over_its_parse_budget_leaves_its_areas_partial() {
         "True",
         "the Events area reads no object"
     );
+}
+
+#[test]
+fn handled_secrets_are_never_sampled_nor_called_healthy_nor_a_permission_to_grant() {
+    let message = |update: &StatusUpdate| {
+        condition(&update.status, ConditionType::PersistenceCompliant)
+            .map(|c| c.message.clone())
+            .unwrap_or_default()
+    };
+    // Secrets alone: nothing was sampled, so the area is not compliant, and it says why.
+    let mut ev = read(HEALTHY);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.handled = Ok(vec![crate::model::testing::secrets()]);
+    let update = audit(None, ev, 0);
+    assert_eq!(
+        area(&update.status, ConditionType::PersistenceCompliant),
+        ("Unknown".to_string(), "SecretsNotSampled".to_string())
+    );
+    let alone = message(&update);
+    assert!(alone.contains("credentials and data"), "{alone}");
+    assert!(
+        alone.contains("persistence.patch-inconsistencies"),
+        "{alone}"
+    );
+    assert!(
+        !alone.contains("grant it"),
+        "no permission to grant: {alone}"
+    );
+    // The Events about Secrets are read as usual.
+    assert_eq!(cond(&update.status, ConditionType::EventsCompliant), "True");
+
+    // Beside a custom resource: the area is judged on what was sampled and says what
+    // was not.
+    let mut ev = read(HEALTHY);
+    let kopf = ev.targets[0].kopf.as_mut().expect("kopf");
+    kopf.handled = Ok(vec![
+        crate::model::testing::secrets(),
+        crate::model::testing::widget(true, true),
+    ]);
+    let update = audit(None, ev, 0);
+    assert_eq!(
+        area(&update.status, ConditionType::PersistenceCompliant),
+        ("True".to_string(), "NoFindings".to_string())
+    );
+    let beside = message(&update);
+    assert!(beside.contains("Secrets"), "{beside}");
+    assert!(beside.contains("were not sampled"), "{beside}");
 }

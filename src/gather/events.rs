@@ -54,7 +54,7 @@ fn event_namespaces(
     reach: &Reach,
 ) -> EventNamespaces {
     let mut out = EventNamespaces {
-        required: Namespaces::served(&run.scope, own),
+        required: Namespaces::served(run, own),
         fallback: None,
         unread: BTreeMap::new(),
     };

@@ -11,14 +11,14 @@ use crate::api::KopfAuditSpec;
 use crate::model::evidence::{
     CrdInfo, Gathered, HandledResource, HandledSource, LogEvidence, TargetEvidence, Unavailable,
 };
-use crate::model::kopf_run::KopfRun;
+use crate::model::kopf_run::{KopfRun, RunOrigin};
 use crate::model::names::{is_dns_label, is_dns_subdomain};
 use crate::model::needs::CRD_GROUP;
 use crate::model::rbac::{Binding, PEERING_CLUSTER, PEERING_GROUPS, PEERING_NAMESPACED, Verb};
 use k8s_openapi::api::core::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Gathers the handled resources of one target.
 pub(crate) async fn gather(
@@ -42,7 +42,7 @@ pub(crate) async fn gather(
     }
     let mut handled = inferred(client, found, cache).await?;
     if handled.is_empty() {
-        handled = posted_about(client, target, run, reach, &bindings, cache).await?;
+        handled = posted_about(client, target, run, logs, reach, &bindings, cache).await?;
     }
     Ok(handled)
 }
@@ -54,28 +54,28 @@ const KOPF_COMPONENT: &str = "kopf";
 /// Events read per namespace to learn what kopf posts about.
 const POSTED_EVENTS_READ: u32 = 500;
 
-/// When neither the RBAC rules on custom resources nor the log name a handled resource
-/// (wildcard rules, or rules on core kinds only), the kinds of the objects kopf posted
-/// Events about in the operator's own namespace (and the ones it serves by name, within
-/// reach), each only when the operator's rules let it watch them: another kopf operator
-/// in the same namespace posts Events too, and only this one's rules say what it may
-/// serve.
+/// When neither the RBAC rules on custom resources nor the log's denials name a handled
+/// resource (wildcard rules, or rules on core kinds only), the kinds of the objects kopf
+/// posted Events about in the operator's own namespace (and the ones it serves by name,
+/// within reach), and of the objects its JSON log records name, each only when the
+/// operator's rules let it watch them: another kopf operator in the same namespace posts
+/// Events too, and only this one's rules say what it may serve.
 async fn posted_about(
     client: &Client,
     target: &TargetEvidence,
     run: &KopfRun,
+    logs: Option<&LogEvidence>,
     reach: &Reach,
     bindings: &[Binding],
     cache: &RbacReader,
 ) -> Result<Vec<HandledResource>, Unavailable> {
     let mut namespaces = vec![target.namespace().to_string()];
     namespaces.extend(
-        run.scope
-            .specific_names()
+        run.served_names()
             .into_iter()
             .filter(|ns| reach.may_read(Some(ns)) && *ns != target.namespace()),
     );
-    let mut kinds: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut kinds: BTreeMap<(String, String), (String, HandledSource)> = BTreeMap::new();
     for ns in &namespaces {
         let api: Api<Event> = Api::namespaced(client.clone(), ns);
         let params = ListParams::default()
@@ -94,11 +94,20 @@ async fn posted_about(
                 continue;
             };
             let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-            kinds.insert((group.to_string(), kind.clone()), version.to_string());
+            kinds.insert(
+                (group.to_string(), kind.clone()),
+                (version.to_string(), HandledSource::Events),
+            );
         }
     }
+    for (api_version, kind) in logged_kinds(run, logs) {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+        kinds
+            .entry((group.to_string(), kind))
+            .or_insert((version.to_string(), HandledSource::LogObjects));
+    }
     let mut out = Vec::new();
-    for ((group, kind), version) in kinds {
+    for ((group, kind), (version, source)) in kinds {
         if !is_valid_group_version(&group, &version) {
             continue;
         }
@@ -118,7 +127,7 @@ async fn posted_about(
             None
         };
         out.push(match crd {
-            Some(crd) => from_crd(&crd, Some(&version), HandledSource::Events),
+            Some(crd) => from_crd(&crd, Some(&version), source),
             None => HandledResource {
                 group,
                 version,
@@ -126,11 +135,39 @@ async fn posted_about(
                 kind: Some(kind),
                 namespaced,
                 crd: None,
-                source: HandledSource::Events,
+                source,
             },
         });
     }
     Ok(out)
+}
+
+/// At most this many kinds are learned from a log's JSON records.
+const MAX_LOGGED_KINDS: usize = 20;
+
+/// The `apiVersion` and `kind` of the objects kopf's JSON records name: in the first
+/// lines of its log (when kopf was recognised by them) and in the records of the
+/// window. At most [`MAX_LOGGED_KINDS`].
+fn logged_kinds(run: &KopfRun, logs: Option<&LogEvidence>) -> BTreeSet<(String, String)> {
+    let head = match &run.origin {
+        RunOrigin::Log(seen) => seen.kinds.iter().cloned().collect(),
+        RunOrigin::CommandLine | RunOrigin::Files(_) => Vec::new(),
+    };
+    let window = logs
+        .into_iter()
+        .flat_map(LogEvidence::all_records)
+        .filter_map(|r| {
+            let o = r.object.as_ref()?;
+            Some((o.api_version.clone()?, o.kind.clone()?))
+        });
+    let mut out = BTreeSet::new();
+    for kind in head.into_iter().chain(window) {
+        if out.len() >= MAX_LOGGED_KINDS {
+            break;
+        }
+        out.insert(kind);
+    }
+    out
 }
 
 /// Whether an Event's `apiVersion` can be asked about: its group a DNS subdomain (or

@@ -20,7 +20,7 @@ use crate::catalog::ConditionReason;
 use crate::model::evidence::{
     Evidence, KopfEvidence, Observation, Obstacle, Stall, TargetEvidence, Unavailable, ever_ran,
 };
-use crate::model::kopf_run::Scope;
+use crate::model::kopf_run::{KopfRun, Scope};
 use crate::model::names::{name_selector, spec_problem};
 use crate::model::settings::LogBounds;
 use jiff::Timestamp;
@@ -102,16 +102,19 @@ pub(crate) enum Namespaces {
 }
 
 impl Namespaces {
-    /// The namespaces kopf serves with this scope (`All` when it uses patterns or serves
-    /// every namespace); when the scope is unknown, the operator's own namespace `own`,
-    /// the one it surely may read.
-    pub(crate) fn served(scope: &Scope, own: &str) -> Namespaces {
+    /// The namespaces kopf serves in this run (`All` when it uses patterns or serves
+    /// every namespace); when the scope is unknown, the operator's own namespace `own`
+    /// and those its log names objects in: the ones it surely serves.
+    pub(crate) fn served(run: &KopfRun, own: &str) -> Namespaces {
+        let scope = &run.scope;
         if scope.is_cluster_wide() || scope.has_patterns() {
             Namespaces::All
         } else if *scope == Scope::Unknown {
-            Namespaces::Only(BTreeSet::from([own.to_string()]))
+            let mut names = BTreeSet::from([own.to_string()]);
+            names.extend(run.served_names());
+            Namespaces::Only(names)
         } else {
-            Namespaces::Only(scope.specific_names().into_iter().collect())
+            Namespaces::Only(run.served_names().into_iter().collect())
         }
     }
 
@@ -347,7 +350,7 @@ pub(crate) async fn gather(
         let mut target = TargetEvidence::new(deployment, target_pods, wanted);
         if target.kopf.is_none() {
             match recognise::recognise(client, &shared.recognitions, &target, wanted).await {
-                recognise::Recognised::Kopf(run) => target.kopf = Some(KopfEvidence::unread(run)),
+                recognise::Recognised::Kopf(run) => target.kopf = Some(KopfEvidence::unread(*run)),
                 recognise::Recognised::NotKopf => {}
                 recognise::Recognised::Undetermined(why) => target.undetermined = Some(why),
             }
@@ -384,7 +387,7 @@ async fn gather_kopf(
     spec: &KopfAuditSpec,
     reach: &Reach,
     target: &TargetEvidence,
-    run: crate::model::kopf_run::KopfRun,
+    run: KopfRun,
     shared: &Shared,
 ) -> KopfEvidence {
     let cache = &shared.rbac;

@@ -1,6 +1,7 @@
 //! Reads a bounded sample of the objects the operator handles: what kopf left in their
 //! annotations, finalizers and status. Only in namespaces the operator serves, and only
-//! within the audit's reach.
+//! within the audit's reach. Never core Secrets: they carry credentials and data, and
+//! the auditor reads none (its chart grants no Secrets read), whatever kopf left on them.
 
 use super::{Namespaces, Reach, obstacle};
 use crate::model::diffbase;
@@ -39,8 +40,10 @@ impl Default for ObjectPages {
     }
 }
 
-/// Samples the objects of every handled resource in the namespaces the operator serves
-/// (and cluster-wide for cluster-scoped resources).
+/// Samples the objects of every handled resource but Secrets (see [`sampled`]) in the
+/// namespaces the operator serves (and cluster-wide for cluster-scoped resources).
+/// Nothing is read, and nothing needs reach, when Secrets are all it handles (with
+/// nothing handled, the reach still decides: the area then says what it would need).
 pub(crate) async fn gather(
     client: &Client,
     run: &KopfRun,
@@ -49,15 +52,19 @@ pub(crate) async fn gather(
     reach: &Reach,
     pages: &ObjectPages,
 ) -> Gathered<ObjectEvidence> {
-    let served = Namespaces::served(&run.scope, operator_namespace);
-    if handled.iter().any(|h| !h.namespaced) && !reach.cross_namespace {
+    let served = Namespaces::served(run, operator_namespace);
+    let sampled: Vec<(usize, &HandledResource)> = sampled(handled).collect();
+    if sampled.is_empty() && !handled.is_empty() {
+        return Ok(ObjectEvidence::default());
+    }
+    if sampled.iter().any(|(_, h)| !h.namespaced) && !reach.cross_namespace {
         return Err(reach.outside("cluster-scoped objects the operator handles"));
     }
     if !served.within(reach) {
         return Err(reach.outside("objects in the namespaces the operator serves"));
     }
     let mut out = ObjectEvidence::default();
-    for (index, resource) in handled.iter().enumerate() {
+    for (index, resource) in sampled {
         let ar = api_resource(resource);
         let paths: Vec<String> = match (resource.namespaced, &served) {
             (true, Namespaces::Only(list)) => list
@@ -113,6 +120,14 @@ pub(crate) async fn gather(
         }
     }
     Ok(out)
+}
+
+/// The handled resources whose objects are sampled, with their index in `handled`:
+/// all but core Secrets, which the auditor never reads.
+pub(crate) fn sampled(
+    handled: &[HandledResource],
+) -> impl Iterator<Item = (usize, &HandledResource)> {
+    handled.iter().enumerate().filter(|(_, h)| !h.is_secrets())
 }
 
 fn api_resource(resource: &HandledResource) -> ApiResource {

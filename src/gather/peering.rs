@@ -43,7 +43,7 @@ pub(crate) async fn gather(
     let place = if run.scope.is_cluster_wide() {
         Place::Cluster
     } else {
-        match Namespaces::served(&run.scope, operator_namespace) {
+        match Namespaces::served(run, operator_namespace) {
             Namespaces::Only(list) => Place::Namespaces(list.into_iter().collect()),
             Namespaces::All => Place::Matching,
         }

@@ -9,17 +9,19 @@
 //! container, restart count): they never change, and kopf's startup lines are there
 //! until the kubelet rotates the log. When they show nothing, the previous container's
 //! first lines are read too. The verdict is remembered, so a Deployment that is not kopf
-//! costs one small read per pod start, not one per audit.
+//! costs one small read per pod start, not one per audit; a kopf verdict is remembered
+//! once the head is full (what kopf's first objects tell grows until then).
 
 use super::obstacle;
 use crate::model::bounded::{MAX_QUOTED_REASON_BYTES, clean};
 use crate::model::evidence::{Obstacle, TargetEvidence, Unavailable, ever_ran, restart_count};
 use crate::model::kopf_run::{KopfLogFormat, KopfRun, LogRecognition, from_log};
+use crate::model::names::is_dns_label;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kube::api::{Api, LogParams};
 use kube::{Client, ResourceExt};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -94,8 +96,8 @@ impl Verdicts {
 /// What the logs say of a target whose command line shows no kopf.
 #[derive(Debug)]
 pub(crate) enum Recognised {
-    /// A container's log shows kopf's own lines.
-    Kopf(KopfRun),
+    /// A container's log shows kopf's own lines (boxed: it is most of the enum's size).
+    Kopf(Box<KopfRun>),
     /// The logs read show no kopf (or no container is the one asked for).
     NotKopf,
     /// No log could be read (no pod ever ran, or the auditor may not read logs): whether
@@ -129,7 +131,9 @@ pub(crate) async fn recognise(
             match verdict(&api, verdicts, pod, &container.name).await {
                 Ok(Verdict::Kopf(seen, format)) => {
                     let namespace = Some(target.namespace());
-                    return Recognised::Kopf(from_log(container, namespace, seen, format));
+                    return Recognised::Kopf(Box::new(from_log(
+                        container, namespace, seen, format,
+                    )));
                 }
                 Ok(Verdict::NotKopf) => read_any = true,
                 Err(why) => {
@@ -187,26 +191,32 @@ async fn verdict(
         return Ok(known);
     }
     let name = pod.name_any();
-    let mut found = read_head(api, &name, container, false).await?;
+    let (mut found, mut settled) = read_head(api, &name, container, false).await?;
     if found.is_none() && restarts > 0 {
-        found = read_head(api, &name, container, true).await?;
+        (found, settled) = read_head(api, &name, container, true).await?;
     }
     let verdict = match found {
         Some((seen, format)) => Verdict::Kopf(seen, format),
         None => Verdict::NotKopf,
     };
-    verdicts.put(instance, verdict.clone(), now);
+    // What a kopf log tells (the namespaces of its objects, its peering) grows until
+    // its head is full: a kopf verdict on a shorter head is read again next time.
+    if settled || matches!(verdict, Verdict::NotKopf) {
+        verdicts.put(instance, verdict.clone(), now);
+    }
     Ok(verdict)
 }
 
 /// Reads the first [`HEAD_BYTES`] of a container's log (the previous container's when
 /// `previous`) and looks for kopf in them. A log that is gone (400/404) shows nothing.
+/// Also says whether the head is settled: full, or a previous container's (which no
+/// longer grows).
 async fn read_head(
     api: &Api<Pod>,
     pod: &str,
     container: &str,
     previous: bool,
-) -> Result<Option<(LogRecognition, KopfLogFormat)>, Unavailable> {
+) -> Result<(Option<(LogRecognition, KopfLogFormat)>, bool), Unavailable> {
     let params = LogParams {
         container: Some(container.to_string()),
         previous,
@@ -215,7 +225,7 @@ async fn read_head(
     };
     let text = match api.logs(pod, &params).await {
         Ok(text) => text,
-        Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => return Ok(None),
+        Err(kube::Error::Api(s)) if s.code == 400 || s.code == 404 => return Ok((None, true)),
         Err(e) => {
             return Err(obstacle(
                 &e,
@@ -224,7 +234,8 @@ async fn read_head(
             ));
         }
     };
-    Ok(shows_kopf(pod, text.as_bytes()))
+    let settled = previous || i64::try_from(text.len()).unwrap_or(i64::MAX) >= HEAD_BYTES;
+    Ok((shows_kopf(pod, text.as_bytes()), settled))
 }
 
 /// What a log's text shows of kopf: `None` when no line is one only kopf writes.
@@ -243,12 +254,9 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
     let signed: Vec<&kopf_log::Record> = records.iter().filter(|r| only_kopf_writes(r)).collect();
     let (example, kopf_lines) = match signed.first() {
         Some(first) => (first.message.clone(), signed.len() as u64),
-        // kopf started from Python with `logging.basicConfig()` instead of kopf's own
-        // formats; or kopf died before its first line (an ImportError in the operator's
-        // code), and the traceback runs through kopf's own loader.
-        None => basic_config_line(text)
-            .or_else(|| kopf_frame(text))
-            .map(|l| (l, 1))?,
+        // kopf died before its first line (an ImportError in the operator's code), and
+        // the traceback runs through kopf's own loader.
+        None => kopf_frame(text).map(|l| (l, 1))?,
     };
     Some((
         LogRecognition {
@@ -256,38 +264,69 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
             kopf_lines,
             example: clean(&example, MAX_QUOTED_REASON_BYTES),
             implicit_scope,
+            namespaces: object_namespaces(&signed),
+            peering: signed.iter().any(|r| is_peering(r)),
+            kinds: object_kinds(&signed),
         },
         majority_format(&signed),
     ))
 }
 
+/// At most this many namespaces (and as many kinds) are learned from a log's objects.
+const MAX_LOGGED_NAMESPACES: usize = 20;
+
+/// The namespaces of the objects kopf's records name: kopf served objects there. Only
+/// valid namespace names (a log holds anything), at most [`MAX_LOGGED_NAMESPACES`].
+fn object_namespaces(records: &[&kopf_log::Record]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for ns in records
+        .iter()
+        .filter_map(|r| r.object.as_ref()?.namespace.as_deref())
+        .filter(|ns| is_dns_label(ns))
+    {
+        if out.len() >= MAX_LOGGED_NAMESPACES {
+            break;
+        }
+        out.insert(ns.to_string());
+    }
+    out
+}
+
+/// The `apiVersion` and `kind` of the objects kopf's JSON records name, at most
+/// [`MAX_LOGGED_NAMESPACES`] (a log holds anything: the handled resources are looked up
+/// only for kinds the operator's RBAC lets it watch).
+fn object_kinds(records: &[&kopf_log::Record]) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (api_version, kind) in records.iter().filter_map(|r| {
+        let o = r.object.as_ref()?;
+        Some((o.api_version.as_ref()?, o.kind.as_ref()?))
+    }) {
+        if out.len() >= MAX_LOGGED_NAMESPACES {
+            break;
+        }
+        out.insert((api_version.clone(), kind.clone()));
+    }
+    out
+}
+
+/// Whether a record is kopf's peering at work: pausing for or resuming after peers,
+/// a conflict, or a peering task failing or ending (kopf 1.45
+/// `_core/engines/peering.py`). kopf peers only when not standalone.
+fn is_peering(record: &kopf_log::Record) -> bool {
+    use kopf_log::{BackgroundTask, EventKind};
+    match &record.kind {
+        EventKind::PeeringPaused | EventKind::PeeringConflict | EventKind::PeeringResumed => true,
+        EventKind::TaskFailed { task, .. } | EventKind::TaskFinished { task, .. } => matches!(
+            task,
+            BackgroundTask::PeeringKeepAlive | BackgroundTask::PeeringObserver
+        ),
+        _ => false,
+    }
+}
+
 /// kopf's warning when neither namespaces nor cluster-wide are given (a Python
 /// `FutureWarning` on stderr, kopf 1.45 `_core/reactor/running.py`).
 const SCOPE_WARNING: &[u8] = b"Absence of either namespaces or cluster-wide flag";
-
-/// A line of one of kopf's loggers in Python's `logging.basicConfig()` format
-/// (`INFO:kopf.objects:Handler 'x' succeeded.`), as an operator that calls `kopf.run()`
-/// and configures logging itself writes them.
-fn basic_config_line(text: &[u8]) -> Option<String> {
-    const LEVELS: [&str; 5] = ["DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:"];
-    text.split(|&b| b == b'\n')
-        .map(String::from_utf8_lossy)
-        .find(|line| {
-            // The kubelet's timestamp, when the log was read with one, comes first.
-            let line = line.split_once(' ').map_or(line.as_ref(), |(first, rest)| {
-                if first.ends_with('Z') && first.contains('T') {
-                    rest
-                } else {
-                    line
-                }
-            });
-            LEVELS.iter().any(|l| {
-                line.strip_prefix(l)
-                    .is_some_and(|r| r.starts_with("kopf.") || r.starts_with("kopf:"))
-            })
-        })
-        .map(|line| line.trim().to_string())
-}
 
 /// A traceback frame in kopf's own package (`File ".../site-packages/kopf/..."`).
 fn kopf_frame(text: &[u8]) -> Option<String> {
@@ -302,7 +341,9 @@ fn kopf_frame(text: &[u8]) -> Option<String> {
 
 /// A record only kopf writes: one of kopf's message templates (a handler's or
 /// activity's outcome, a retry, peering, a denial kopf reports), a line whose wording
-/// dates a kopf version, or kopf's `full` format with one of kopf's own loggers.
+/// dates a kopf version, or one of kopf's own loggers named in kopf's `full` format or
+/// in Python's `basicConfig` format (kopf started from Python, its logging set up by
+/// the operator).
 fn only_kopf_writes(record: &kopf_log::Record) -> bool {
     if record.format.is_none() {
         return false;
@@ -311,11 +352,13 @@ fn only_kopf_writes(record: &kopf_log::Record) -> bool {
         record.kind,
         kopf_log::EventKind::Other | kopf_log::EventKind::ScopeFutureWarning
     );
-    let kopf_logger = record.format == Some(KopfLogFormat::Full)
-        && record
-            .logger
-            .as_deref()
-            .is_some_and(|l| l == "kopf" || l.starts_with("kopf."));
+    let kopf_logger = matches!(
+        record.format,
+        Some(KopfLogFormat::Full | KopfLogFormat::Basic)
+    ) && record
+        .logger
+        .as_deref()
+        .is_some_and(|l| l == "kopf" || l.starts_with("kopf."));
     template || record.version.is_some() || kopf_logger
 }
 
@@ -326,6 +369,7 @@ fn majority_format(records: &[&kopf_log::Record]) -> KopfLogFormat {
         KopfLogFormat::Full,
         KopfLogFormat::Json,
         KopfLogFormat::Plain,
+        KopfLogFormat::Basic,
     ]
     .into_iter()
     .max_by_key(|f| count(*f))

@@ -85,20 +85,37 @@ fn cross_namespace_needs_the_allowance() {
 
 #[test]
 fn served_namespaces_within_the_reach() {
+    use crate::model::kopf_run::Peering;
+    use crate::model::testing::run;
+    let served = |scope: Scope| Namespaces::served(&run(scope, Peering::Auto), "own");
     let own = reach("a", false);
-    let only_a = Namespaces::served(&Scope::Namespaced(vec!["a".into()]), "own");
+    let only_a = served(Scope::Namespaced(vec!["a".into()]));
     assert!(only_a.within(&own));
-    let a_and_b = Namespaces::served(&Scope::Namespaced(vec!["a".into(), "b".into()]), "own");
+    let a_and_b = served(Scope::Namespaced(vec!["a".into(), "b".into()]));
     assert!(!a_and_b.within(&own));
     assert!(a_and_b.within(&reach("a", true)));
+    assert_eq!(served(Scope::ClusterWide), Namespaces::All);
     assert_eq!(
-        Namespaces::served(&Scope::ClusterWide, "own"),
-        Namespaces::All
-    );
-    assert_eq!(
-        Namespaces::served(&Scope::Namespaced(vec!["a*".into()]), "own"),
+        served(Scope::Namespaced(vec!["a*".into()])),
         Namespaces::All
     );
     assert!(!Namespaces::All.within(&own));
     assert!(!own.may_read(None), "cluster-scoped objects are outside");
+}
+
+#[test]
+fn with_the_scope_unknown_the_namespaces_its_log_names_are_served_too() {
+    use crate::model::testing::logged_run;
+    let served = Namespaces::served(&logged_run(&["own", "team-b"]), "own");
+    assert_eq!(
+        served,
+        Namespaces::Only(["own".to_string(), "team-b".to_string()].into())
+    );
+    // Reading team-b needs the allowance: the area then says so, it is not skipped.
+    assert!(!served.within(&reach("own", false)));
+    assert!(served.within(&reach("own", true)));
+    assert_eq!(
+        Namespaces::served(&logged_run(&[]), "own"),
+        Namespaces::Only(["own".to_string()].into())
+    );
 }

@@ -17,6 +17,10 @@ pub(crate) enum HandledSource {
     Events,
     /// A kopf handler in the operator's Python source names it (`kopf-audit lint`).
     Source,
+    /// A resource whose objects kopf's JSON log records name (their `object`'s
+    /// `apiVersion` and `kind`), and that the operator's rules let it watch (learned
+    /// when its rules are wildcards or name core kinds only).
+    LogObjects,
 }
 
 impl HandledSource {
@@ -28,6 +32,7 @@ impl HandledSource {
             HandledSource::Log => "the operator's log",
             HandledSource::Events => "kopf's Events",
             HandledSource::Source => "the source's handlers",
+            HandledSource::LogObjects => "kopf's JSON log",
         }
     }
 
@@ -48,6 +53,9 @@ impl HandledSource {
                 "it is inferred as handled: kopf posted Events about its objects, and the operator's RBAC lets it watch them"
             }
             HandledSource::Source => "a kopf handler in the operator's source names it",
+            HandledSource::LogObjects => {
+                "it is inferred as handled: kopf's JSON log records name its objects, and the operator's RBAC lets it watch them"
+            }
         }
     }
 }
@@ -75,6 +83,12 @@ impl HandledResource {
     /// Whether an object of this group and kind is of this resource.
     pub(crate) fn is_kind(&self, group: &str, kind: &str) -> bool {
         self.group == group && self.kind.as_deref() == Some(kind)
+    }
+
+    /// Whether this is core Secrets, whose objects the auditor never reads: they carry
+    /// credentials and data, whatever kopf left on them.
+    pub(crate) fn is_secrets(&self) -> bool {
+        self.group.is_empty() && self.plural == "secrets"
     }
 }
 

@@ -1,12 +1,15 @@
 //! How a container runs kopf, read from its command, args and environment: kopf states
 //! neither its namespaces nor its peering mode in its logs at INFO, so the pod spec is
-//! the only place to learn them (`kopf run --help`, kopf 1.45 `cli.py`; every option
-//! also reads `KOPF_RUN_<OPTION>`).
+//! the only place to learn them for sure (`kopf run --help`, kopf 1.45 `cli.py`; every
+//! option also reads `KOPF_RUN_<OPTION>`). When the command line hides them, the log
+//! tells a lower bound: the namespaces of the objects it names, and whether peering is
+//! at work.
 
 use super::names::is_dns_label;
 use super::source::{Literal, PyStart};
 use k8s_openapi::api::core::v1::Container;
 pub(crate) use kopf_log::LogFormat as KopfLogFormat;
+use std::collections::BTreeSet;
 
 /// Which namespaces the operator serves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -292,6 +295,15 @@ pub(crate) struct LogRecognition {
     pub(crate) example: String,
     /// kopf's `FutureWarning` that neither namespaces nor cluster-wide were given.
     pub(crate) implicit_scope: bool,
+    /// The namespaces of the objects kopf's records name (`[namespace/name]`, or a JSON
+    /// record's `object`): kopf serves at least these (bounded, valid names only).
+    pub(crate) namespaces: BTreeSet<String>,
+    /// kopf's peering records (pausing for or resuming after peers, conflicts, a
+    /// peering task failing): peering is on, so kopf does not run standalone.
+    pub(crate) peering: bool,
+    /// The `apiVersion` and `kind` of the objects kopf's JSON records name (bounded):
+    /// kinds kopf handles, if the operator's RBAC lets it watch them.
+    pub(crate) kinds: BTreeSet<(String, String)>,
 }
 
 impl RunOrigin {
@@ -327,6 +339,18 @@ pub(crate) struct KopfRun {
     pub(crate) verbosity: (Verbosity, Option<String>),
     /// The `--liveness` URL, if any.
     pub(crate) liveness: Option<String>,
+}
+
+impl KopfRun {
+    /// The namespaces kopf is known to serve by name: its `-n` values that name one
+    /// namespace each; with the scope unknown, those its log names objects in (kopf
+    /// serves at least these). Empty for cluster-wide.
+    pub(crate) fn served_names(&self) -> Vec<String> {
+        match (&self.scope, &self.origin) {
+            (Scope::Unknown, RunOrigin::Log(seen)) => seen.namespaces.iter().cloned().collect(),
+            (scope, _) => scope.specific_names(),
+        }
+    }
 }
 
 /// The containers of a Deployment's pod template: where kopf is looked for.
@@ -395,12 +419,12 @@ pub(crate) fn from_log(
 ) -> KopfRun {
     let mut run = KopfRun {
         container: container.name.clone(),
+        origin: RunOrigin::CommandLine,
         scope: if seen.implicit_scope {
             Scope::Implicit
         } else {
             Scope::Unknown
         },
-        origin: RunOrigin::Log(seen),
         peering: Peering::Unknown,
         priority: None,
         dev: false,
@@ -408,7 +432,14 @@ pub(crate) fn from_log(
         verbosity: (Verbosity::Normal, None),
         liveness: None,
     };
+    let peering_seen = seen.peering;
+    run.origin = RunOrigin::Log(seen);
     apply_env(&mut run, container, namespace);
+    // Peering at work: `--standalone` was not given (its name, if `--peering` named
+    // one, is not in kopf's peering lines).
+    if run.peering == Peering::Unknown && peering_seen {
+        run.peering = Peering::Auto;
+    }
     run
 }
 

@@ -114,6 +114,11 @@ fn served_namespaces(run: &KopfRun, own: &str) -> BTreeMap<String, Option<String
             own.to_string(),
             Some(" (the command line does not show kopf's namespaces: checked in the operator's own namespace)".into()),
         );
+        for name in run.served_names() {
+            out.entry(name).or_insert_with(|| {
+                Some(" (the command line does not show kopf's namespaces: its log names objects in this one)".into())
+            });
+        }
     }
     if let Scope::Namespaced(values) = &run.scope {
         let specific = run.scope.specific_names();
@@ -139,7 +144,7 @@ fn served_namespaces(run: &KopfRun, own: &str) -> BTreeMap<String, Option<String
 /// this audit asks about.
 pub(crate) fn binding_namespaces(run: &KopfRun, own_namespace: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::from([own_namespace.to_string()]);
-    out.extend(run.scope.specific_names());
+    out.extend(run.served_names());
     out
 }
 

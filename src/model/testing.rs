@@ -19,9 +19,38 @@ pub(crate) fn run(scope: Scope, peering: Peering) -> KopfRun {
     }
 }
 
+/// A run recognised by its log (scope unknown) whose log names objects in these
+/// namespaces.
+pub(crate) fn logged_run(namespaces: &[&str]) -> KopfRun {
+    let mut run = run(Scope::Unknown, Peering::Unknown);
+    run.origin = RunOrigin::Log(super::kopf_run::LogRecognition {
+        pod: "op-0".into(),
+        kopf_lines: 2,
+        example: "Activity 'login_via_client' succeeded.".into(),
+        implicit_scope: false,
+        namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+        peering: false,
+        kinds: Default::default(),
+    });
+    run
+}
+
 /// `-n` with these values.
 pub(crate) fn ns(names: &[&str]) -> Scope {
     Scope::Namespaced(names.iter().map(|s| s.to_string()).collect())
+}
+
+/// Core Secrets, as learned from kopf's Events.
+pub(crate) fn secrets() -> HandledResource {
+    HandledResource {
+        group: String::new(),
+        version: "v1".into(),
+        plural: "secrets".into(),
+        kind: Some("Secret".into()),
+        namespaced: true,
+        crd: None,
+        source: HandledSource::Events,
+    }
 }
 
 /// The custom resource `widgets.example.com` (kind Widget), inferred from RBAC.

@@ -641,6 +641,74 @@ async fn a_namespaced_install_audits_its_namespace_with_a_role_and_reads_nothing
 }
 
 #[tokio::test]
+async fn with_the_charts_rbac_handled_secrets_are_not_sampled_and_not_forbidden() {
+    // An operator that handles core Secrets, audited with the chart's RBAC (no Secrets
+    // read, on purpose): the persistence area says the Secrets are never read, and
+    // asks for no permission.
+    let admin = support::admin_client().await;
+    ensure_crd(&admin).await;
+    let release_ns = TestNamespace::create(&admin, "chartsec").await;
+    let release = format!("r{}", release_ns.name.trim_start_matches("e2e-chartsec-"));
+    let fullname = format!("{release}-kopf-audit");
+    let watched = TestNamespace::create(&admin, "wildcard-secrets").await;
+    let _kopf = Fixture::start("wildcard-secrets", &watched.name, None);
+    let values = values_file(
+        &release,
+        serde_json::json!({"watchNamespace": watched.name, "rbac": {"namespaced": true}}),
+    );
+    let objects = render(
+        &release,
+        &release_ns.name,
+        &["--values", values.to_str().expect("utf-8 path")],
+    );
+    let all: Vec<&Value> = objects.iter().collect();
+    let _cleanup = cleanup_of(&all);
+    apply(&all);
+    let kubeconfig = support::token_kubeconfig(&admin, &release_ns.name, &fullname).await;
+
+    let deployment = fixture_deployment(&admin, &watched.name).await;
+    let _auditor = Auditor::start(&kubeconfig, &watched.name, &[]);
+    create_audit(&admin, &watched.name, "audit", &deployment).await;
+    let audits: Api<KopfAudit> = Api::namespaced(admin.clone(), &watched.name);
+    let status = wait_for(
+        "PersistenceCompliant: the Secrets not sampled",
+        Duration::from_secs(120),
+        || {
+            let audits = audits.clone();
+            async move {
+                let status = audits.get("audit").await.ok()?.status?;
+                let persistence = status
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == "PersistenceCompliant")?;
+                persistence
+                    .message
+                    .contains("core Secrets only")
+                    .then_some(status)
+            }
+        },
+    )
+    .await;
+    let persistence = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "PersistenceCompliant")
+        .expect("PersistenceCompliant");
+    assert_ne!(persistence.reason, "Forbidden", "{persistence:#?}");
+    assert_ne!(persistence.status, "True", "{persistence:#?}");
+    assert!(
+        !persistence.message.contains("grant it"),
+        "{persistence:#?}"
+    );
+    if persistence.status == "Unknown" {
+        assert_eq!(persistence.reason, "SecretsNotSampled", "{persistence:#?}");
+    }
+    say(format!("with the chart's RBAC: {}", persistence.message));
+    let _ = std::fs::remove_file(&values);
+    let _ = std::fs::remove_file(&kubeconfig);
+}
+
+#[tokio::test]
 async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_read_secrets() {
     let admin = support::admin_client().await;
     ensure_crd(&admin).await;

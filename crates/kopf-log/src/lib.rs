@@ -101,15 +101,23 @@ pub enum LogFormat {
     Plain,
     /// One JSON object per line (`message`, `timestamp`, `severity`, `object`, `exc_info`).
     Json,
+    /// Python's own logging: `INFO:kopf.objects:message` (`logging.basicConfig()`'s
+    /// default) or a custom format with the level next to kopf's logger
+    /// (`2026-12-01 10:00:00,000 INFO [kopf.objects] message`): kopf started from
+    /// Python (`kopf.run()`) with logging set up by the operator, not by kopf. No object
+    /// prefix. Not a `--log-format` value.
+    Basic,
 }
 
 impl LogFormat {
-    /// The value of kopf's `--log-format` flag (`full`, `plain`, `json`).
+    /// The value of kopf's `--log-format` flag (`full`, `plain`, `json`), or `basic`
+    /// for [`LogFormat::Basic`].
     pub fn as_str(self) -> &'static str {
         match self {
             LogFormat::Full => "full",
             LogFormat::Plain => "plain",
             LogFormat::Json => "json",
+            LogFormat::Basic => "basic",
         }
     }
 
@@ -167,7 +175,7 @@ impl Level {
 ///
 /// Exists so that checks can correlate log failures with the object's Events
 /// (`events.silent-failures`). Text formats give only `[namespace/name]`
-/// (or `[name]` for cluster-scoped objects); JSON adds `kind` and `uid`.
+/// (or `[name]` for cluster-scoped objects); JSON adds `apiVersion`, `kind` and `uid`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ObjectRef {
     /// The namespace; `None` for cluster-scoped objects.
@@ -178,6 +186,9 @@ pub struct ObjectRef {
     pub kind: Option<String>,
     /// The object's `metadata.uid` (JSON format only).
     pub uid: Option<String>,
+    /// The object's `apiVersion`, `group/version` or `version` for core kinds (JSON
+    /// format only).
+    pub api_version: Option<String>,
 }
 
 /// The kind of kopf handler named in a message: kopf writes

@@ -9,6 +9,7 @@
 //! - [`records`](mod@records): the iterator over a [`BufRead`](std::io::BufRead);
 //! - [`options`]: options, counters and the routine mode.
 
+mod basic;
 mod bounded;
 mod full;
 mod json;
@@ -27,6 +28,7 @@ use crate::redact::strip_ansi_into;
 use crate::time::{HourCache, Timestamp};
 use crate::version::{self, VersionSignal};
 use crate::{EventKind, Level, LogFormat, Record};
+use basic::{BasicHeader, is_basic_header, parse_basic};
 use bounded::bounded_redacted;
 use full::{FullHeader, is_full_header, parse_full};
 use kubelet::strip_kubelet;
@@ -546,6 +548,16 @@ impl Parser {
                 version: version(tag, rest),
             });
         }
+        if let Some(h) = parse_basic(l) {
+            let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
+            let tag = self.finders.quick_routine(rest)?;
+            return Some(Quick {
+                kopf: true,
+                accepts: !matches!(h.level, Level::Debug | Level::Info),
+                debug: h.level == Level::Debug,
+                version: version(tag, rest),
+            });
+        }
         if is_traceback_start(l) {
             return None;
         }
@@ -599,7 +611,7 @@ impl Parser {
             Trace::Frames => {
                 if blank || indented || tb_start || chain {
                     true
-                } else if is_full_header(l) || l.first() == Some(&b'{') {
+                } else if is_full_header(l) || l.first() == Some(&b'{') || is_basic_header(l) {
                     false
                 } else {
                     p.trace = Trace::AfterException;
@@ -612,7 +624,7 @@ impl Parser {
                 } else if tb_start || chain {
                     p.trace = Trace::Frames;
                     true
-                } else if is_full_header(l) || l.first() == Some(&b'{') {
+                } else if is_full_header(l) || l.first() == Some(&b'{') || is_basic_header(l) {
                     false
                 } else {
                     // A multi-line exception message continues right after the
@@ -682,7 +694,16 @@ impl Parser {
                 let logger = own(whole, logger.trim_ascii_end());
                 (Some(LogFormat::Full), Some(ts), Some(logger), level, msg)
             }
-            None => (None, kubelet, None, None, l),
+            None => match parse_basic(l) {
+                Some(BasicHeader { level, logger, msg }) => (
+                    Some(LogFormat::Basic),
+                    kubelet,
+                    Some(own(whole, logger)),
+                    Some(level),
+                    msg,
+                ),
+                None => (None, kubelet, None, None, l),
+            },
         };
         let (object, msg) = match parse_prefix(msg, whole) {
             Some((o, rest)) => (Some(o), rest),

@@ -237,11 +237,36 @@ fn every_template_in_json_format() {
         let o = r.object.expect("object");
         assert_eq!(o.kind.as_deref(), Some("KopfExample"));
         assert_eq!(o.uid.as_deref(), Some("u-1"));
+        assert_eq!(o.api_version.as_deref(), Some("kopf.dev/v1"));
         assert_eq!(o.namespace.as_deref(), Some("ns"));
         assert_eq!(
             r.timestamp.map(|t| t.to_string()).as_deref(),
             Some("2026-11-30T02:41:55.039412Z")
         );
+    }
+}
+
+/// The object's `apiVersion` is read whichever way the line is parsed: the fast path
+/// for simple lines, serde for a line with `exc_info`.
+#[test]
+fn a_json_objects_api_version_is_read_on_both_paths() {
+    for exc_info in [
+        None,
+        Some("Traceback (most recent call last):\nValueError: x"),
+    ] {
+        let mut line = serde_json::json!({
+            "message": "Handler 'x' failed with an exception. Will retry.",
+            "timestamp": "2026-11-30T02:41:55.039412+00:00",
+            "object": {"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "u-2", "namespace": "ns"},
+            "severity": "error",
+        });
+        if let Some(e) = exc_info {
+            line["exc_info"] = e.into();
+        }
+        let r = one(&line.to_string());
+        let o = r.object.expect("object");
+        assert_eq!(o.api_version.as_deref(), Some("v1"), "{exc_info:?}");
+        assert_eq!(o.kind.as_deref(), Some("Secret"), "{exc_info:?}");
     }
 }
 
@@ -383,14 +408,21 @@ fn full_header_variants() {
     );
     let o = r.object.expect("object");
     assert_eq!((o.namespace, o.name.as_str()), (None, "cluster-thing"));
-    // Broken headers fall back to plain / non-kopf.
+    // Broken headers are not `full`: a level next to kopf's logger still reads as a
+    // Python logging format of kopf's (as a custom `basicConfig` format would write
+    // it), anything else is not kopf's.
     for l in [
         "[2026-13-30 02:41:55,039] kopf.objects         [INFO    ] x",
         "[2026-11-30 02:41:55.039] kopf.objects         [INFO    ] x",
-        "[2026-11-30 02:41:55,039]kopf",
     ] {
-        assert_eq!(one(l).format, None, "{l}");
+        let r = one(l);
+        assert_eq!(
+            (r.format, r.message.as_str()),
+            (Some(LogFormat::Basic), "x"),
+            "{l}"
+        );
     }
+    assert_eq!(one("[2026-11-30 02:41:55,039]kopf").format, None);
 }
 
 #[test]

@@ -235,9 +235,17 @@ async fn with_wildcard_or_core_only_rules_the_kinds_kopf_posted_about_are_learne
     };
 
     let wildcard = [binding(vec![rule(&["*"], &["*"], &["*"])])];
-    let learned = posted_about(&client, &operator_target(), &run, &reach, &wildcard, &cache)
-        .await
-        .expect("learned");
+    let learned = posted_about(
+        &client,
+        &operator_target(),
+        &run,
+        None,
+        &reach,
+        &wildcard,
+        &cache,
+    )
+    .await
+    .expect("learned");
     assert_eq!(
         names(&learned),
         vec!["/v1/secrets Events", "example.com/v1/widgets Events"]
@@ -253,6 +261,7 @@ async fn with_wildcard_or_core_only_rules_the_kinds_kopf_posted_about_are_learne
         &client,
         &operator_target(),
         &run,
+        None,
         &reach,
         &core_only,
         &cache,
@@ -262,4 +271,64 @@ async fn with_wildcard_or_core_only_rules_the_kinds_kopf_posted_about_are_learne
     assert_eq!(names(&learned), vec!["/v1/secrets Events"]);
     assert_eq!(learned[0].kind.as_deref(), Some("Secret"));
     assert!(learned[0].crd.is_none());
+}
+
+#[tokio::test]
+async fn the_kinds_kopfs_json_log_names_are_learned_when_its_rules_let_it_watch_them() {
+    use crate::model::kopf_run::{Peering, Scope};
+    // No Event at all: kopf's JSON records alone name a Widget and a Secret.
+    let (client, _api) = crate::testing::FakeApi::start("ns", |method, path, body| {
+        if path.starts_with("/api/v1/namespaces/ns/events?") {
+            return crate::testing::json(
+                http::StatusCode::OK,
+                serde_json::json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": []}),
+            );
+        }
+        kopf_posted(method, path, body)
+    });
+    let run = crate::model::testing::run(Scope::Unknown, Peering::Unknown);
+    let reach = Reach {
+        own: "ns".into(),
+        cross_namespace: false,
+        reader: "ns/audit".into(),
+    };
+    let mut parser = kopf_log::Parser::default();
+    let mut records = Vec::new();
+    for (api_version, kind) in [("example.com/v1", "Widget"), ("v1", "Secret")] {
+        let line = serde_json::json!({
+            "message": "Handler 'sync' succeeded.",
+            "timestamp": "2026-11-30T02:41:55.039412+00:00",
+            "object": {"apiVersion": api_version, "kind": kind, "name": "o", "uid": "u", "namespace": "ns"},
+            "severity": "info",
+        });
+        records.extend(parser.push_line(line.to_string().as_bytes()));
+    }
+    records.extend(parser.finish());
+    let logs = LogEvidence {
+        records,
+        ..Default::default()
+    };
+    let core_only = [binding(vec![rule(
+        &[""],
+        &["secrets"],
+        &["get", "list", "watch", "patch"],
+    )])];
+    let learned = posted_about(
+        &client,
+        &operator_target(),
+        &run,
+        Some(&logs),
+        &reach,
+        &core_only,
+        &RbacReader::default(),
+    )
+    .await
+    .expect("learned");
+    let names: Vec<String> = learned
+        .iter()
+        .map(|h| format!("{}/{}/{} {:?}", h.group, h.version, h.plural, h.source))
+        .collect();
+    // Its rules do not let it watch Widgets, so kopf cannot serve them: as for the
+    // kinds of kopf's Events, only what it may watch is learned.
+    assert_eq!(names, vec!["/v1/secrets LogObjects"]);
 }

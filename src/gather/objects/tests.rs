@@ -214,3 +214,82 @@ async fn an_object_over_its_parse_budget_is_named_not_compared() {
     assert_eq!(usual.name, "usual");
     assert!(usual.handling.diffbase && usual.handling.differs);
 }
+
+fn secrets() -> HandledResource {
+    HandledResource {
+        group: String::new(),
+        version: "v1".into(),
+        plural: "secrets".into(),
+        kind: Some("Secret".into()),
+        namespaced: true,
+        crd: None,
+        source: HandledSource::Events,
+    }
+}
+
+#[tokio::test]
+async fn secrets_are_never_listed_and_the_other_resources_keep_their_index() {
+    let (client, api) = FakeApi::start("ns", pages(3));
+    let samples = gather(
+        &client,
+        &run(),
+        &[secrets(), widgets()],
+        "ns",
+        &reach(),
+        &ObjectPages::default(),
+    )
+    .await
+    .expect("sampled");
+    let paths: Vec<String> = api.take().into_iter().map(|s| s.path).collect();
+    assert!(
+        paths.iter().all(|p| !p.contains("secrets")),
+        "no Secret is read: {paths:?}"
+    );
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    assert_eq!(samples.samples.len(), 3);
+    assert!(
+        samples.samples.iter().all(|s| s.resource == 1),
+        "indexed as in handled"
+    );
+}
+
+#[tokio::test]
+async fn secrets_alone_read_nothing_and_need_no_reach() {
+    let (client, api) = FakeApi::start("ns", pages(3));
+    // Served everywhere, without the cross-namespace allowance: there is nothing to read.
+    let container: Container = serde_json::from_value(serde_json::json!({
+        "name": "operator", "command": ["kopf", "run", "-A", "op.py"]
+    }))
+    .expect("container");
+    let run = crate::model::kopf_run::parse_in_namespace(&container, Some("ns")).expect("kopf");
+    let samples = gather(
+        &client,
+        &run,
+        &[secrets()],
+        "ns",
+        &reach(),
+        &ObjectPages::default(),
+    )
+    .await
+    .expect("nothing to sample is no obstacle");
+    assert!(samples.samples.is_empty() && samples.over_budget.is_empty());
+    assert!(api.take().is_empty(), "no request at all");
+}
+
+#[tokio::test]
+async fn with_nothing_handled_the_reach_still_decides() {
+    let (client, api) = FakeApi::start("ns", pages(3));
+    let container: Container = serde_json::from_value(serde_json::json!({
+        "name": "operator", "command": ["kopf", "run", "-A", "op.py"]
+    }))
+    .expect("container");
+    let run = crate::model::kopf_run::parse_in_namespace(&container, Some("ns")).expect("kopf");
+    let refused = gather(&client, &run, &[], "ns", &reach(), &ObjectPages::default())
+        .await
+        .expect_err("every namespace is beyond the reach");
+    assert_eq!(
+        refused.why,
+        crate::model::evidence::Obstacle::OutsideNamespace
+    );
+    assert!(api.take().is_empty());
+}

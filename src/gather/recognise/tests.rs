@@ -57,9 +57,21 @@ fn other_programs_logs_are_not_kopf() {
 #[test]
 fn kopf_logging_through_pythons_basic_config_is_kopf() {
     let log = b"INFO:kopf.activities.startup:Activity 'configure' succeeded.\nERROR:kopf.objects:Handler 'provision' failed permanently: no\n";
-    let (seen, _) = shows_kopf("op-0", log).expect("kopf's loggers by name");
-    assert!(seen.example.contains("kopf.objects") || seen.example.contains("kopf.activities"));
+    let (seen, format) = shows_kopf("op-0", log).expect("kopf's loggers by name");
+    assert_eq!(format, KopfLogFormat::Basic);
+    assert_eq!(seen.kopf_lines, 2, "both are kopf's records");
+    assert!(
+        seen.example.contains("Activity 'configure' succeeded."),
+        "{}",
+        seen.example
+    );
     assert!(shows_kopf("app-0", b"INFO:myapp.server:listening\n").is_none());
+    // A custom `basicConfig(format=...)`, as operators started with kopf.run() set.
+    let custom =
+        b"2026-12-01 10:00:00,000 INFO [kopf.activities.startup] Activity 'configure' succeeded.\n";
+    let (seen, format) = shows_kopf("op-0", custom).expect("kopf's logger next to a level");
+    assert_eq!(format, KopfLogFormat::Basic);
+    assert_eq!(seen.example, "Activity 'configure' succeeded.");
 }
 
 #[test]
@@ -95,4 +107,77 @@ fn verdicts_are_remembered_and_forgotten() {
     ));
     verdicts.forget_unused(now + jiff::SignedDuration::from_secs(2 * 3600));
     assert!(verdicts.get(&instance, now).is_none());
+}
+
+#[test]
+fn the_namespaces_of_kopfs_objects_and_its_peering_lines_are_learned() {
+    let log = b"[2026-12-01 10:00:00,000] kopf.objects         [INFO    ] [team-a/w1] Handler 'reconcile' succeeded.\n[2026-12-01 10:00:01,000] kopf.objects         [INFO    ] [team-b/w2] Handler 'reconcile' succeeded.\n[2026-12-01 10:00:02,000] kopf.objects         [INFO    ] [cluster-thing] Handler 'reconcile' succeeded.\n[2026-12-01 10:00:03,000] kopf.objects         [INFO    ] [Not_A_Namespace/w3] Handler 'reconcile' succeeded.\n";
+    let (seen, _) = shows_kopf("op-0", log).expect("kopf");
+    assert_eq!(
+        seen.namespaces,
+        ["team-a".to_string(), "team-b".to_string()].into(),
+        "valid names of namespaced objects only"
+    );
+    assert!(!seen.peering);
+    let paused = b"[2026-12-01 10:00:00,000] kopf._core.engines.peering [INFO    ] Pausing operations in favour of [Peer(id='laptop', priority=666)].\n";
+    let (seen, _) = shows_kopf("op-0", paused).expect("kopf");
+    assert!(seen.peering);
+    assert!(seen.namespaces.is_empty());
+}
+
+/// A target whose Deployment hides kopf, with one running pod `op-0`.
+fn hidden_target() -> TargetEvidence {
+    let deployment: k8s_openapi::api::apps::v1::Deployment =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "op", "namespace": "ns"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [
+                {"name": "operator", "image": "example.com/op:1"}
+            ]}}}
+        }))
+        .expect("deployment");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "op-0", "namespace": "ns", "uid": "u-0"},
+        "status": {"containerStatuses": [{
+            "name": "operator", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+            "state": {"running": {}}
+        }]}
+    }))
+    .expect("pod");
+    TargetEvidence::new(deployment, vec![pod], None)
+}
+
+#[tokio::test]
+async fn a_kopf_verdict_is_read_again_until_its_head_is_full() {
+    use crate::testing::FakeApi;
+    let line = "[2026-12-01 10:00:00,000] kopf.objects         [INFO    ] [ns/w1] Handler 'reconcile' succeeded.\n";
+    for (lines, reads) in [(3, 2), (HEAD_BYTES as usize / line.len() + 1, 1)] {
+        let log = line.repeat(lines);
+        let (client, api) = FakeApi::start("ns", move |_, _, _| {
+            http::Response::new(kube::client::Body::from(log.clone().into_bytes()))
+        });
+        let verdicts = Verdicts::default();
+        let target = hidden_target();
+        for _ in 0..2 {
+            let Recognised::Kopf(run) = recognise(&client, &verdicts, &target, None).await else {
+                panic!("kopf");
+            };
+            assert_eq!(run.served_names(), vec!["ns"]);
+        }
+        let seen = api.take();
+        assert_eq!(seen.len(), reads, "{lines} lines: {seen:?}");
+        assert!(seen.iter().all(|s| s.path.contains("/pods/op-0/log")));
+    }
+}
+
+#[test]
+fn the_kinds_of_the_objects_kopfs_json_records_name_are_learned() {
+    let log = br#"{"message": "Handler 'sync' succeeded.", "timestamp": "2026-11-30T02:41:55.039412+00:00", "object": {"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "u", "namespace": "team-a"}, "severity": "info"}
+"#;
+    let (seen, format) = shows_kopf("op-0", log).expect("kopf");
+    assert_eq!(format, KopfLogFormat::Json);
+    assert_eq!(
+        seen.kinds,
+        [("v1".to_string(), "Secret".to_string())].into()
+    );
+    assert_eq!(seen.namespaces, ["team-a".to_string()].into());
 }

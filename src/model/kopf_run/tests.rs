@@ -256,12 +256,30 @@ fn kopf_run_variables_from_the_pods_namespace_count_however_kopf_is_started() {
         kopf_lines: 2,
         example: "Activity 'login_via_client' succeeded.".into(),
         implicit_scope: false,
+        namespaces: Default::default(),
+        peering: false,
+        kinds: Default::default(),
     };
     let hidden = from_log(&c, Some("team-a"), seen.clone(), KopfLogFormat::Full);
     assert_eq!(hidden.scope, written.scope);
     assert_eq!(hidden.peering, Peering::Unknown);
     c.env = None;
-    let unknown = from_log(&c, Some("team-a"), seen, KopfLogFormat::Full);
+    let unknown = from_log(&c, Some("team-a"), seen.clone(), KopfLogFormat::Full);
     assert_eq!(unknown.scope, Scope::Unknown);
     assert!(!unknown.origin.flags_known());
+    assert!(unknown.served_names().is_empty());
+    // kopf's peering lines and its objects' namespaces are what the log tells.
+    let told = LogRecognition {
+        namespaces: ["team-a".to_string(), "team-b".to_string()].into(),
+        peering: true,
+        ..seen
+    };
+    let learned = from_log(&c, Some("team-a"), told, KopfLogFormat::Full);
+    assert_eq!(learned.peering, Peering::Auto);
+    assert_eq!(
+        learned.scope,
+        Scope::Unknown,
+        "a lower bound, not the scope"
+    );
+    assert_eq!(learned.served_names(), vec!["team-a", "team-b"]);
 }

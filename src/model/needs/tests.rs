@@ -275,3 +275,40 @@ fn an_unknown_scope_asks_only_about_the_operators_own_namespace() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn an_unknown_scope_asks_too_about_the_namespaces_its_log_names() {
+    let logged = crate::model::testing::logged_run(&["op", "team-b"]);
+    let n = needs(
+        &logged,
+        Some(&[widget(true, true)]),
+        "op",
+        &PeeringCrds::default(),
+    );
+    let lines = lines(&n);
+    for ns in ["op", "team-b"] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!(
+                "rbac.handled-resources watch:error widgets.example.com {ns}"
+            ))),
+            "{ns}: {lines:#?}"
+        );
+    }
+    assert!(
+        !lines.iter().any(|l| l.starts_with("rbac.peering")),
+        "{lines:#?}"
+    );
+    let team_b = n
+        .iter()
+        .find(|n| n.permission(n.verbs[0].0).namespace.as_deref() == Some("team-b"))
+        .expect("a need in team-b");
+    assert!(
+        team_b
+            .scope_note
+            .as_deref()
+            .is_some_and(|note| note.contains("its log names objects")),
+        "{:?}",
+        team_b.scope_note
+    );
+    assert!(binding_namespaces(&logged, "op").contains("team-b"));
+}

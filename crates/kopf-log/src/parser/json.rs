@@ -252,6 +252,7 @@ impl<'de> de::Deserialize<'de> for ObjKey {
                     "namespace" => 2,
                     "kind" => 3,
                     "uid" => 4,
+                    "apiVersion" => 5,
                     _ => 0,
                 }))
             }
@@ -266,19 +267,21 @@ impl<'de> Visitor<'de> for ObjectSeed {
         f.write_str("an object reference")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (mut name, mut namespace, mut kind, mut uid) = (None, None, None, None);
+        let (mut name, mut namespace, mut kind, mut uid, mut api_version) =
+            (None, None, None, None, None);
         while let Some(ObjKey(k)) = map.next_key()? {
             match k {
                 1 => name = map.next_value_seed(Lenient)?,
                 2 => namespace = map.next_value_seed(Lenient)?,
                 3 => kind = map.next_value_seed(Lenient)?,
                 4 => uid = map.next_value_seed(Lenient)?,
+                5 => api_version = map.next_value_seed(Lenient)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(object_ref(name, namespace, kind, uid))
+        Ok(object_ref([name, namespace, kind, uid, api_version]))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         Lenient.visit_seq(seq).map(|_| None)
@@ -289,14 +292,11 @@ impl<'de> Visitor<'de> for ObjectSeed {
     scalars_are_none!();
 }
 
-/// kopf's object reference from its JSON fields (each cut at 512 bytes):
-/// none without a name, no namespace when it is empty.
-fn object_ref(
-    name: Option<String>,
-    namespace: Option<String>,
-    kind: Option<String>,
-    uid: Option<String>,
-) -> Option<ObjectRef> {
+/// kopf's object reference from its JSON fields `name, namespace, kind, uid,
+/// apiVersion` (each cut at 512 bytes): none without a name, no namespace when it is
+/// empty.
+fn object_ref(fields: [Option<String>; 5]) -> Option<ObjectRef> {
+    let [name, namespace, kind, uid, api_version] = fields;
     let cap = |s: Option<String>| {
         s.map(|mut s| {
             truncate_string(&mut s, 512);
@@ -308,6 +308,7 @@ fn object_ref(
         name,
         kind: cap(kind),
         uid: cap(uid),
+        api_version: cap(api_version),
     })
 }
 
@@ -332,9 +333,13 @@ fn quick_fields(text: &str, refkey: &str, hours: &HourCache) -> Option<JsonField
     };
     let parsed = |b: Option<&[u8]>| b.and_then(|b| within(text, b));
     let object = match q.object {
-        Some([name, namespace, kind, uid]) => {
-            object_ref(owned(name)?, owned(namespace)?, owned(kind)?, owned(uid)?)
-        }
+        Some([name, namespace, kind, uid, api_version]) => object_ref([
+            owned(name)?,
+            owned(namespace)?,
+            owned(kind)?,
+            owned(uid)?,
+            owned(api_version)?,
+        ]),
         None => None,
     };
     Some(JsonFields {
@@ -367,7 +372,7 @@ struct QuickFields<'a, 'k> {
     seen: u16,
     /// The last top-level key.
     current: Option<Key>,
-    /// The last key in `object`: 0 name, 1 namespace, 2 kind, 3 uid.
+    /// The last key in `object`: 0 name, 1 namespace, 2 kind, 3 uid, 4 apiVersion.
     object_key: Option<usize>,
     /// The keys read in `object`, one bit each.
     object_seen: u8,
@@ -378,8 +383,8 @@ struct QuickFields<'a, 'k> {
     severity: Option<&'a [u8]>,
     levelname: Option<&'a [u8]>,
     logger: Option<&'a [u8]>,
-    /// name, namespace, kind, uid.
-    object: Option<[Option<&'a [u8]>; 4]>,
+    /// name, namespace, kind, uid, apiVersion.
+    object: Option<[Option<&'a [u8]>; 5]>,
 }
 
 impl<'a> Visit<'a> for QuickFields<'a, '_> {
@@ -403,6 +408,7 @@ impl<'a> Visit<'a> for QuickFields<'a, '_> {
                 b"namespace" => Some(1),
                 b"kind" => Some(2),
                 b"uid" => Some(3),
+                b"apiVersion" => Some(4),
                 _ => None,
             };
             if let Some(k) = self.object_key {
@@ -434,7 +440,7 @@ impl<'a> Visit<'a> for QuickFields<'a, '_> {
                 // serde's `ObjectSeed` reads anything but a map as no object.
                 if value == Value::Object {
                     self.in_object = true;
-                    self.object = Some([None; 4]);
+                    self.object = Some([None; 5]);
                 }
                 return Some(());
             }

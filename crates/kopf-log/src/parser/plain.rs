@@ -17,6 +17,7 @@ pub(super) fn parse_prefix<'m>(m: &'m [u8], whole: Option<&str>) -> Option<(Obje
         name: own(whole, name),
         kind: None,
         uid: None,
+        api_version: None,
     };
     Some((obj, rest))
 }

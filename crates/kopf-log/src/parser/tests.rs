@@ -106,3 +106,94 @@ fn an_input_cut_short_ends_at_its_last_whole_word() {
     whole.input_cut_short();
     assert!(whole.finish().is_some_and(|r| !r.truncated));
 }
+
+/// kopf started from Python with `logging.basicConfig()`: its records are parsed as
+/// kopf's (level, logger, kind, traceback), in both routine modes alike; another
+/// program's lines in the same format are not taken for kopf's.
+#[test]
+fn basic_config_records_of_kopfs_loggers_are_kopf_records() {
+    let lines = [
+        "INFO:kopf.activities.startup:Activity 'configure' succeeded.",
+        "ERROR:kopf.objects:Handler 'reconcile' failed with an exception. Will retry.",
+        "Traceback (most recent call last):",
+        "  File \"/app/op.py\", line 9, in reconcile",
+        "    raise ValueError('boom')",
+        "ValueError: boom",
+        "INFO:kopf.objects:Handler 'reconcile' succeeded.",
+        "INFO:urllib3.connectionpool:Starting new HTTPS connection (1): example.com:443",
+    ];
+    let records = parse_lines(&lines);
+    assert_eq!(records.len(), 4, "{records:#?}");
+    let failed = &records[1];
+    assert_eq!(failed.format, Some(LogFormat::Basic));
+    assert_eq!(failed.level, Some(Level::Error));
+    assert_eq!(failed.logger.as_deref(), Some("kopf.objects"));
+    assert!(
+        matches!(failed.kind, EventKind::HandlerFailedWithException { .. }),
+        "{:?}",
+        failed.kind
+    );
+    assert_eq!(failed.traceback.len(), 4, "{:?}", failed.traceback);
+    assert_eq!(records[2].message, "Handler 'reconcile' succeeded.");
+    assert_eq!(records[2].format, Some(LogFormat::Basic));
+    assert_eq!(records[3].format, None, "not kopf's logger");
+
+    // Counting routine records: the failure is still built, the success is not.
+    let mut p = Parser::default().with_routine(Routine::Count);
+    let mut out: Vec<Record> = Vec::new();
+    for l in lines {
+        out.extend(p.push_line(l.as_bytes()));
+    }
+    out.extend(p.finish());
+    assert!(
+        out.iter().any(
+            |r| matches!(r.kind, EventKind::HandlerFailedWithException { .. })
+                && r.traceback.len() == 4
+        ),
+        "{out:#?}"
+    );
+    assert!(
+        !out.iter()
+            .any(|r| r.message == "Handler 'reconcile' succeeded."),
+        "{out:#?}"
+    );
+    assert!(p.stats().kopf_lines >= 3, "{:?}", p.stats());
+}
+
+/// kopf's loggers in custom `logging.basicConfig(format=...)` formats, as operators
+/// started with `kopf.run()` configure them: the level and the `kopf.*` logger are
+/// found in the header, the message after them.
+#[test]
+fn custom_python_formats_of_kopfs_loggers_are_kopf_records() {
+    for line in [
+        "2026-12-01 10:00:00,000 ERROR [kopf.objects] Handler 'provision' failed permanently: no",
+        "2026-12-01 10:00:00,000 [ERROR] kopf.objects: Handler 'provision' failed permanently: no",
+        "kopf.objects - ERROR - Handler 'provision' failed permanently: no",
+        "ERROR:kopf.objects:Handler 'provision' failed permanently: no",
+    ] {
+        let r = parse_lines(&[line]);
+        assert_eq!(r.len(), 1, "{line}");
+        assert_eq!(r[0].format, Some(LogFormat::Basic), "{line}");
+        assert_eq!(r[0].level, Some(Level::Error), "{line}");
+        assert_eq!(r[0].logger.as_deref(), Some("kopf.objects"), "{line}");
+        assert_eq!(
+            r[0].message, "Handler 'provision' failed permanently: no",
+            "{line}"
+        );
+        assert!(
+            matches!(r[0].kind, EventKind::HandlerFailedPermanently { .. }),
+            "{line}: {:?}",
+            r[0].kind
+        );
+    }
+    // Not kopf's logger, no level next to it, or `kopf` in a traceback: not kopf's.
+    for line in [
+        "2026-12-01 10:00:00,000 ERROR [myapp.kopfish] failed",
+        "2026-12-01 10:00:00,000 [myapp] kopf.objects is a logger name ERROR later on, far away from it",
+        "kopf._core.actions.execution.PermanentError: boom",
+        "  File \"/usr/lib/python3/site-packages/kopf/_core/reactor/running.py\", line 1",
+    ] {
+        let r = parse_lines(&[line]);
+        assert_ne!(r[0].format, Some(LogFormat::Basic), "{line}");
+    }
+}

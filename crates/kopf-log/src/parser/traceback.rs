@@ -117,7 +117,7 @@ fn pem_body_line(raw: &[u8], max_bytes: usize) -> String {
 /// `exc_info`), is Python's own output and starts a record of its own.
 pub(super) fn accepts_traceback(rec: &Record) -> bool {
     rec.format != Some(LogFormat::Json)
-        && !(rec.format == Some(LogFormat::Full)
+        && !(matches!(rec.format, Some(LogFormat::Full | LogFormat::Basic))
             && matches!(rec.level, Some(Level::Debug | Level::Info)))
 }
 

@@ -167,6 +167,13 @@ impl Gen {
                     writeln!(out, "{kubelet}{l}").ok();
                 }
             }
+            LogFormat::Basic => {
+                // `logging.basicConfig()`: no time, no object prefix.
+                writeln!(out, "{kubelet}{level}:{logger}:{msg}").ok();
+                for l in &tb {
+                    writeln!(out, "{kubelet}{l}").ok();
+                }
+            }
             LogFormat::Json => {
                 let sev = match level {
                     "WARNING" => "warn".to_string(),
