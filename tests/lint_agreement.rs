@@ -84,8 +84,8 @@ fn lint(dir: &Path) -> BTreeSet<String> {
 /// The `CMD` and `ENTRYPOINT` of a fixture's Dockerfile, as exec words.
 fn dockerfile_words(text: &str, instruction: &str) -> Vec<String> {
     text.lines()
-        .filter_map(|l| l.strip_prefix(instruction))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix(instruction))
         .map(|rest| serde_json::from_str(rest.trim()).expect("exec form"))
         .unwrap_or_default()
 }
