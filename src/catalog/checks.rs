@@ -174,6 +174,10 @@ define_checks! {
     SourceBlockingCall = "source.blocking-call", Source, Warning, "A blocking call (time.sleep, requests, subprocess, the synchronous kubernetes client) in an `async def` handler: it stalls kopf's event loop and every other handler with it.";
     SourceModuleLogger = "source.module-logger", Source, Warning, "A handler logs with a module-level logger: its records carry no object reference, so kopf never posts them as Events. Use the handler's `logger` keyword argument.";
     SourceSettingsOutsideStartup = "source.settings-outside-startup", Source, Warning, "kopf settings are written outside an `@kopf.on.startup` handler: kopf applies the settings its startup handlers set, before it starts watching.";
+    SourcePostingFlood = "source.posting-flood", Source, Warning, "Handlers' log records are posted as Events (kopf before 1.41, or `posting.loggers` on) and `posting.level` is left at INFO: every INFO line of a handler becomes an Event.";
+    SourceSilentFailure = "source.silent-failure", Source, Warning, "A handler raises kopf.TemporaryError or kopf.PermanentError, kopf 1.41+ posts no log record as an Event (`posting.loggers` off), and the handler posts none itself: its failures never reach the object's Events.";
+    SourceTimerPosting = "source.timer-posting", Source, Warning, "A timer posts an Event (kopf.event/info/warn) on every tick: the object's Events fill with the same message.";
+    SourceIndexWorkerLimit = "source.index-worker-limit", Source, Warning, "`@kopf.index` handlers with `queueing.worker_limit` (`batching` before its rename) set: with more indexed objects than workers, kopf's startup waits for indexing forever (kopf issue 1243).";
     SourceUnfilteredBuiltin = "source.unfiltered-builtin", Source, Warning, "A change handler on a built-in kind with no labels/annotations/when/field filter: kopf writes its diff-base annotation onto every such object it serves (on Secrets, with their data).";
 }
 

@@ -4,7 +4,7 @@
 use super::finding;
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::model::source::{Handler, Location, SourceFacts};
+use crate::model::source::{Handler, KopfPin, Literal, Location, SourceFacts};
 
 /// A finding of the source, with where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +25,144 @@ pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
         out.extend(unfiltered_builtin(handler));
     }
     out.extend(settings_outside_startup(facts));
+    out.extend(posting_flood(facts));
+    for handler in &facts.handlers {
+        out.extend(silent_failure(facts, handler));
+        out.extend(timer_posting(handler));
+    }
+    out.extend(index_worker_limit(facts));
     out
+}
+
+/// Whether handlers' log records are posted as Events, and why: kopf before 1.41 posts
+/// every record of the object logger at `posting.level`; from 1.41 only with
+/// `settings.posting.loggers = True` (kopf 1.45 `_cogs/configs/configuration.py`).
+/// `None` when the version is not pinned and no setting decides it: the current kopf
+/// (loggers not posted) is assumed.
+fn loggers_posted(facts: &SourceFacts) -> Option<String> {
+    if facts.setting("posting.enabled") == Some(&Literal::Bool(false)) {
+        return None;
+    }
+    let setting = facts.setting("posting.loggers");
+    match (facts.kopf.as_ref().and_then(KopfPin::has_posting_loggers), setting) {
+        (Some(false), _) => facts.kopf.as_ref().map(|k| {
+            format!(
+                "kopf {} (pinned at {}) posts every record of a handler's logger at posting.level as an Event (posting.loggers arrived in 1.41)",
+                k.version, k.location
+            )
+        }),
+        (_, Some(Literal::Bool(true))) => {
+            Some("settings.posting.loggers = True posts every record of a handler's logger at posting.level as an Event".into())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `posting.level` is left at INFO (or lower): kopf's default is `logging.INFO`.
+fn posting_level_info(facts: &SourceFacts) -> bool {
+    match facts.setting("posting.level") {
+        None => true,
+        Some(Literal::Name(n)) => matches!(
+            n.as_str(),
+            "logging.INFO" | "logging.DEBUG" | "INFO" | "DEBUG"
+        ),
+        Some(Literal::Int(level)) => *level <= 20,
+        Some(Literal::Str(s)) => matches!(s.to_ascii_uppercase().as_str(), "INFO" | "DEBUG"),
+        Some(_) => false,
+    }
+}
+
+/// `source.posting-flood`: at the first INFO record of a handler's logger.
+pub(crate) fn posting_flood(facts: &SourceFacts) -> Option<SourceFinding> {
+    let why = loggers_posted(facts)?;
+    if !posting_level_info(facts) {
+        return None;
+    }
+    let (h, at) = facts.handlers.iter().find_map(|h| {
+        h.kopf_logger_calls
+            .iter()
+            .find(|(method, _)| matches!(method.as_str(), "info" | "debug"))
+            .map(|(_, at)| (h, at))
+    })?;
+    Some(raise(
+        CheckId::SourcePostingFlood,
+        &handler_target(h),
+        at,
+        format!(
+            "{why}, and posting.level is left at INFO: every logger.info() of a handler, like this one in {}(), becomes an Event on its object (events.logging-flood once deployed). Set `settings.posting.level = logging.WARNING` in an @kopf.on.startup handler.",
+            h.function
+        ),
+    ))
+}
+
+/// `source.silent-failure`.
+pub(crate) fn silent_failure(facts: &SourceFacts, h: &Handler) -> Option<SourceFinding> {
+    let (error, at) = h.raises.first()?;
+    if !h.posts.is_empty()
+        || loggers_posted(facts).is_some()
+        || facts.setting("posting.enabled") == Some(&Literal::Bool(false))
+    {
+        return None;
+    }
+    let version = match &facts.kopf {
+        Some(k) => format!("kopf {} (pinned at {})", k.version, k.location),
+        None => "kopf 1.41 and later (no version is pinned: the current kopf is assumed)".into(),
+    };
+    Some(raise(
+        CheckId::SourceSilentFailure,
+        &handler_target(h),
+        at,
+        format!(
+            "Handler {}() raises {error}, but {version} posts log records as Events only with settings.posting.loggers, which is off, and the handler posts none itself: its failures reach only the operator's log, never the object's Events (events.silent-failures once deployed). Call `kopf.warn(body, reason=..., message=...)` before raising, or set `settings.posting.loggers = True` with posting.level WARNING.",
+            h.function
+        ),
+    ))
+}
+
+/// `source.timer-posting`.
+pub(crate) fn timer_posting(h: &Handler) -> Option<SourceFinding> {
+    if !matches!(h.decorator.as_str(), "timer" | "on.timer") {
+        return None;
+    }
+    let (at, _) = h.posts.iter().find(|(_, every_call)| *every_call)?;
+    Some(raise(
+        CheckId::SourceTimerPosting,
+        &handler_target(h),
+        at,
+        format!(
+            "Timer {}() posts an Event on every tick: the object's Events fill with the same message (events.steady-state-spam once deployed). Post only when something changed, or log instead.",
+            h.function
+        ),
+    ))
+}
+
+/// `source.index-worker-limit`.
+pub(crate) fn index_worker_limit(facts: &SourceFacts) -> Option<SourceFinding> {
+    let index = facts
+        .handlers
+        .iter()
+        .find(|h| matches!(h.decorator.as_str(), "index" | "on.index"))?;
+    let (path, limit) = ["queueing.worker_limit", "batching.worker_limit"]
+        .into_iter()
+        .find_map(|p| match facts.setting(p) {
+            Some(Literal::Int(n)) => Some((p, *n)),
+            _ => None,
+        })?;
+    let at = facts
+        .settings
+        .iter()
+        .rev()
+        .find(|s| s.in_startup && s.path == path)
+        .map_or_else(|| index.location.clone(), |s| s.location.clone());
+    Some(raise(
+        CheckId::SourceIndexWorkerLimit,
+        &handler_target(index),
+        &at,
+        format!(
+            "settings.{path} = {limit} with @kopf.index handler {}(): before any handler runs, kopf waits until every object is indexed, and with more than {limit} objects the worker limit keeps the rest from being indexed: the operator never starts handling, while its liveness probe passes (kopf issue 1243). Remove the limit, or keep it well above the number of indexed objects.",
+            index.function
+        ),
+    ))
 }
 
 fn raise(check: CheckId, target: &str, location: &Location, message: String) -> SourceFinding {

@@ -107,6 +107,15 @@ pub(crate) struct Handler {
     pub(crate) blocking_calls: Vec<(String, Location)>,
     /// Calls on a module-level logger in its body: which logger and where.
     pub(crate) module_logger_calls: Vec<(String, Location)>,
+    /// Calls on kopf's `logger` keyword argument in its body: the level's method
+    /// (`info`, `warning`...) and where.
+    pub(crate) kopf_logger_calls: Vec<(String, Location)>,
+    /// `raise kopf.TemporaryError(...)` / `kopf.PermanentError(...)` in its body.
+    pub(crate) raises: Vec<(String, Location)>,
+    /// Calls that post an Event (`kopf.event`, `kopf.info`, `kopf.warn`,
+    /// `kopf.exception`) in its body, and whether each runs on every call (a statement
+    /// of the function's own body, under no condition or loop).
+    pub(crate) posts: Vec<(Location, bool)>,
 }
 
 /// An assignment to kopf's settings (`settings.peering.standalone = True`).
@@ -144,6 +153,35 @@ pub(crate) struct SourceFacts {
     pub(crate) problems: Vec<ParseProblem>,
     /// How many Python files were read.
     pub(crate) files: usize,
+    /// The kopf version the requirements, lock files or Dockerfile pin.
+    pub(crate) kopf: Option<KopfPin>,
+}
+
+/// The kopf version an operator's files pin or require.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KopfPin {
+    /// `major.minor.patch` as written (`1.37.2`, `1.38`).
+    pub(crate) version: String,
+    /// `==` or a lock file: exactly this version; else the lowest one allowed (`>=`, `~=`, `^`).
+    pub(crate) exact: bool,
+    /// Where.
+    pub(crate) location: Location,
+}
+
+impl KopfPin {
+    /// `(major, minor)`, when the version reads as numbers.
+    pub(crate) fn minor(&self) -> Option<(u32, u32)> {
+        let mut parts = self.version.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next().map_or(Some(0), |m| m.parse().ok())?;
+        Some((major, minor))
+    }
+
+    /// Whether this kopf has `settings.posting.loggers` (1.41 and later): before it,
+    /// every record of a handler's logger at `posting.level` is posted as an Event.
+    pub(crate) fn has_posting_loggers(&self) -> Option<bool> {
+        self.minor().map(|v| v >= (1, 41))
+    }
 }
 
 impl SourceFacts {
@@ -154,6 +192,9 @@ impl SourceFacts {
         self.settings.extend(other.settings);
         self.problems.extend(other.problems);
         self.files += other.files;
+        if self.kopf.as_ref().is_none_or(|k| !k.exact) && other.kopf.is_some() {
+            self.kopf = other.kopf;
+        }
     }
 
     /// The last value a startup handler writes to a setting, if one does.

@@ -15,6 +15,9 @@ fn handler(decorator: &str, resource: Option<&str>) -> Handler {
         filtered: false,
         blocking_calls: Vec::new(),
         module_logger_calls: Vec::new(),
+        kopf_logger_calls: Vec::new(),
+        raises: Vec::new(),
+        posts: Vec::new(),
     }
 }
 
@@ -83,4 +86,97 @@ fn unfiltered_builtin_spares_filtered_handlers_custom_kinds_and_event_handlers()
     assert!(unfiltered_builtin(&handler("on.event", Some("pods"))).is_none());
     let pods = unfiltered_builtin(&handler("on.resume", Some("Pod"))).expect("fires");
     assert!(!pods.finding.message.contains("clear text"));
+}
+
+fn pin(version: &str) -> Option<KopfPin> {
+    Some(KopfPin {
+        version: version.into(),
+        exact: true,
+        location: Location::new("requirements.txt", 1),
+    })
+}
+
+fn startup_setting(path: &str, value: Literal) -> SettingWrite {
+    SettingWrite {
+        location: Location::new("op.py", 2),
+        path: path.into(),
+        value,
+        in_startup: true,
+    }
+}
+
+#[test]
+fn posting_flood_depends_on_the_version_and_the_settings() {
+    let mut h = handler("on.create", Some("kopfexamples"));
+    h.kopf_logger_calls = vec![("info".into(), Location::new("op.py", 11))];
+    let facts = |kopf: Option<KopfPin>, settings: Vec<SettingWrite>| SourceFacts {
+        handlers: vec![h.clone()],
+        settings,
+        kopf,
+        ..SourceFacts::default()
+    };
+    // kopf 1.37 posts every INFO record of a handler's logger.
+    let old = posting_flood(&facts(pin("1.37.2"), vec![])).expect("fires on 1.37");
+    assert_eq!(old.location, Location::new("op.py", 11));
+    assert!(
+        old.finding.message.contains("kopf 1.37.2"),
+        "{}",
+        old.finding.message
+    );
+    // 1.45 does not, unless posting.loggers is on.
+    assert!(posting_flood(&facts(pin("1.45.2"), vec![])).is_none());
+    assert!(posting_flood(&facts(None, vec![])).is_none());
+    let loggers = startup_setting("posting.loggers", Literal::Bool(true));
+    assert!(posting_flood(&facts(pin("1.45.2"), vec![loggers.clone()])).is_some());
+    // A raised posting level, or posting off, ends it.
+    let warning = startup_setting("posting.level", Literal::Name("logging.WARNING".into()));
+    assert!(posting_flood(&facts(pin("1.37.2"), vec![warning])).is_none());
+    let off = startup_setting("posting.enabled", Literal::Bool(false));
+    assert!(posting_flood(&facts(pin("1.37.2"), vec![off])).is_none());
+}
+
+#[test]
+fn silent_failure_is_a_raise_that_nothing_posts_on_current_kopf() {
+    let mut h = handler("on.update", Some("kopfexamples"));
+    h.raises = vec![("kopf.TemporaryError".into(), Location::new("op.py", 14))];
+    let facts = |h: &Handler, kopf: Option<KopfPin>| SourceFacts {
+        handlers: vec![h.clone()],
+        kopf,
+        ..SourceFacts::default()
+    };
+    let unpinned = facts(&h, None);
+    let found = silent_failure(&unpinned, &h).expect("fires: current kopf assumed");
+    assert!(found.finding.message.contains("assumed"));
+    // Before 1.41 the failure's log record is posted.
+    assert!(silent_failure(&facts(&h, pin("1.38.0")), &h).is_none());
+    // A handler that posts itself is not silent.
+    let mut posting = h.clone();
+    posting.posts = vec![(Location::new("op.py", 13), false)];
+    assert!(silent_failure(&facts(&posting, None), &posting).is_none());
+}
+
+#[test]
+fn a_timer_posting_on_every_tick_and_an_index_under_a_worker_limit() {
+    let mut timer = handler("timer", Some("kopfexamples"));
+    timer.posts = vec![(Location::new("op.py", 21), true)];
+    assert_eq!(timer_posting(&timer).expect("fires").location.line, 21);
+    timer.posts = vec![(Location::new("op.py", 21), false)];
+    assert!(
+        timer_posting(&timer).is_none(),
+        "a post under a condition is fine"
+    );
+
+    let index = handler("index", Some("pods"));
+    let limited = SourceFacts {
+        handlers: vec![index.clone()],
+        settings: vec![startup_setting("queueing.worker_limit", Literal::Int(5))],
+        ..SourceFacts::default()
+    };
+    let found = index_worker_limit(&limited).expect("fires");
+    assert_eq!(found.location, Location::new("op.py", 2));
+    let unlimited = SourceFacts {
+        handlers: vec![index],
+        ..SourceFacts::default()
+    };
+    assert!(index_worker_limit(&unlimited).is_none());
 }

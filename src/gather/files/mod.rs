@@ -10,6 +10,7 @@ pub(crate) mod dockerfile;
 pub(crate) mod manifests;
 pub(crate) mod oracle;
 pub(crate) mod python;
+pub(crate) mod versions;
 
 use crate::gather::handled::{candidates, from_crd};
 use crate::gather::rbac::CrdDigest;
@@ -199,13 +200,30 @@ impl Found {
                 self.source.extend(python::read(&shown, &text));
                 self.python.push((shown, text));
             }
-            FileKind::Dockerfile => self.images.push(dockerfile::read(&shown, &text)),
+            FileKind::Dockerfile => {
+                self.pin(versions::pin(&shown, &text));
+                self.images.push(dockerfile::read(&shown, &text));
+            }
+            FileKind::Requirements => self.pin(versions::pin(&shown, &text)),
             FileKind::Yaml if text.contains("kind:") && text.contains("apiVersion:") => {
                 self.manifests.read(&shown, &text, &input.namespace);
             }
             FileKind::Yaml | FileKind::Other => {}
         }
         Ok(())
+    }
+
+    /// Keeps a kopf pin: an exact one (`==`, a lock file) over a lower bound.
+    fn pin(&mut self, pin: Option<crate::model::source::KopfPin>) {
+        let Some(pin) = pin else { return };
+        if self
+            .source
+            .kopf
+            .as_ref()
+            .is_none_or(|k| !k.exact && pin.exact)
+        {
+            self.source.kopf = Some(pin);
+        }
     }
 
     /// Renders a chart with `helm template`, when helm is on PATH.
@@ -244,6 +262,8 @@ enum FileKind {
     Python,
     Dockerfile,
     Yaml,
+    /// Requirements, `pyproject.toml`, lock files: where the kopf version is pinned.
+    Requirements,
     Other,
 }
 
@@ -260,6 +280,13 @@ impl FileKind {
             || name.ends_with(".Dockerfile")
         {
             FileKind::Dockerfile
+        } else if (name.starts_with("requirements") && name.ends_with(".txt"))
+            || matches!(
+                name,
+                "pyproject.toml" | "poetry.lock" | "uv.lock" | "Pipfile.lock" | "setup.cfg"
+            )
+        {
+            FileKind::Requirements
         } else if name.ends_with(".yaml") || name.ends_with(".yml") {
             FileKind::Yaml
         } else {

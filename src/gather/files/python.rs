@@ -49,6 +49,13 @@ const SETTINGS_GROUPS: [&str; 12] = [
     "persistence",
 ];
 
+/// The functions that post an Event on an object (kopf 1.45 `_core/actions/
+/// loggers.py`, `on.py`): explicit posting, whatever `posting.loggers` says.
+const POSTERS: [&str; 4] = ["kopf.event", "kopf.info", "kopf.warn", "kopf.exception"];
+
+/// The exceptions a handler raises to tell kopf to retry or give up.
+const KOPF_ERRORS: [&str; 2] = ["kopf.TemporaryError", "kopf.PermanentError"];
+
 /// The logging methods that write a record.
 const LOG_METHODS: [&str; 7] = [
     "debug",
@@ -92,6 +99,7 @@ pub(crate) fn read(path: &str, text: &str) -> SourceFacts {
         handler: None,
         startup: false,
         shadowed: BTreeSet::new(),
+        top_level_call: None,
     };
     for stmt in &module.body {
         walker.visit_stmt(stmt);
@@ -304,6 +312,9 @@ struct Walker<'a> {
     startup: bool,
     /// Names the current handler's parameters bind (they shadow module loggers).
     shadowed: BTreeSet<String>,
+    /// The start of the call that is a statement of the current handler's own body (so
+    /// it runs on every call of the handler), while that statement is walked.
+    top_level_call: Option<TextSize>,
 }
 
 impl Walker<'_> {
@@ -353,6 +364,9 @@ impl Walker<'_> {
                 filtered,
                 blocking_calls: Vec::new(),
                 module_logger_calls: Vec::new(),
+                kopf_logger_calls: Vec::new(),
+                raises: Vec::new(),
+                posts: Vec::new(),
             });
         }
         None
@@ -376,14 +390,24 @@ impl Walker<'_> {
                 .blocking_calls
                 .push((what, location.clone()));
         }
+        if POSTERS.contains(&func.as_str()) {
+            let every_call = self.top_level_call == Some(call.range().start());
+            self.facts.handlers[at]
+                .posts
+                .push((location.clone(), every_call));
+        }
         if let Some((object, method)) = func.rsplit_once('.')
-            && self.loggers.contains(object)
-            && !self.shadowed.contains(object)
             && LOG_METHODS.contains(&method)
         {
-            self.facts.handlers[at]
-                .module_logger_calls
-                .push((object.to_string(), location));
+            if object == "logger" && self.shadowed.contains(object) {
+                self.facts.handlers[at]
+                    .kopf_logger_calls
+                    .push((method.to_string(), location));
+            } else if self.loggers.contains(object) && !self.shadowed.contains(object) {
+                self.facts.handlers[at]
+                    .module_logger_calls
+                    .push((object.to_string(), location));
+            }
         }
     }
 
@@ -441,6 +465,12 @@ fn blocking(func: &str) -> Option<String> {
     sync_client.then(|| format!("{func}() (the synchronous kubernetes client)"))
 }
 
+/// Whether the function just entered is a handler of its own (not a function nested in
+/// one): only its own body's statements run on every call.
+fn found_here(now: Option<usize>, before: Option<usize>) -> bool {
+    now.is_some() && now != before
+}
+
 /// The names a function's parameters bind.
 fn parameter_names(parameters: &Parameters) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -475,9 +505,22 @@ impl<'a> Visitor<'a> for Walker<'_> {
                 } else if self.handler.is_some() {
                     self.shadowed.extend(parameter_names(&def.parameters));
                 }
+                let own_body = found_here(self.handler, outer.0);
                 for s in &def.body {
+                    self.top_level_call = match s {
+                        Stmt::Expr(e) if own_body => match &*e.value {
+                            Expr::Call(c) => Some(c.range().start()),
+                            Expr::Await(a) => match &*a.value {
+                                Expr::Call(c) => Some(c.range().start()),
+                                _ => None,
+                            },
+                            _ => None,
+                        },
+                        _ => None,
+                    };
                     self.visit_stmt(s);
                 }
+                self.top_level_call = None;
                 (self.handler, self.startup, self.shadowed) = outer;
             }
             Stmt::Assign(a) => {
@@ -488,6 +531,16 @@ impl<'a> Visitor<'a> for Walker<'_> {
             Stmt::AnnAssign(a) => {
                 if let Some(value) = &a.value {
                     self.assignment(&[&*a.target], value, a.range.start());
+                }
+                walk_stmt(self, stmt);
+            }
+            Stmt::Raise(r) => {
+                if let (Some(at), Some(Expr::Call(call))) = (self.handler, r.exc.as_deref())
+                    && let Some(func) = dotted(&call.func)
+                    && KOPF_ERRORS.contains(&func.as_str())
+                {
+                    let location = self.location(r.range.start());
+                    self.facts.handlers[at].raises.push((func, location));
                 }
                 walk_stmt(self, stmt);
             }

@@ -166,3 +166,29 @@ fn current_python_syntax_parses() {
     );
     assert!(facts.problems.is_empty(), "{:?}", facts.problems);
 }
+
+#[test]
+fn raises_posts_and_kopfs_logger_are_read_per_handler() {
+    let facts = read(
+        "op.py",
+        "import kopf\n\n@kopf.timer('kex', interval=5)\ndef tick(body, logger, **_):\n    kopf.info(body, reason='Tick', message='tick')\n    if body.get('x'):\n        kopf.warn(body, reason='X', message='x')\n    logger.info('ticked')\n    def nested():\n        kopf.event(body, type='Normal', reason='N', message='n')\n    raise kopf.TemporaryError('again', delay=5)\n",
+    );
+    let tick = &facts.handlers[0];
+    let posts: Vec<(u32, bool)> = tick
+        .posts
+        .iter()
+        .map(|(l, every)| (l.line, *every))
+        .collect();
+    assert_eq!(posts, [(5, true), (7, false), (10, false)]);
+    assert_eq!(
+        tick.kopf_logger_calls,
+        [("info".to_string(), Location::new("op.py", 8))]
+    );
+    assert_eq!(
+        tick.raises,
+        [(
+            "kopf.TemporaryError".to_string(),
+            Location::new("op.py", 11)
+        )]
+    );
+}
