@@ -10,6 +10,24 @@ use std::fmt::Write as _;
 /// Where the checks are documented: SARIF's `helpUri` of each rule.
 const REFERENCE_URL: &str = "https://github.com/kopfaudit/kopf-audit/blob/main/docs/reference.md";
 
+/// A live audit's results as a report for the CI formats: the same findings, with no
+/// file (a live audit reads none; SARIF and Code Quality then point at the root).
+pub(crate) fn from_status(status: &crate::api::KopfAuditStatus) -> LintReport {
+    LintReport {
+        findings: status
+            .findings
+            .iter()
+            .map(|f| LintFinding {
+                finding: f.clone(),
+                location: None,
+            })
+            .collect(),
+        skipped: status.skipped.clone(),
+        targets: status.targets.clone(),
+        ..LintReport::default()
+    }
+}
+
 /// A report for people: findings grouped by file, then what lint could not decide.
 pub(crate) fn text(report: &LintReport) -> String {
     let mut out = String::new();

@@ -181,6 +181,13 @@ enum LogFormat {
 enum Output {
     Table,
     Json,
+    /// SARIF 2.1.0, as `kopf-audit lint -o sarif` (findings point at the repository root:
+    /// a live audit has no file).
+    Sarif,
+    /// JUnit XML, one test case per check.
+    Junit,
+    /// GitLab Code Quality.
+    Codeclimate,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -503,15 +510,22 @@ async fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match args.output {
-        Output::Table => print!("{}", check::table(&status)),
-        Output::Json => match serde_json::to_string_pretty(&status) {
-            Ok(json) => println!("{json}"),
-            Err(e) => {
-                eprintln!("kopf-audit: {e}");
-                return ExitCode::from(2);
-            }
-        },
+    let report = || lint::from_status(&status);
+    let printed = match args.output {
+        Output::Table => Ok(check::table(&status)),
+        Output::Json => serde_json::to_string_pretty(&status).map(|s| s + "\n"),
+        Output::Sarif => serde_json::to_string_pretty(&lint::sarif(&report())).map(|s| s + "\n"),
+        Output::Junit => Ok(lint::junit(&report())),
+        Output::Codeclimate => {
+            serde_json::to_string_pretty(&lint::code_quality(&report())).map(|s| s + "\n")
+        }
+    };
+    match printed {
+        Ok(text) => print!("{text}"),
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
     }
     let failed = match (args.fail_on.threshold(), check::worst(&status)) {
         (Some(threshold), Some(worst)) => worst >= threshold,

@@ -144,3 +144,20 @@ fn junit_has_a_test_case_per_check_failed_by_its_findings_and_escaped() {
     assert!(xml.contains("op.py:20: "));
     assert!(!xml.contains("<time.sleep>"));
 }
+
+#[test]
+fn a_live_audits_status_gives_the_same_findings_to_the_ci_formats() {
+    let status = crate::api::KopfAuditStatus {
+        findings: report().findings.into_iter().map(|f| f.finding).collect(),
+        ..Default::default()
+    };
+    let live = from_status(&status);
+    assert_eq!(live.findings.len(), 2);
+    assert!(live.findings.iter().all(|f| f.location.is_none()));
+    let sarif = sarif(&live);
+    assert_eq!(
+        sarif["runs"][0]["results"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(junit(&live).matches("<failure ").count(), 2);
+}
