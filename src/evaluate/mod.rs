@@ -9,7 +9,7 @@ pub(crate) mod run;
 pub(crate) mod status;
 
 use crate::api::{Finding, KopfAuditSpec, KopfAuditStatus};
-use crate::model::evidence::{Observation, Stall};
+use crate::model::evidence::{AuditFailure, Observation, Stall};
 use events::PlannedEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub(crate) use run::{Evaluation, Policy};
@@ -26,7 +26,7 @@ pub(crate) enum Outcome {
     Stalled(Stall),
     /// The audit could not complete (an API error): retried with back-off, the last
     /// results kept.
-    Failed(String),
+    Failed(AuditFailure),
     /// `spec.suspend` is set: the last results are kept.
     Suspended,
 }
@@ -111,7 +111,7 @@ pub(crate) fn next_status(
 /// Evaluates what gathering found (or the error that stopped it).
 pub(crate) fn evaluate(
     spec: &KopfAuditSpec,
-    gathered: Result<Observation, String>,
+    gathered: Result<Observation, AuditFailure>,
     policy: &Policy,
 ) -> Outcome {
     match gathered {
@@ -120,7 +120,7 @@ pub(crate) fn evaluate(
         }
         Ok(Observation::Stalled(stall)) => Outcome::Stalled(stall),
         Ok(Observation::Suspended) => Outcome::Suspended,
-        Err(message) => Outcome::Failed(message),
+        Err(failure) => Outcome::Failed(failure),
     }
 }
 

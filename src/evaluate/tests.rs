@@ -404,7 +404,10 @@ fn a_failed_audit_keeps_everything_stale_and_emits_nothing() {
     let first = audit(None, read(FAILING), 0);
     let failed = next_status(
         Some(&first.status),
-        &Outcome::Failed("the API server did not answer".into()),
+        &Outcome::Failed(crate::model::evidence::AuditFailure {
+            cause: crate::model::evidence::FailureCause::Unreachable,
+            message: "the API server did not answer".into(),
+        }),
         Some(1),
         &at(30),
         HOLD,

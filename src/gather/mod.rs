@@ -17,6 +17,7 @@ pub(crate) mod webhooks;
 
 use crate::api::{AuditTarget, KopfAuditSpec};
 use crate::catalog::ConditionReason;
+use crate::model::evidence::{AuditFailure, FailureCause};
 use crate::model::evidence::{
     Evidence, KopfEvidence, Observation, Obstacle, Stall, TargetEvidence, Unavailable, ever_ran,
 };
@@ -44,6 +45,27 @@ pub(crate) enum GatherError {
         #[source]
         source: kube::Error,
     },
+}
+
+impl GatherError {
+    /// The audit failure it makes, classified by what the API server answered.
+    pub(crate) fn failure(&self) -> AuditFailure {
+        let GatherError::List { source, .. } = self;
+        let cause = match source {
+            kube::Error::Api(status) => match status.code {
+                403 => FailureCause::Forbidden,
+                429 => FailureCause::Throttled,
+                500..=599 => FailureCause::ServerError,
+                _ => FailureCause::Other,
+            },
+            kube::Error::HyperError(_) | kube::Error::Service(_) => FailureCause::Unreachable,
+            _ => FailureCause::Other,
+        };
+        AuditFailure {
+            cause,
+            message: self.to_string(),
+        }
+    }
 }
 
 /// What audits share across runs: RBAC caches and answers, CRDs, what was read of the

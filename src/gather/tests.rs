@@ -119,3 +119,27 @@ fn with_the_scope_unknown_the_namespaces_its_log_names_are_served_too() {
         Namespaces::Only(["own".to_string()].into())
     );
 }
+
+#[test]
+fn a_failed_list_is_classified_by_what_the_api_server_answered() {
+    let failed = |code: u16| GatherError::List {
+        what: "listing the target Deployments in ns".into(),
+        source: kube::Error::Api(
+            kube::core::Status::failure("no", "Reason")
+                .with_code(code)
+                .boxed(),
+        ),
+    };
+    assert_eq!(failed(403).failure().cause, FailureCause::Forbidden);
+    assert_eq!(failed(429).failure().cause, FailureCause::Throttled);
+    assert_eq!(failed(503).failure().cause, FailureCause::ServerError);
+    assert_eq!(failed(404).failure().cause, FailureCause::Other);
+    let failure = failed(429).failure();
+    assert!(
+        failure
+            .message
+            .starts_with("listing the target Deployments in ns"),
+        "{}",
+        failure.message
+    );
+}

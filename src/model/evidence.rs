@@ -430,6 +430,60 @@ impl RbacEvidence {
     }
 }
 
+/// Why an audit could not complete: retried with back-off, its last results kept. The
+/// cause is the `reason` label of the `audit_failures` metric, so that a dashboard tells
+/// a refused read from an overloaded API server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct AuditFailure {
+    /// What kind of failure it was.
+    pub(crate) cause: FailureCause,
+    /// What failed, with the API server's or the client's words.
+    pub(crate) message: String,
+}
+
+/// The kinds of audit failure, by what the API server (or the connection) answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum FailureCause {
+    /// 403: the auditor may not read the target's Deployments or pods.
+    Forbidden,
+    /// 429: API Priority and Fairness or a max-inflight limit throttled the auditor.
+    Throttled,
+    /// 5xx: the API server failed.
+    ServerError,
+    /// No answer: a timeout, a refused or broken connection.
+    Unreachable,
+    /// Anything else (an unexpected answer, a body that did not parse).
+    Other,
+}
+
+impl FailureCause {
+    /// Every cause.
+    pub(crate) const ALL: [FailureCause; 5] = [
+        FailureCause::Forbidden,
+        FailureCause::Throttled,
+        FailureCause::ServerError,
+        FailureCause::Unreachable,
+        FailureCause::Other,
+    ];
+
+    /// The `reason` label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FailureCause::Forbidden => "forbidden",
+            FailureCause::Throttled => "throttled",
+            FailureCause::ServerError => "server_error",
+            FailureCause::Unreachable => "unreachable",
+            FailureCause::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for AuditFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// The clock and the target set of one audit.
 #[derive(Clone, Debug)]
 pub(crate) struct Evidence {

@@ -3,6 +3,7 @@
 
 use crate::api::KopfAuditStatus;
 use crate::catalog::{CheckId, Severity};
+use crate::model::evidence::FailureCause;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -21,6 +22,17 @@ pub(crate) struct AuditLabels {
     pub namespace: String,
     /// The KopfAudit's name.
     pub name: String,
+}
+
+/// Labels of a failed audit: the KopfAudit and why it failed.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct FailureLabels {
+    /// The KopfAudit's namespace.
+    pub namespace: String,
+    /// The KopfAudit's name.
+    pub name: String,
+    /// `forbidden`, `throttled`, `server_error`, `unreachable` or `other`.
+    pub reason: String,
 }
 
 /// Labels of a finding count.
@@ -65,7 +77,7 @@ pub(crate) struct RequestLabels {
 pub(crate) struct Metrics {
     registry: Registry,
     audits: Family<AuditLabels, Counter>,
-    failures: Family<AuditLabels, Counter>,
+    failures: Family<FailureLabels, Counter>,
     status_writes: Family<AuditLabels, Counter>,
     duration: Histogram,
     last_audit: Family<AuditLabels, Gauge<f64, AtomicU64>>,
@@ -91,7 +103,7 @@ impl Metrics {
     pub(crate) fn new() -> Self {
         let mut registry = Registry::with_prefix("kopf_audit");
         let audits = Family::<AuditLabels, Counter>::default();
-        let failures = Family::<AuditLabels, Counter>::default();
+        let failures = Family::<FailureLabels, Counter>::default();
         let status_writes = Family::<AuditLabels, Counter>::default();
         let duration = Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]);
         let last_audit = Family::<AuditLabels, Gauge<f64, AtomicU64>>::default();
@@ -230,12 +242,18 @@ impl Metrics {
         name: &str,
         status: &KopfAuditStatus,
         took: Duration,
-        failed: bool,
+        failed: Option<FailureCause>,
     ) {
         let labels = audit(namespace, name);
         self.audits.get_or_create(&labels).inc();
-        if failed {
-            self.failures.get_or_create(&labels).inc();
+        if let Some(cause) = failed {
+            self.failures
+                .get_or_create(&FailureLabels {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    reason: cause.as_str().into(),
+                })
+                .inc();
         }
         self.duration.observe(took.as_secs_f64());
         let now = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
@@ -307,7 +325,13 @@ impl Metrics {
             }
             self.last_audit.remove(&labels);
             self.audits.remove(&labels);
-            self.failures.remove(&labels);
+            for cause in FailureCause::ALL {
+                self.failures.remove(&FailureLabels {
+                    namespace: labels.namespace.clone(),
+                    name: labels.name.clone(),
+                    reason: cause.as_str().into(),
+                });
+            }
             self.status_writes.remove(&labels);
         }
     }
@@ -425,13 +449,38 @@ mod tests {
     }
 
     #[test]
+    fn failures_carry_their_reason_and_go_with_their_audit() {
+        let m = Metrics::new();
+        let status = KopfAuditStatus::default();
+        let took = Duration::from_millis(5);
+        m.audited("ns", "a", &status, took, Some(FailureCause::Throttled));
+        m.audited("ns", "a", &status, took, Some(FailureCause::Throttled));
+        m.audited("ns", "a", &status, took, Some(FailureCause::Forbidden));
+        let text = m.encode();
+        assert!(
+            text.contains(
+                r#"kopf_audit_audit_failures_total{namespace="ns",name="a",reason="throttled"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"kopf_audit_audit_failures_total{namespace="ns",name="a",reason="forbidden"} 1"#
+            ),
+            "{text}"
+        );
+        m.retain_audits(&BTreeSet::new());
+        assert!(!m.encode().contains(r#"name="a""#), "{}", m.encode());
+    }
+
+    #[test]
     fn findings_appear_and_resolved_ones_disappear() {
         let m = Metrics::new();
         let mut status = KopfAuditStatus {
             findings: vec![finding(CheckId::WorkloadCpuLimit)],
             ..Default::default()
         };
-        m.audited("ns", "a", &status, Duration::from_millis(5), false);
+        m.audited("ns", "a", &status, Duration::from_millis(5), None);
         let text = m.encode();
         assert!(text.contains(r#"kopf_audit_findings{namespace="ns",name="a",check="workload.cpu-limit",severity="warning"} 1"#), "{text}");
         assert!(
@@ -439,10 +488,10 @@ mod tests {
             "{text}"
         );
         status.findings.clear();
-        m.audited("ns", "a", &status, Duration::from_millis(5), false);
+        m.audited("ns", "a", &status, Duration::from_millis(5), None);
         assert!(!m.encode().contains("workload.cpu-limit"));
         status.findings = vec![finding(CheckId::WorkloadCpuLimit)];
-        m.audited("ns", "a", &status, Duration::from_millis(5), false);
+        m.audited("ns", "a", &status, Duration::from_millis(5), None);
         m.status_write("ns", "a");
         m.retain_audits(&BTreeSet::new());
         let text = m.encode();

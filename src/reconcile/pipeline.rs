@@ -9,6 +9,7 @@ use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::catalog::ConditionReason;
 use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
 use crate::gather::{self, Candidates, GatherError, Reach, Shared};
+use crate::model::evidence::AuditFailure;
 use crate::model::evidence::Stall;
 use crate::model::settings;
 use crate::publish::{self, PublishError};
@@ -25,8 +26,8 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReconcileError {
     /// The audit could not complete (its status says so); retried with back-off.
-    #[error("the audit failed: {0}")]
-    Audit(String),
+    #[error("the audit failed ({cause}): {failure}", cause = .0.cause.as_str(), failure = .0)]
+    Audit(AuditFailure),
     /// Writing the status failed.
     #[error(transparent)]
     Publish(#[from] PublishError),
@@ -61,7 +62,7 @@ pub(crate) async fn run_audit(
     let audit = async {
         let observation = match candidates {
             Ok(candidates) => Ok(gather::gather(client, spec, reach, shared, &candidates).await),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.failure()),
         };
         evaluate::evaluate(spec, observation, policy)
     };
@@ -150,7 +151,10 @@ pub(crate) async fn reconcile(
         settings::resolve_after(&audit.spec),
     );
     let published = publish_update(&audit, &namespace, &update, &ctx).await?;
-    let failed = matches!(outcome, Outcome::Failed(_));
+    let failed = match &outcome {
+        Outcome::Failed(failure) => Some(failure.cause),
+        _ => None,
+    };
     ctx.metrics.audited(
         &namespace,
         &audit.name_any(),
