@@ -9,15 +9,11 @@ use crate::model::bounded::{MAX_LISTED, listed};
 use crate::model::evidence::{
     HandledResource, KopfEvidence, LogEvidence, ObjectSample, TargetEvidence,
 };
+use crate::model::kopf_marks;
 use crate::model::settings::CheckSettings;
 use kopf_log::{EventKind, KopfVersion, VersionRange};
 
-/// kopf's annotation prefix for progress, diff-base and touch-dummy.
-pub(crate) const KOPF_PREFIX: &str = "kopf.zalando.org/";
-/// kopf's diff-base annotation.
-pub(crate) const DIFFBASE: &str = "kopf.zalando.org/last-handled-configuration";
-/// kopf's default finalizer.
-pub(crate) const DEFAULT_FINALIZER: &str = "kopf.zalando.org/KopfFinalizerMarker";
+pub(crate) use crate::model::kopf_marks::{DEFAULT_FINALIZER, DIFFBASE_ANNOTATION as DIFFBASE};
 /// The API server's limit on the total size of an object's annotations.
 pub(crate) const ANNOTATIONS_LIMIT: usize = 262_144;
 /// Deleting for longer than this with a finalizer is stuck.
@@ -145,16 +141,20 @@ fn patch_inconsistencies(
     Some(f)
 }
 
-fn is_progress_annotation(key: &str) -> bool {
-    key.strip_prefix(KOPF_PREFIX)
-        .is_some_and(|rest| rest != "last-handled-configuration" && rest != "touch-dummy")
+/// Whether an object carries annotations under kopf's prefix (its own or the one its
+/// storage settings chose).
+fn has_kopf_annotations(object: &ObjectSample) -> bool {
+    let prefix = kopf_marks::prefix(object.annotations.keys().map(String::as_str));
+    let under = format!("{prefix}/");
+    object.annotations.keys().any(|k| k.starts_with(&under))
 }
 
 fn progress_annotations(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
     let (object, key) = objects.iter().find_map(|o| {
+        let prefix = kopf_marks::prefix(o.annotations.keys().map(String::as_str));
         o.annotations
             .keys()
-            .find(|k| is_progress_annotation(k))
+            .find(|k| kopf_marks::is_progress_annotation(k, &prefix))
             .map(|k| (o, k))
     })?;
     Some(finding(
@@ -233,7 +233,7 @@ fn status_schema(
             let mine = objects.iter().filter(|o| o.resource == index);
             let status_storage = mine.clone().any(|o| !o.status_kopf_keys.is_empty())
                 || mine.clone().count() > 0
-                    && !mine.clone().any(|o| o.annotations.keys().any(|k| k.starts_with(KOPF_PREFIX)));
+                    && !mine.clone().any(has_kopf_annotations);
             let mut f = finding(
                 CheckId::PersistenceStatusSchema,
                 target,

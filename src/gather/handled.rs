@@ -47,10 +47,6 @@ pub(crate) async fn gather(
     Ok(handled)
 }
 
-/// kopf's reporting component on the Events it posts (kopf 1.45
-/// `_cogs/clients/events.py`: `source.component` and `reportingComponent`).
-const KOPF_COMPONENT: &str = "kopf";
-
 /// Events read per namespace to learn what kopf posts about.
 const POSTED_EVENTS_READ: u32 = 500;
 
@@ -79,7 +75,7 @@ async fn posted_about(
     for ns in &namespaces {
         let api: Api<Event> = Api::namespaced(client.clone(), ns);
         let params = ListParams::default()
-            .fields(&format!("source={KOPF_COMPONENT}"))
+            .fields(&format!("source={}", crate::model::kopf_marks::MANAGER))
             .limit(POSTED_EVENTS_READ);
         let list = api.list(&params).await.map_err(|e| {
             super::obstacle(

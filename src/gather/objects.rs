@@ -4,12 +4,12 @@
 //! the auditor reads none (its chart grants no Secrets read), whatever kopf left on them.
 
 use super::{Namespaces, Reach, obstacle};
-use crate::model::diffbase;
 use crate::model::evidence::{
     Gathered, HandledResource, Handling, ObjectEvidence, ObjectSample, qualified,
 };
 use crate::model::kopf_run::KopfRun;
 use crate::model::shape::{self, Budget, ParsedObject};
+use crate::model::{diffbase, kopf_marks};
 use kube::Client;
 use kube::api::{DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind, Request, Resource};
@@ -195,11 +195,6 @@ pub(crate) fn sample(resource: usize, object: ParsedObject) -> Result<ObjectSamp
     })
 }
 
-/// The field manager kopf's requests get: the apiserver names managers after the
-/// User-Agent's first part, and kopf sends `kopf/<version>` (kopf 1.38-1.45
-/// `_cogs/clients/auth.py`).
-const KOPF_MANAGER: &str = "kopf";
-
 /// Whether kopf handled the object's last change: its diff-base against its essence
 /// (kopf's own comparison), its progress marks, and who changed it last. `None` when
 /// the comparison does not fit in what is left of the object's parse budget (the
@@ -222,17 +217,13 @@ fn handling(object: &ParsedObject) -> Option<Handling> {
         }
         None => false,
     };
-    let prefix = format!("{}/", diffbase::prefix(body));
+    let prefix = diffbase::prefix(body);
     let in_progress = body
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .any(|(k, _)| {
-            k.strip_prefix(prefix.as_str()).is_some_and(|rest| {
-                !rest.starts_with("last-handled-configuration") && rest != "touch-dummy"
-            })
-        })
+        .any(|(k, _)| kopf_marks::is_progress_annotation(k, &prefix))
         || body
             .pointer("/status/kopf/progress")
             .is_some_and(|p| p.as_object().is_some_and(|m| !m.is_empty()));
@@ -246,7 +237,7 @@ fn handling(object: &ParsedObject) -> Option<Handling> {
         if entry.subresource.as_deref() == Some("status") {
             continue;
         }
-        let slot = if entry.manager.as_deref() == Some(KOPF_MANAGER) {
+        let slot = if entry.manager.as_deref() == Some(kopf_marks::MANAGER) {
             &mut changed_by_kopf
         } else {
             &mut changed_by_others

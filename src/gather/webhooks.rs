@@ -15,8 +15,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Client;
 use kube::api::{Api, ListParams};
 
-/// The field manager of kopf's requests (the User-Agent `kopf/<version>`).
-const KOPF_MANAGER: &str = "kopf";
 /// The label every namespace carries with its own name (Kubernetes 1.21+).
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
@@ -76,7 +74,7 @@ fn by_kopf(meta: &ObjectMeta, webhook_names: &[String]) -> bool {
         .managed_fields
         .iter()
         .flatten()
-        .any(|m| m.manager.as_deref() == Some(KOPF_MANAGER));
+        .any(|m| m.manager.as_deref() == Some(crate::model::kopf_marks::MANAGER));
     let suffix = format!(".{}", meta.name.as_deref().unwrap_or_default());
     let named = !webhook_names.is_empty()
         && suffix.len() > 1

@@ -8,12 +8,7 @@
 use super::shape::{self, Budget};
 use serde_json::{Map, Value};
 
-/// kopf's annotation prefix.
-const PREFIX: &str = "kopf.zalando.org";
-/// The diff-base annotation (AnnotationsDiffBaseStorage, kopf's default).
-pub(crate) const ANNOTATION: &str = "kopf.zalando.org/last-handled-configuration";
-/// The diff-base's key under the prefix.
-const KEY: &str = "last-handled-configuration";
+use super::kopf_marks::{DIFFBASE_KEY as KEY, PREFIX};
 /// kubectl's annotation, which kopf leaves out of the essence.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -43,17 +38,11 @@ pub(crate) fn stored_within(body: &Value, budget: &Budget) -> Option<Value> {
 /// an `AnnotationsDiffBaseStorage(prefix=...)` setting chose (the prefix of a
 /// `<prefix>/last-handled-configuration` annotation).
 pub(crate) fn prefix(body: &Value) -> String {
-    let Some(Value::Object(annotations)) = body.pointer("/metadata/annotations") else {
-        return PREFIX.to_string();
-    };
-    let custom = annotations
-        .keys()
-        .filter_map(|k| k.split_once('/'))
-        .find(|(p, name)| name.starts_with(KEY) && *p != PREFIX)
-        .map(|(p, _)| p.to_string());
-    match annotations.contains_key(ANNOTATION) {
-        true => PREFIX.to_string(),
-        false => custom.unwrap_or_else(|| PREFIX.to_string()),
+    match body.pointer("/metadata/annotations") {
+        Some(Value::Object(annotations)) => {
+            super::kopf_marks::prefix(annotations.keys().map(String::as_str))
+        }
+        _ => PREFIX.to_string(),
     }
 }
 
@@ -240,6 +229,7 @@ fn ensure(e: &mut Value, path: &[String], value: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::kopf_marks::DIFFBASE_ANNOTATION as ANNOTATION;
     use serde_json::json;
 
     fn widget(spec: Value, annotations: Value) -> Value {

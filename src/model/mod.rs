@@ -10,6 +10,7 @@ pub(crate) mod diffbase;
 pub(crate) mod duration;
 pub(crate) mod evidence;
 pub(crate) mod handled;
+pub(crate) mod kopf_marks;
 pub(crate) mod kopf_run;
 pub(crate) mod names;
 pub(crate) mod needs;

@@ -329,3 +329,31 @@ fn inconsistencies_on_a_custom_resource_name_its_crd_and_stay_errors() {
         f.message
     );
 }
+
+#[test]
+fn progress_marks_follow_kopfs_one_rule_whatever_the_prefix() {
+    // The diff-base of a Deployment's ReplicaSets (`-ofDRS`) is no progress mark.
+    let drs = [object(
+        &[("kopf.zalando.org/last-handled-configuration-ofDRS", 10)],
+        &[],
+    )];
+    assert!(progress_annotations("op", &drs).is_none());
+    // Progress under a prefix the operator's storage settings chose is found.
+    let custom = [object(
+        &[
+            ("my-op.example.com/last-handled-configuration", 10),
+            ("my-op.example.com/create_fn", 10),
+        ],
+        &[],
+    )];
+    let found = progress_annotations("op", &custom).expect("custom prefix progress");
+    assert!(
+        found
+            .evidence
+            .as_deref()
+            .unwrap_or("")
+            .contains("my-op.example.com/create_fn"),
+        "{:?}",
+        found.evidence
+    );
+}
