@@ -4,7 +4,7 @@
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::catalog::Severity;
 use crate::evaluate::{self, Policy};
-use crate::gather::{self, GatherError, Reach, Shared};
+use crate::gather::{self, Candidates, GatherError, Reach, Resolution, Shared};
 use crate::model::settings;
 use crate::reconcile::pipeline::run_audit;
 use jiff::Timestamp;
@@ -66,9 +66,22 @@ pub(crate) async fn check(
         cross_namespace: true,
         reader: format!("{namespace}/check"),
     };
-    let candidates = gather::read_candidates(client, &spec, &reach).await?;
+    let resolution = gather::resolve(&spec, &reach);
+    let candidates = match &resolution {
+        Resolution::Target(target) => gather::read_candidates(client, target).await?,
+        Resolution::Suspended | Resolution::Stalled(_) => Candidates::default(),
+    };
     let shared = Shared::default();
-    let outcome = run_audit(client, &spec, &reach, &shared, Ok(candidates), policy).await;
+    let outcome = run_audit(
+        client,
+        &spec,
+        &reach,
+        &shared,
+        &resolution,
+        Ok(candidates),
+        policy,
+    )
+    .await;
     let now = Time(Timestamp::now());
     let resolve_after = settings::resolve_after(&spec);
     Ok(evaluate::next_status(None, &outcome, None, &now, resolve_after).status)

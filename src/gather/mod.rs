@@ -181,34 +181,93 @@ pub(crate) fn resolve_target_namespace<'a>(
     Ok(ns)
 }
 
-/// Picks the target Deployments among the candidates of the target's namespace.
-pub(crate) fn select_targets(
-    target: &AuditTarget,
-    namespace: &str,
-    candidates: &[Deployment],
-) -> Result<Vec<Deployment>, Stall> {
-    let in_ns = candidates
-        .iter()
-        .filter(|d| d.metadata.namespace.as_deref() == Some(namespace));
-    if let Some(name) = &target.deployment {
-        return Ok(in_ns
-            .filter(|d| d.metadata.name.as_ref() == Some(name))
-            .cloned()
-            .collect());
+/// What a KopfAudit's spec resolves to before anything is read, decided once per audit:
+/// the operator's reconcile and `kopf-audit check` both read candidates and gather from
+/// it, and neither decides `suspend` or a stall again.
+#[derive(Clone, Debug)]
+pub(crate) enum Resolution {
+    /// `spec.suspend`: nothing is read, the last results are kept.
+    Suspended,
+    /// Only a change of the spec can let the audit run: an invalid spec or selector, a
+    /// namespace out of reach, no target named.
+    Stalled(Stall),
+    /// The target to read.
+    Target(ResolvedTarget),
+}
+
+/// A target that may be read: its namespace and how its Deployments are chosen.
+#[derive(Clone, Debug)]
+pub(crate) struct ResolvedTarget {
+    /// The namespace, within the audit's reach.
+    pub(crate) namespace: String,
+    /// By name or by label selector.
+    pub(crate) select: TargetSelect,
+}
+
+/// How the target's Deployments are chosen.
+#[derive(Clone, Debug)]
+pub(crate) enum TargetSelect {
+    /// `spec.target.deployment`.
+    Name(String),
+    /// `spec.target.selector`, parsed.
+    Labels(Selector),
+}
+
+impl ResolvedTarget {
+    /// The list of the target's Deployments: one request, by name or by selector.
+    fn list_params(&self) -> ListParams {
+        match &self.select {
+            TargetSelect::Name(name) => ListParams::default().fields(&name_selector(name)),
+            TargetSelect::Labels(selector) => ListParams::default().labels_from(selector),
+        }
     }
-    let Some(selector) = &target.selector else {
-        return Ok(Vec::new());
+
+    /// The target Deployments among the candidates, sorted by name.
+    pub(crate) fn select(&self, candidates: &[Deployment]) -> Vec<Deployment> {
+        let mut found: Vec<Deployment> = candidates
+            .iter()
+            .filter(|d| d.metadata.namespace.as_deref() == Some(self.namespace.as_str()))
+            .filter(|d| match &self.select {
+                TargetSelect::Name(name) => d.metadata.name.as_ref() == Some(name),
+                TargetSelect::Labels(selector) => selector.matches(d.labels()),
+            })
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        found
+    }
+}
+
+/// Resolves a KopfAudit's spec within its reach.
+pub(crate) fn resolve(spec: &KopfAuditSpec, reach: &Reach) -> Resolution {
+    if spec.suspend {
+        return Resolution::Suspended;
+    }
+    if let Some(problem) = spec_problem(spec) {
+        return Resolution::Stalled(Stall {
+            reason: ConditionReason::InvalidSpec,
+            message: format!("{problem}. Fix the spec."),
+        });
+    }
+    let target = &spec.target;
+    let namespace = match resolve_target_namespace(target, reach) {
+        Ok(ns) => ns.to_string(),
+        Err(stall) => return Resolution::Stalled(stall),
     };
-    let selector = Selector::try_from(selector.clone()).map_err(|e| Stall {
-        reason: ConditionReason::InvalidSpec,
-        message: format!("spec.target.selector is invalid: {e}. Fix the selector."),
-    })?;
-    let mut found: Vec<Deployment> = in_ns
-        .filter(|d| selector.matches(d.labels()))
-        .cloned()
-        .collect();
-    found.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    Ok(found)
+    let select = match (&target.deployment, &target.selector) {
+        (Some(name), _) => TargetSelect::Name(name.clone()),
+        (None, Some(selector)) => match Selector::try_from(selector.clone()) {
+            Ok(selector) => TargetSelect::Labels(selector),
+            Err(e) => {
+                return Resolution::Stalled(Stall {
+                    reason: ConditionReason::InvalidSpec,
+                    message: format!("spec.target.selector is invalid: {e}. Fix the selector."),
+                });
+            }
+        },
+        (None, None) => return Resolution::Stalled(target_not_found(target, &namespace)),
+    };
+    Resolution::Target(ResolvedTarget { namespace, select })
 }
 
 /// The pods a Deployment owns, matched by its selector.
@@ -251,28 +310,13 @@ pub(crate) struct Candidates {
 }
 
 /// Reads the target's Deployments (one list by name or by the target's selector) and
-/// their pods (one list per Deployment, by its selector). Nothing is read when the target
-/// is out of reach or its selector is invalid: [`gather`] then stalls with the reason.
+/// their pods (one list per Deployment, by its selector).
 pub(crate) async fn read_candidates(
     client: &Client,
-    spec: &KopfAuditSpec,
-    reach: &Reach,
+    target: &ResolvedTarget,
 ) -> Result<Candidates, GatherError> {
-    if spec_problem(spec).is_some() {
-        return Ok(Candidates::default());
-    }
-    let target = &spec.target;
-    let Ok(namespace) = resolve_target_namespace(target, reach) else {
-        return Ok(Candidates::default());
-    };
-    let params = match (&target.deployment, &target.selector) {
-        (Some(name), _) => ListParams::default().fields(&name_selector(name)),
-        (None, Some(selector)) => match Selector::try_from(selector.clone()) {
-            Ok(selector) => ListParams::default().labels_from(&selector),
-            Err(_) => return Ok(Candidates::default()),
-        },
-        (None, None) => return Ok(Candidates::default()),
-    };
+    let namespace = target.namespace.as_str();
+    let params = target.list_params();
     let deployments: Vec<Deployment> =
         list(Api::namespaced(client.clone(), namespace), &params, || {
             format!("listing the target Deployments in {namespace}")
@@ -333,38 +377,24 @@ where
 #[cfg(test)]
 pub(crate) const PANICKING_TARGET: &str = "panics-in-gather";
 
-/// Gathers the evidence for an audit from its candidate Deployments and pods.
+/// Gathers the evidence for an audit from its resolved target and the candidate
+/// Deployments and pods read for it.
 pub(crate) async fn gather(
     client: &Client,
     spec: &KopfAuditSpec,
+    resolved: &ResolvedTarget,
     reach: &Reach,
     shared: &Shared,
     candidates: &Candidates,
 ) -> Observation {
-    if spec.suspend {
-        return Observation::Suspended;
-    }
     #[cfg(test)]
     if spec.target.deployment.as_deref() == Some(PANICKING_TARGET) {
         panic!("a panic forced by a test");
     }
-    if let Some(problem) = spec_problem(spec) {
-        return Observation::Stalled(Stall {
-            reason: ConditionReason::InvalidSpec,
-            message: format!("{problem}. Fix the spec."),
-        });
+    let selected = resolved.select(&candidates.deployments);
+    if selected.is_empty() {
+        return Observation::Stalled(target_not_found(&spec.target, &resolved.namespace));
     }
-    let selected = resolve_target_namespace(&spec.target, reach).and_then(|namespace| {
-        let selected = select_targets(&spec.target, namespace, &candidates.deployments)?;
-        if selected.is_empty() {
-            return Err(target_not_found(&spec.target, namespace));
-        }
-        Ok(selected)
-    });
-    let selected = match selected {
-        Ok(selected) => selected,
-        Err(stall) => return Observation::Stalled(stall),
-    };
     let mut targets = Vec::with_capacity(selected.len());
     for deployment in selected {
         let target_pods = pods_of(&deployment, &candidates.pods);

@@ -24,6 +24,20 @@ fn reach(own: &str, cross_namespace: bool) -> Reach {
     }
 }
 
+fn spec(target: AuditTarget) -> KopfAuditSpec {
+    KopfAuditSpec {
+        target,
+        ..KopfAuditSpec::for_deployment("unused")
+    }
+}
+
+fn resolved(spec: &KopfAuditSpec, own: &str) -> ResolvedTarget {
+    match resolve(spec, &reach(own, false)) {
+        Resolution::Target(t) => t,
+        other => panic!("not resolved: {other:?}"),
+    }
+}
+
 #[test]
 fn selects_by_name_or_selector_within_the_namespace() {
     let all = [
@@ -31,28 +45,28 @@ fn selects_by_name_or_selector_within_the_namespace() {
         deployment("b", "op", &[("app", "op")]),
         deployment("a", "web", &[("app", "web")]),
     ];
-    let by_name = AuditTarget {
+    let by_name = spec(AuditTarget {
         deployment: Some("op".into()),
         ..Default::default()
-    };
-    let found = select_targets(&by_name, "a", &all).expect("ok");
+    });
+    let found = resolved(&by_name, "a").select(&all);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].metadata.namespace.as_deref(), Some("a"));
-    let by_label = AuditTarget {
+    let by_label = spec(AuditTarget {
         selector: Some(LabelSelector {
             match_labels: Some([("app".to_string(), "web".to_string())].into()),
             ..Default::default()
         }),
         ..Default::default()
-    };
-    let found = select_targets(&by_label, "a", &all).expect("ok");
+    });
+    let found = resolved(&by_label, "a").select(&all);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].metadata.name.as_deref(), Some("web"));
 }
 
 #[test]
 fn an_invalid_selector_stalls_until_the_spec_changes() {
-    let bad = AuditTarget {
+    let bad = spec(AuditTarget {
         selector: Some(LabelSelector {
             match_expressions: Some(vec![
                 k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
@@ -64,9 +78,40 @@ fn an_invalid_selector_stalls_until_the_spec_changes() {
             ..Default::default()
         }),
         ..Default::default()
-    };
-    let stall = select_targets(&bad, "a", &[]).expect_err("invalid");
-    assert_eq!(stall.reason, ConditionReason::InvalidSpec);
+    });
+    match resolve(&bad, &reach("a", false)) {
+        Resolution::Stalled(stall) => assert_eq!(stall.reason, ConditionReason::InvalidSpec),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn suspend_and_every_stall_are_decided_once_before_anything_is_read() {
+    let mut suspended = spec(AuditTarget {
+        deployment: Some("op".into()),
+        ..Default::default()
+    });
+    suspended.suspend = true;
+    assert!(matches!(
+        resolve(&suspended, &reach("a", false)),
+        Resolution::Suspended
+    ));
+    let elsewhere = spec(AuditTarget {
+        deployment: Some("op".into()),
+        namespace: Some("b".into()),
+        ..Default::default()
+    });
+    match resolve(&elsewhere, &reach("a", false)) {
+        Resolution::Stalled(stall) => {
+            assert_eq!(stall.reason, ConditionReason::CrossNamespaceRefused)
+        }
+        other => panic!("{other:?}"),
+    }
+    let nothing = spec(AuditTarget::default());
+    match resolve(&nothing, &reach("a", false)) {
+        Resolution::Stalled(stall) => assert_eq!(stall.reason, ConditionReason::TargetNotFound),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -8,9 +8,9 @@ use super::Context;
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::catalog::ConditionReason;
 use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
-use crate::gather::{self, Candidates, GatherError, Reach, Shared};
-use crate::model::evidence::AuditFailure;
+use crate::gather::{self, Candidates, GatherError, Reach, Resolution, Shared};
 use crate::model::evidence::Stall;
+use crate::model::evidence::{AuditFailure, Observation};
 use crate::model::settings;
 use crate::publish::{self, PublishError};
 use futures::FutureExt;
@@ -56,13 +56,18 @@ pub(crate) async fn run_audit(
     spec: &KopfAuditSpec,
     reach: &Reach,
     shared: &Shared,
+    resolution: &Resolution,
     candidates: Result<Candidates, GatherError>,
     policy: &Policy,
 ) -> Outcome {
     let audit = async {
-        let observation = match candidates {
-            Ok(candidates) => Ok(gather::gather(client, spec, reach, shared, &candidates).await),
-            Err(e) => Err(e.failure()),
+        let observation = match (resolution, candidates) {
+            (Resolution::Suspended, _) => Ok(Observation::Suspended),
+            (Resolution::Stalled(stall), _) => Ok(Observation::Stalled(stall.clone())),
+            (Resolution::Target(target), Ok(candidates)) => {
+                Ok(gather::gather(client, spec, target, reach, shared, &candidates).await)
+            }
+            (Resolution::Target(_), Err(e)) => Err(e.failure()),
         };
         evaluate::evaluate(spec, observation, policy)
     };
@@ -125,10 +130,10 @@ pub(crate) async fn reconcile(
         cross_namespace: ctx.settings.allow_cross_namespace,
         reader: format!("{namespace}/{}", audit.name_any()),
     };
-    let candidates = if audit.spec.suspend {
-        Ok(Candidates::default())
-    } else {
-        gather::read_candidates(&ctx.client, &audit.spec, &reach).await
+    let resolution = gather::resolve(&audit.spec, &reach);
+    let candidates = match &resolution {
+        Resolution::Target(target) => gather::read_candidates(&ctx.client, target).await,
+        Resolution::Suspended | Resolution::Stalled(_) => Ok(Candidates::default()),
     };
     if let Ok(candidates) = &candidates {
         ctx.targets.remember(&audit, &candidates.deployments);
@@ -139,6 +144,7 @@ pub(crate) async fn reconcile(
         &audit.spec,
         &reach,
         &ctx.shared,
+        &resolution,
         candidates,
         policy,
     )
