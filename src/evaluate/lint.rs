@@ -99,6 +99,15 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
         .map(|((area, why), targets)| Undecided { area, targets, why })
         .collect();
     for finding in &eval.findings {
+        let mut finding = finding.clone();
+        if finding.check == CheckId::WorkloadNotKopf {
+            // Live, the log is one more place kopf is looked for; from files, these are.
+            finding.message = format!(
+                "Deployment {}: no container runs kopf, neither on its command line (`kopf run`, `python -m kopf run`), nor by the CMD/ENTRYPOINT of a linted Dockerfile, nor through a `kopf.run()` call in the linted Python; kopf-specific checks are skipped. Lint the directory that holds the operator's Dockerfile and Python too.",
+                finding.target
+            );
+        }
+        let finding = &finding;
         let location = linted
             .evidence
             .targets

@@ -4,11 +4,9 @@ use std::collections::BTreeSet;
 
 /// Writes a small operator repository and lints it.
 fn lint_repo(files: &[(&str, &str)]) -> LintReport {
-    let dir = std::env::temp_dir().join(format!(
-        "kopf-audit-lint-{}-{}",
-        std::process::id(),
-        files.len()
-    ));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kopf-audit-lint-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     for (name, text) in files {
         let path = dir.join(name);
@@ -107,5 +105,26 @@ fn an_ignore_comment_without_a_reason_is_refused() {
         report.notes.iter().any(|n| n.contains("No Deployment")),
         "{:?}",
         report.notes
+    );
+}
+
+#[test]
+fn a_deployment_that_runs_no_kopf_is_told_where_lint_looked() {
+    let plain = DEPLOYMENT.replace("command: [python, /app/main.py]", "command: [nginx]");
+    let report = lint_repo(&[("deploy/op.yaml", &plain)]);
+    let not_kopf = report
+        .findings
+        .iter()
+        .find(|f| f.finding.check == CheckId::WorkloadNotKopf)
+        .expect("not kopf");
+    assert!(
+        not_kopf.finding.message.contains("Dockerfile"),
+        "{}",
+        not_kopf.finding.message
+    );
+    assert!(
+        !not_kopf.finding.message.contains("its log"),
+        "{}",
+        not_kopf.finding.message
     );
 }
