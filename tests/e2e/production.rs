@@ -62,6 +62,45 @@ async fn kopf_1_38_leaves_a_watcher_dead_and_its_wording_dates_the_log() {
     assert!(version.message.contains("or older"), "{}", version.message);
 }
 
+#[tokio::test]
+async fn api_priority_and_fairness_refusing_kopf_1_45_s_patches_is_rate_limiting() {
+    let status = audit_fixture("rate-limited", &ALL_AREAS, None).await;
+    let limited = finding(&status, "runtime.rate-limited");
+    assert!(
+        limited.message.contains("HTTP 429") && limited.message.contains("FlowSchema"),
+        "the cause and the fix are named: {}",
+        limited.message
+    );
+    assert!(
+        !limited.message.contains("1.42.1 and older"),
+        "kopf 1.45 retries every request: {}",
+        limited.message
+    );
+    assert!(
+        limited
+            .evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("APITooManyRequestsError")),
+        "{limited:?}"
+    );
+    let version = finding(&status, "runtime.kopf-version");
+    assert!(
+        version.message.contains("1.42.2") || version.message.contains("1.45"),
+        "{}",
+        version.message
+    );
+}
+
+#[tokio::test]
+async fn the_same_timers_under_the_default_priority_levels_are_not_rate_limited() {
+    let status = audit_fixture("rate-limited-twin", &ALL_AREAS, None).await;
+    assert!(
+        !found_checks(&status).contains("runtime.rate-limited"),
+        "{:#?}",
+        status.findings
+    );
+}
+
 fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
     status
         .findings
