@@ -101,6 +101,21 @@ async fn the_same_timers_under_the_default_priority_levels_are_not_rate_limited(
     );
 }
 
+#[tokio::test]
+async fn kopf_1_38_posts_every_object_log_line_so_failures_are_not_silent() {
+    // expect.yaml: events.logging-flood and runtime.handler-failures, and no
+    // events.silent-failures (the failure is posted as a `Logging` Error Event).
+    let status = audit_fixture("old-posting", &ALL_AREAS, None).await;
+    let flood = finding(&status, "events.logging-flood");
+    assert!(
+        flood.message.contains("1.40 and older") && flood.message.contains("posting.level"),
+        "the version's own fix is named: {}",
+        flood.message
+    );
+    let version = finding(&status, "runtime.kopf-version");
+    assert!(version.message.contains("or older"), "{}", version.message);
+}
+
 fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
     status
         .findings
