@@ -149,6 +149,7 @@ define_checks! {
     EventsPostFailures = "events.post-failures", Events, Error, "The logs contain `Failed to post an event`.";
     EventsDuplicates = "events.duplicates", Events, Info, "The same failure surfaces as an explicit event and as a Logging event.";
     EventsTruncated = "events.truncated", Events, Info, "Event messages cut at kopf's 1024-character limit.";
+    EventsPostingLevel = "events.posting-level", Events, Warning, "kopf posts its log as `Logging` Warning or Error Events but none of its INFO lines, and no Normal Event: settings.posting.level is above INFO, which also drops every `kopf.info()` call (use `kopf.event()`).";
     PersistenceProgressAnnotations = "persistence.progress-annotations", Persistence, Warning, "Handled objects carry kopf.zalando.org/<handler-id> progress annotations.";
     PersistenceDiffbaseAnnotation = "persistence.diffbase-annotation", Persistence, Warning, "Handled objects carry kopf.zalando.org/last-handled-configuration.";
     PersistenceDefaultFinalizer = "persistence.default-finalizer", Persistence, Info, "The finalizer is kopf's default kopf.zalando.org/KopfFinalizerMarker.";
@@ -262,6 +263,7 @@ mod tests {
             "runtime.orphaned-daemons",
             "runtime.unparsed-logs",
             "runtime.rate-limited",
+            "events.posting-level",
         ];
         for id in catalogue {
             assert!(CheckId::parse(id).is_some(), "{id} missing");

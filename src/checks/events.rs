@@ -61,6 +61,7 @@ pub(crate) fn check(
         out.extend(silent_failures(name, logs, events, cluster_scoped_unread));
     }
     out.extend(logging_flood(name, &posted, mirrors_every_record(logs)));
+    out.extend(posting_level(name, logs, &posted));
     out.extend(steady_state_spam(name, &posted, settings.event_repeats));
     out.extend(post_failures(name, logs));
     out.extend(duplicates(name, &posted));
@@ -181,6 +182,28 @@ fn logging_flood(target: &str, posted: &[&EventRecord], old_kopf: bool) -> Optio
         target,
         message.to_string(),
         Some(describe(first)),
+    ))
+}
+
+/// `events.posting-level`: kopf mirrors its object logger as Events (a `Logging` Warning
+/// or Error exists) and the log holds handler successes (INFO lines of that logger), yet
+/// no INFO line became an Event and no Normal Event from kopf is on any handled object:
+/// `settings.posting.level` is above INFO. The same level drops `kopf.info()` (and
+/// `kopf.warn()` above WARNING) without a log line, while `kopf.event()` checks only
+/// `posting.enabled` (`_core/engines/posting.py` of kopf 1.38.0, 1.43.0 and 1.45.2: `info`
+/// tests `posting.level <= logging.INFO`, `warn` `<= logging.WARNING`, `event` neither).
+fn posting_level(target: &str, logs: &LogEvidence, posted: &[&EventRecord]) -> Option<Finding> {
+    let kopf = || posted.iter().filter(|e| e.reporter == Reporter::Kopf);
+    let mirrored = kopf().find(|e| is_logging(e) && e.type_.is_problem())?;
+    let any_normal = kopf().any(|e| matches!(e.type_, EventType::Normal | EventType::Debug));
+    if any_normal || logs.stats.successes == 0 {
+        return None;
+    }
+    Some(finding(
+        CheckId::EventsPostingLevel,
+        target,
+        "kopf posts its log as `Logging` Events, yet none of its INFO lines (`Handler '...' succeeded.` is in the log) and no Normal Event reach the handled objects: settings.posting.level is above INFO. That level also drops every kopf.info() call (and kopf.warn() above WARNING) without a log line, so lifecycle Events posted that way never reach the cluster: post them with kopf.event(body, type='Normal', reason=..., message=...), which no level filters, or set posting.level back to logging.INFO.".to_string(),
+        Some(describe(mirrored)),
     ))
 }
 

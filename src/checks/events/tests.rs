@@ -179,3 +179,45 @@ fn before_posting_loggers_a_mirrored_failure_is_not_silent() {
     assert!(f.message.contains("posting.enabled"), "{}", f.message);
     assert!(!f.message.contains("posting.loggers"), "{}", f.message);
 }
+
+/// Logs whose stats hold `n` handler successes (routine lines the auditor never keeps).
+fn logs_with_successes(n: usize) -> LogEvidence {
+    let ok = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
+    let lines: Vec<&str> = std::iter::repeat_n(ok, n).collect();
+    logs(&lines)
+}
+
+#[test]
+fn mirrored_problems_without_any_info_line_show_a_posting_level_above_info() {
+    let events = [event("a", "Error", "Logging", "kopf")];
+    let l = logs_with_successes(2);
+    assert_eq!(l.stats.successes, 2);
+    let f = posting_level("op", &l, &posted(&events)).expect("a finding");
+    assert_eq!(f.check, CheckId::EventsPostingLevel);
+    assert!(f.message.contains("kopf.info()"), "{}", f.message);
+    assert!(f.message.contains("kopf.event("), "{}", f.message);
+    assert!(
+        f.evidence.as_deref().is_some_and(|e| e.contains("Logging")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_normal_event_or_no_success_or_no_mirroring_is_no_posting_level_finding() {
+    let l = logs_with_successes(2);
+    // An explicit Normal Event from kopf: INFO-level posting reaches the cluster.
+    let with_normal = [
+        event("a", "Error", "Logging", "kopf"),
+        event("b", "Normal", "Provisioned", "kopf"),
+    ];
+    assert!(posting_level("op", &l, &posted(&with_normal)).is_none());
+    // No INFO line in the log: nothing was there to be dropped.
+    let problems = [event("a", "Warning", "Logging", "kopf")];
+    assert!(posting_level("op", &logs_with_successes(0), &posted(&problems)).is_none());
+    // No `Logging` Event at all: the loggers are not mirrored (kopf 1.44+ default).
+    let explicit = [event("a", "Warning", "ProvisioningFailed", "kopf")];
+    assert!(posting_level("op", &l, &posted(&explicit)).is_none());
+    // A Warning posted by someone else never counts.
+    let foreign = [event("a", "Warning", "Logging", "kubelet")];
+    assert!(posting_level("op", &l, &posted(&foreign)).is_none());
+}
