@@ -116,6 +116,27 @@ async fn kopf_1_38_posts_every_object_log_line_so_failures_are_not_silent() {
     assert!(version.message.contains("or older"), "{}", version.message);
 }
 
+#[tokio::test]
+async fn a_posting_level_above_info_drops_kopf_info_and_is_named() {
+    let status = audit_fixture("posting-level", &ALL_AREAS, None).await;
+    let level = finding(&status, "events.posting-level");
+    assert!(
+        level.message.contains("kopf.info()") && level.message.contains("kopf.event("),
+        "the dropped call and the fix are named: {}",
+        level.message
+    );
+}
+
+#[tokio::test]
+async fn lifecycle_events_through_kopf_event_pass_any_posting_level() {
+    let status = audit_fixture("posting-level-twin", &ALL_AREAS, None).await;
+    assert!(
+        !found_checks(&status).contains("events.posting-level"),
+        "{:#?}",
+        status.findings
+    );
+}
+
 fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
     status
         .findings
