@@ -323,7 +323,7 @@ fn rate_limited(target: &str, logs: &LogEvidence) -> Option<Finding> {
             .at_most
             .is_some_and(|hi| hi <= RETRIES_ONLY_WATCHES_UNTIL);
     let mut message = format!(
-        "The API server refused {} of the operator with HTTP 429 (Too Many Requests) in the log window, so kopf backs off and handling falls behind: give its ServiceAccount a FlowSchema and PriorityLevelConfiguration with enough concurrency shares, watch fewer resources or namespaces, and lower settings.batching.worker_limit (settings.queueing from kopf 1.45).",
+        "The API server refused {} of the operator with HTTP 429 (Too Many Requests) in the log window, so kopf backs off and handling falls behind: give its ServiceAccount a FlowSchema and PriorityLevelConfiguration with enough concurrency shares, watch fewer resources or namespaces, and lower settings.queueing.worker_limit (settings.batching before its rename, as in kopf 1.38).",
         how_many(refused.len())
     );
     if escalated.is_some() {
