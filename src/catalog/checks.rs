@@ -149,6 +149,7 @@ define_checks! {
     EventsPostFailures = "events.post-failures", Events, Error, "The logs contain `Failed to post an event`.";
     EventsDuplicates = "events.duplicates", Events, Info, "The same failure surfaces as an explicit event and as a Logging event.";
     EventsTruncated = "events.truncated", Events, Info, "Event messages cut at kopf's 1024-character limit.";
+    EventsPostingLevel = "events.posting-level", Events, Warning, "kopf posts its log as `Logging` Warning or Error Events but none of its INFO lines, and no Normal Event: settings.posting.level is above INFO, which also drops every `kopf.info()` call (use `kopf.event()`).";
     PersistenceProgressAnnotations = "persistence.progress-annotations", Persistence, Warning, "Handled objects carry kopf.zalando.org/<handler-id> progress annotations.";
     PersistenceDiffbaseAnnotation = "persistence.diffbase-annotation", Persistence, Warning, "Handled objects carry kopf.zalando.org/last-handled-configuration.";
     PersistenceDefaultFinalizer = "persistence.default-finalizer", Persistence, Info, "The finalizer is kopf's default kopf.zalando.org/KopfFinalizerMarker.";
@@ -169,6 +170,7 @@ define_checks! {
     RuntimeDeadWatcher = "runtime.dead-watcher", Runtime, Error, "`Watcher for RES has failed` (or a peering task's): up to kopf 1.44 it is not respawned; the operator is blind to it until a restart.";
     RuntimeKopfVersion = "runtime.kopf-version", Runtime, Info, "The kopf version the log's wording shows (warning below 1.44: a watch can freeze silently without a timeout).";
     RuntimeForeignPeer = "runtime.foreign-peer", Runtime, Error, "The peering object lists live peers that are not the operator's pods (a `--dev` laptop, a higher priority): the operator pauses for them.";
+    RuntimeRateLimited = "runtime.rate-limited", Runtime, Warning, "The API server answered the operator with HTTP 429 (API Priority and Fairness, max-inflight): kopf backs off and handling lags (error when a request gave up after its retries).";
     SourceSyntaxError = "source.syntax-error", Source, Error, "A Python file does not parse with current Python syntax: nothing in it was linted, and kopf would not import it.";
     SourceHandlerKwargs = "source.handler-kwargs", Source, Error, "A kopf handler's signature has no `**kwargs`: kopf calls every handler with all its keyword arguments (`fn(**kwargs)`), so each call raises TypeError.";
     SourceBlockingCall = "source.blocking-call", Source, Warning, "A blocking call (time.sleep, requests, subprocess, the synchronous kubernetes client) in an `async def` handler: it stalls kopf's event loop and every other handler with it.";
@@ -264,6 +266,8 @@ mod tests {
             "runtime.throttling",
             "runtime.orphaned-daemons",
             "runtime.unparsed-logs",
+            "runtime.rate-limited",
+            "events.posting-level",
         ];
         for id in catalogue {
             assert!(CheckId::parse(id).is_some(), "{id} missing");

@@ -13,8 +13,23 @@ use crate::api::Finding;
 use crate::catalog::{CheckId, EventType};
 use crate::model::evidence::{EventRecord, KopfEvidence, LogEvidence, Reporter, TargetEvidence};
 use crate::model::settings::CheckSettings;
-use kopf_log::{EventKind, Record};
+use kopf_log::{EventKind, KopfVersion, Record};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The first release with `settings.posting.loggers`. kopf 1.38.0 has none
+/// (`_cogs/configs/configuration.py` `PostingSettings`: `enabled`, `level` and the
+/// reporting fields), and its `_core/engines/posting.py` `K8sPoster.filter` posts every
+/// object-logger record at or above `posting.level` (INFO by default); kopf 1.43.0 has
+/// `loggers: bool = True` and kopf 1.45.2 `loggers = False`, both checked in that filter.
+/// The releases between 1.38.0 and 1.43.0 were not read: the setting appears in one
+/// of them, assumed to be 1.41.
+const POSTING_LOGGERS: KopfVersion = KopfVersion::new(1, 41, 0);
+
+/// Whether the log's wording dates kopf before `settings.posting.loggers`: every
+/// object-logger record at or above `posting.level` becomes an Event, failures included.
+fn mirrors_every_record(logs: &LogEvidence) -> bool {
+    !logs.version.is_empty() && logs.version.at_most.is_some_and(|hi| hi < POSTING_LOGGERS)
+}
 
 /// kopf cuts event messages longer than this to head + `...` + tail.
 pub(crate) const KOPF_MESSAGE_LIMIT: usize = 1024;
@@ -45,7 +60,8 @@ pub(crate) fn check(
     if kopf.handled.as_ref().is_ok_and(|h| !h.is_empty()) {
         out.extend(silent_failures(name, logs, events, cluster_scoped_unread));
     }
-    out.extend(logging_flood(name, &posted));
+    out.extend(logging_flood(name, &posted, mirrors_every_record(logs)));
+    out.extend(posting_level(name, logs, &posted));
     out.extend(steady_state_spam(name, &posted, settings.event_repeats));
     out.extend(post_failures(name, logs));
     out.extend(duplicates(name, &posted));
@@ -110,13 +126,22 @@ fn silent_failures(
     let (_, first) = silent.iter().next()?;
     let objects: Vec<&str> = silent.keys().take(3).map(String::as_str).collect();
     let more = if silent.len() > 3 { " and others" } else { "" };
+    let objects = objects.join(", ");
+    let message = if mirrors_every_record(logs) {
+        // Before posting.loggers, the failure's ERROR record is itself posted: its
+        // absence means posting is off or its level is above ERROR.
+        format!(
+            "Handler failures of {objects}{more} are in the log but no Warning or Error Event is on the object: kopf 1.40 and older post every object-logger record at or above settings.posting.level as an Event, so settings.posting.enabled is False or settings.posting.level is above ERROR. Set settings.posting.level = logging.WARNING (and posting.enabled = True) in a startup handler."
+        )
+    } else {
+        format!(
+            "Handler failures of {objects}{more} are in the log but no Warning Event is on the object: raising TemporaryError posts nothing unless posting.loggers is on. Post one with kopf.event(body, type='Warning', reason=..., message=...) in an except block and re-raise, or set settings.posting.loggers = True with settings.posting.level = logging.WARNING."
+        )
+    };
     Some(finding(
         CheckId::EventsSilentFailures,
         target,
-        format!(
-            "Handler failures of {}{more} are in the log but no Warning Event is on the object: raising TemporaryError posts nothing unless posting.loggers is on. Post one with kopf.event(body, type='Warning', reason=..., message=...) in an except block and re-raise, or set settings.posting.loggers = True with settings.posting.level = logging.WARNING.",
-            objects.join(", ")
-        ),
+        message,
         Some(quote(first)),
     ))
 }
@@ -139,18 +164,46 @@ fn is_logging(event: &EventRecord) -> bool {
     event.reason == LOGGING_REASON
 }
 
-/// `events.logging-flood`: INFO (or DEBUG) log records mirrored as Events.
-fn logging_flood(target: &str, posted: &[&EventRecord]) -> Option<Finding> {
+/// `events.logging-flood`: INFO (or DEBUG) log records mirrored as Events. Before kopf
+/// 1.41 (`old_kopf`) there is no `posting.loggers` to turn off: only the level helps.
+fn logging_flood(target: &str, posted: &[&EventRecord], old_kopf: bool) -> Option<Finding> {
     let first = posted.iter().find(|e| {
         e.reporter == Reporter::Kopf
             && is_logging(e)
             && matches!(e.type_, EventType::Normal | EventType::Debug)
     })?;
+    let message = if old_kopf {
+        "kopf mirrors INFO log lines as `Logging` Events on the handled objects: kopf 1.40 and older have no settings.posting.loggers and post every object-logger record at or above settings.posting.level (INFO by default). Set settings.posting.level = logging.WARNING in a startup handler (kopf.info() is then dropped too: post lifecycle Events with kopf.event()), or upgrade kopf and set posting.loggers = False."
+    } else {
+        "kopf mirrors INFO log lines as `Logging` Events on the handled objects (posting.loggers on at level INFO, or kopf 1.41 to 1.43): set settings.posting.level = logging.WARNING, or posting.loggers = False and post explicit events."
+    };
     Some(finding(
         CheckId::EventsLoggingFlood,
         target,
-        "kopf mirrors INFO log lines as `Logging` Events on the handled objects (posting.loggers on at level INFO, or kopf 1.41 to 1.43): set settings.posting.level = logging.WARNING, or posting.loggers = False and post explicit events.".to_string(),
+        message.to_string(),
         Some(describe(first)),
+    ))
+}
+
+/// `events.posting-level`: kopf mirrors its object logger as Events (a `Logging` Warning
+/// or Error exists) and the log holds handler successes (INFO lines of that logger), yet
+/// no INFO line became an Event and no Normal Event from kopf is on any handled object:
+/// `settings.posting.level` is above INFO. The same level drops `kopf.info()` (and
+/// `kopf.warn()` above WARNING) without a log line, while `kopf.event()` checks only
+/// `posting.enabled` (`_core/engines/posting.py` of kopf 1.38.0, 1.43.0 and 1.45.2: `info`
+/// tests `posting.level <= logging.INFO`, `warn` `<= logging.WARNING`, `event` neither).
+fn posting_level(target: &str, logs: &LogEvidence, posted: &[&EventRecord]) -> Option<Finding> {
+    let kopf = || posted.iter().filter(|e| e.reporter == Reporter::Kopf);
+    let mirrored = kopf().find(|e| is_logging(e) && e.type_.is_problem())?;
+    let any_normal = kopf().any(|e| matches!(e.type_, EventType::Normal | EventType::Debug));
+    if any_normal || logs.stats.successes == 0 {
+        return None;
+    }
+    Some(finding(
+        CheckId::EventsPostingLevel,
+        target,
+        "kopf posts its log as `Logging` Events, yet none of its INFO lines (`Handler '...' succeeded.` is in the log) and no Normal Event reach the handled objects: settings.posting.level is above INFO. That level also drops every kopf.info() call (and kopf.warn() above WARNING) without a log line, so lifecycle Events posted that way never reach the cluster: post them with kopf.event(body, type='Normal', reason=..., message=...), which no level filters, or set posting.level back to logging.INFO.".to_string(),
+        Some(describe(mirrored)),
     ))
 }
 

@@ -62,6 +62,81 @@ async fn kopf_1_38_leaves_a_watcher_dead_and_its_wording_dates_the_log() {
     assert!(version.message.contains("or older"), "{}", version.message);
 }
 
+#[tokio::test]
+async fn api_priority_and_fairness_refusing_kopf_1_45_s_patches_is_rate_limiting() {
+    let status = audit_fixture("rate-limited", &ALL_AREAS, None).await;
+    let limited = finding(&status, "runtime.rate-limited");
+    assert!(
+        limited.message.contains("HTTP 429") && limited.message.contains("FlowSchema"),
+        "the cause and the fix are named: {}",
+        limited.message
+    );
+    assert!(
+        !limited.message.contains("1.42.1 and older"),
+        "kopf 1.45 retries every request: {}",
+        limited.message
+    );
+    assert!(
+        limited
+            .evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("APITooManyRequestsError")),
+        "{limited:?}"
+    );
+    let version = finding(&status, "runtime.kopf-version");
+    assert!(
+        version.message.contains("1.42.2") || version.message.contains("1.45"),
+        "{}",
+        version.message
+    );
+}
+
+#[tokio::test]
+async fn the_same_timers_under_the_default_priority_levels_are_not_rate_limited() {
+    let status = audit_fixture("rate-limited-twin", &ALL_AREAS, None).await;
+    assert!(
+        !found_checks(&status).contains("runtime.rate-limited"),
+        "{:#?}",
+        status.findings
+    );
+}
+
+#[tokio::test]
+async fn kopf_1_38_posts_every_object_log_line_so_failures_are_not_silent() {
+    // expect.yaml: events.logging-flood and runtime.handler-failures, and no
+    // events.silent-failures (the failure is posted as a `Logging` Error Event).
+    let status = audit_fixture("old-posting", &ALL_AREAS, None).await;
+    let flood = finding(&status, "events.logging-flood");
+    assert!(
+        flood.message.contains("1.40 and older") && flood.message.contains("posting.level"),
+        "the version's own fix is named: {}",
+        flood.message
+    );
+    let version = finding(&status, "runtime.kopf-version");
+    assert!(version.message.contains("or older"), "{}", version.message);
+}
+
+#[tokio::test]
+async fn a_posting_level_above_info_drops_kopf_info_and_is_named() {
+    let status = audit_fixture("posting-level", &ALL_AREAS, None).await;
+    let level = finding(&status, "events.posting-level");
+    assert!(
+        level.message.contains("kopf.info()") && level.message.contains("kopf.event("),
+        "the dropped call and the fix are named: {}",
+        level.message
+    );
+}
+
+#[tokio::test]
+async fn lifecycle_events_through_kopf_event_pass_any_posting_level() {
+    let status = audit_fixture("posting-level-twin", &ALL_AREAS, None).await;
+    assert!(
+        !found_checks(&status).contains("events.posting-level"),
+        "{:#?}",
+        status.findings
+    );
+}
+
 fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
     status
         .findings

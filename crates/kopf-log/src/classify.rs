@@ -83,6 +83,7 @@ pub(crate) enum RoutineTag {
 /// search short): the quick path leaves such messages to [`classify`].
 const FIXED_PREFIXES: &[&[u8]] = &[
     b"Request attempt #",
+    b"Receiving `too many requests` error from server",
     b"Resuming operations after the pause",
     b"Failed to post an event.",
     b"Merge-patching finished with inconsistencies",
@@ -371,6 +372,9 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
                     escalating: a.escalating,
                 });
             }
+            if m.starts_with(b"Receiving `too many requests` error from server") {
+                return Some(EventKind::WatchTooManyRequests);
+            }
             if m.starts_with(b"Resuming operations after the pause") {
                 return Some(EventKind::PeeringResumed);
             }
@@ -546,6 +550,8 @@ fn parse_attempt(r: &[u8]) -> Option<RequestAttempt> {
         attempt,
         of,
         escalating: r.starts_with(b"escalating"),
+        // `... -> APITooManyRequestsError(...)`: the error's repr follows the URL.
+        too_many_requests: memmem::find(r, b"-> APITooManyRequestsError(").is_some(),
     })
 }
 

@@ -410,6 +410,10 @@ pub struct RequestAttempt {
     pub of: Option<u32>,
     /// True for `escalating` (the last attempt: the error propagates).
     pub escalating: bool,
+    /// True when the refused request was answered HTTP 429: the line names
+    /// `APITooManyRequestsError` (kopf 1.42.2 and newer retry 429s in
+    /// `_cogs/clients/api.py`; the class is in `_cogs/clients/errors.py`).
+    pub too_many_requests: bool,
 }
 
 /// The recognised meaning of a record.
@@ -507,6 +511,11 @@ pub enum EventKind {
         /// True for `escalating` (the last attempt).
         escalating: bool,
     },
+    /// WARNING ``Receiving `too many requests` error from server, will retry after N
+    /// seconds. Error details: ...`` (`_cogs/clients/watching.py`, kopf 1.42.1 and
+    /// older): a watch-stream answered HTTP 429. Newer versions write a
+    /// [`EventKind::RequestRetry`] whose [`RequestAttempt::too_many_requests`] is set.
+    WatchTooManyRequests,
     /// WARNING `Not enough permissions to ...` (observation.py).
     PermissionDegraded {
         /// What could not be listed or watched.
@@ -588,6 +597,7 @@ impl EventKind {
             EventKind::PatchInconsistencies => "PatchInconsistencies",
             EventKind::Forbidden { .. } => "Forbidden",
             EventKind::RequestRetry { .. } => "RequestRetry",
+            EventKind::WatchTooManyRequests => "WatchTooManyRequests",
             EventKind::PermissionDegraded { .. } => "PermissionDegraded",
             EventKind::UnresolvedResources => "UnresolvedResources",
             EventKind::PeeringPaused => "PeeringPaused",
@@ -664,6 +674,7 @@ impl EventKind {
             | EventKind::EventPostFailed { .. }
             | EventKind::PatchInconsistencies
             | EventKind::PermissionDegraded { .. }
+            | EventKind::WatchTooManyRequests
             | EventKind::UnresolvedResources
             | EventKind::PeeringConflict
             | EventKind::OrphanedDaemon { .. }

@@ -62,6 +62,8 @@ struct Light {
     accepts: bool,
     /// Its level is DEBUG (counts in [`Stats::debug_records`]).
     debug: bool,
+    /// A handler's success (counts in [`Stats::successes`]).
+    succeeded: bool,
     kubelet: Option<Timestamp>,
     line: u64,
 }
@@ -74,6 +76,8 @@ struct Quick {
     accepts: bool,
     /// Its level is DEBUG.
     debug: bool,
+    /// A handler's success ([`RoutineTag::Succeeded`]).
+    succeeded: bool,
     /// What its wording tells of kopf's version.
     version: Option<VersionSignal>,
 }
@@ -392,6 +396,8 @@ impl Parser {
                 self.stats.records -= 1;
                 if let Some(Slot::Full(p)) = &self.pending {
                     self.stats.debug_records -= u64::from(p.rec.level == Some(Level::Debug));
+                    self.stats.successes -=
+                        u64::from(matches!(p.rec.kind, EventKind::HandlerSucceeded { .. }));
                 }
                 Some(a)
             }
@@ -459,6 +465,7 @@ impl Parser {
             let light = Light {
                 accepts,
                 debug: q.debug,
+                succeeded: q.succeeded,
                 kubelet,
                 line: line_no,
             };
@@ -499,6 +506,7 @@ impl Parser {
             Slot::Light(light) => {
                 self.stats.records += 1;
                 self.stats.debug_records += u64::from(light.debug);
+                self.stats.successes += u64::from(light.succeeded);
                 self.dropped.quick += 1;
             }
             Slot::Full(p) => {
@@ -535,6 +543,7 @@ impl Parser {
                 kopf: true,
                 accepts: false,
                 debug: level == Some(Level::Debug),
+                succeeded: tag == RoutineTag::Succeeded,
                 version: version(tag, rest),
             });
         }
@@ -545,6 +554,7 @@ impl Parser {
                 kopf: true,
                 accepts: !matches!(h.level, Some(Level::Debug | Level::Info)),
                 debug: h.level == Some(Level::Debug),
+                succeeded: tag == RoutineTag::Succeeded,
                 version: version(tag, rest),
             });
         }
@@ -555,6 +565,7 @@ impl Parser {
                 kopf: true,
                 accepts: !matches!(h.level, Level::Debug | Level::Info),
                 debug: h.level == Level::Debug,
+                succeeded: tag == RoutineTag::Succeeded,
                 version: version(tag, rest),
             });
         }
@@ -570,6 +581,7 @@ impl Parser {
             kopf: object || tag != RoutineTag::Other || known_plain(rest, None),
             accepts: true,
             debug: false,
+            succeeded: tag == RoutineTag::Succeeded,
             version: version(tag, rest),
         })
     }
@@ -672,6 +684,7 @@ impl Parser {
         }
         self.stats.records += 1;
         self.stats.debug_records += u64::from(rec.level == Some(Level::Debug));
+        self.stats.successes += u64::from(matches!(rec.kind, EventKind::HandlerSucceeded { .. }));
         rec
     }
 

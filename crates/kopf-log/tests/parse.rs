@@ -131,6 +131,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         "Forbidden",
     ),
     (
+        "Request attempt #3/9 failed; will retry: PATCH https://h/apis/x.dev/v1/namespaces/ns/things/a -> APITooManyRequestsError('Too many requests, please try again later.', {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure', 'message': 'Too many requests, please try again later.', 'reason': 'TooManyRequests', 'details': {'retryAfterSeconds': 1}, 'code': 429})",
+        "RequestRetry",
+    ),
+    (
+        "Receiving `too many requests` error from server, will retry after 1 seconds. Error details: ('Too many requests, please try again later.', {'kind': 'Status', 'code': 429})",
+        "WatchTooManyRequests",
+    ),
+    (
         "Not enough permissions to list namespaces. Falling back to a list of namespaces which are assumed to exist: ['a']",
         "PermissionDegraded",
     ),
@@ -367,6 +375,31 @@ fn forbidden_request_details() {
         "{:?}",
         r.kind
     );
+}
+
+#[test]
+fn too_many_requests_details() {
+    // kopf 1.45 `_cogs/clients/api.py`: a 429 is retried with the error's repr after `->`.
+    let r = one(&format!(
+        "{FULL}Request attempt #9/9 failed; escalating: PATCH https://h/apis/x.dev/v1/namespaces/ns/things/a -> APITooManyRequestsError('Too many requests, please try again later.', {{'code': 429}})"
+    ));
+    let req = r.request.expect("attempt");
+    assert_eq!(
+        (req.attempt, req.of, req.escalating, req.too_many_requests),
+        (9, Some(9), true, true)
+    );
+    // Another error is not a 429, even when its message says "too many".
+    let r = one(&format!(
+        "{FULL}Request attempt #1/9 failed; will retry: GET https://h/x -> APIServerError('too many APITooManyRequestsError mentions', status=500)"
+    ));
+    let req = r.request.expect("attempt");
+    assert!(!req.too_many_requests, "{req:?}");
+    // kopf 1.42.1 and older: only a watch-stream's 429 is logged, as a warning.
+    let r = one(
+        "[2026-11-30 02:41:55,039] kopf._cogs.clients.w [WARNING ] Receiving `too many requests` error from server, will retry after 1 seconds. Error details: ('Too many requests', {'code': 429})",
+    );
+    assert_eq!(r.kind, EventKind::WatchTooManyRequests);
+    assert_eq!(r.level, Some(kopf_log::Level::Warning));
 }
 
 // ---------------------------------------------------------------------------

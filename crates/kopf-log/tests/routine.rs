@@ -68,6 +68,14 @@ fn check(name: &str, data: &[u8]) -> RoutineStats {
         assert_eq!(a, b, "{name}: line {}", b.line);
     }
     assert_eq!(fast_stats, full_stats, "{name}: stats");
+    let successes = full
+        .iter()
+        .filter(|r| matches!(r.kind, kopf_log::EventKind::HandlerSucceeded { .. }))
+        .count();
+    assert_eq!(
+        full_stats.successes as usize, successes,
+        "{name}: successes"
+    );
     assert_eq!(fast_stats.lines, full_stats.lines);
     assert_eq!(fast_stats.kopf_lines, full_stats.kopf_lines);
     assert_eq!(

@@ -105,7 +105,7 @@ fn logging_events_spam_duplicates_and_post_failures() {
         event("b", "Normal", "Tick", "kopf"),
     ];
     let p = posted(&events);
-    assert!(logging_flood("op", &p).is_some());
+    assert!(logging_flood("op", &p, false).is_some());
     assert!(duplicates("op", &p).is_some());
     let spam = steady_state_spam("op", &p, 3).expect("spam");
     assert!(spam.message.contains("Tick"));
@@ -130,7 +130,7 @@ fn events_of_others_never_count_against_the_operator() {
     let p = posted(&events);
     assert!(p.is_empty(), "{p:?}");
     assert!(steady_state_spam("op", &p, 3).is_none());
-    assert!(logging_flood("op", &p).is_none());
+    assert!(logging_flood("op", &p, false).is_none());
     let own = vec![event("b", "Normal", "Tick", "op"); 3];
     assert!(steady_state_spam("op", &posted(&own), 3).is_some());
 }
@@ -139,8 +139,85 @@ fn events_of_others_never_count_against_the_operator() {
 fn quiet_operator_has_no_event_findings() {
     let events = vec![event("a", "Normal", "Provisioned", "kopf")];
     let p = posted(&events);
-    assert!(logging_flood("op", &p).is_none());
+    assert!(logging_flood("op", &p, false).is_none());
     assert!(steady_state_spam("op", &p, 3).is_none());
     assert!(duplicates("op", &p).is_none());
     assert!(truncated("op", &p).is_none());
+}
+
+/// A log in kopf 1.38.0's wording (`_core/actions/execution.py` before 1.40: `failed
+/// with an exception. Will retry.`), its version range set as the gatherer sets it.
+fn kopf_1_38_logs() -> LogEvidence {
+    let mut l = logs(&[
+        "[2026-11-30 02:41:55,039] kopf.objects         [ERROR   ] [ns/a] Handler 'reconcile' failed with an exception. Will retry.",
+    ]);
+    l.version = l.stats.kopf_version;
+    l
+}
+
+#[test]
+fn before_posting_loggers_the_advice_is_the_level_not_the_loggers() {
+    let old = kopf_1_38_logs();
+    assert!(mirrors_every_record(&old), "{:?}", old.version);
+    assert!(!mirrors_every_record(&logs(&[FAIL_A])), "no version clue");
+    let flood = [event("a", "Normal", "Logging", "kopf")];
+    let f = logging_flood("op", &posted(&flood), true).expect("a flood");
+    assert!(f.message.contains("1.40 and older"), "{}", f.message);
+    assert!(f.message.contains("posting.level"), "{}", f.message);
+    let new = logging_flood("op", &posted(&flood), false).expect("a flood");
+    assert!(!new.message.contains("1.40 and older"), "{}", new.message);
+}
+
+#[test]
+fn before_posting_loggers_a_mirrored_failure_is_not_silent() {
+    let old = kopf_1_38_logs();
+    // kopf 1.38 posts the failure's ERROR record itself as a `Logging` Error Event.
+    let mirrored = [event("a", "Error", "Logging", "kopf")];
+    assert!(silent_failures("op", &old, &mirrored, false).is_none());
+    // Without it, posting is off or above ERROR: the advice says so, not posting.loggers.
+    let f = silent_failures("op", &old, &[], false).expect("silent");
+    assert!(f.message.contains("posting.enabled"), "{}", f.message);
+    assert!(!f.message.contains("posting.loggers"), "{}", f.message);
+}
+
+/// Logs whose stats hold `n` handler successes (routine lines the auditor never keeps).
+fn logs_with_successes(n: usize) -> LogEvidence {
+    let ok = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
+    let lines: Vec<&str> = std::iter::repeat_n(ok, n).collect();
+    logs(&lines)
+}
+
+#[test]
+fn mirrored_problems_without_any_info_line_show_a_posting_level_above_info() {
+    let events = [event("a", "Error", "Logging", "kopf")];
+    let l = logs_with_successes(2);
+    assert_eq!(l.stats.successes, 2);
+    let f = posting_level("op", &l, &posted(&events)).expect("a finding");
+    assert_eq!(f.check, CheckId::EventsPostingLevel);
+    assert!(f.message.contains("kopf.info()"), "{}", f.message);
+    assert!(f.message.contains("kopf.event("), "{}", f.message);
+    assert!(
+        f.evidence.as_deref().is_some_and(|e| e.contains("Logging")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_normal_event_or_no_success_or_no_mirroring_is_no_posting_level_finding() {
+    let l = logs_with_successes(2);
+    // An explicit Normal Event from kopf: INFO-level posting reaches the cluster.
+    let with_normal = [
+        event("a", "Error", "Logging", "kopf"),
+        event("b", "Normal", "Provisioned", "kopf"),
+    ];
+    assert!(posting_level("op", &l, &posted(&with_normal)).is_none());
+    // No INFO line in the log: nothing was there to be dropped.
+    let problems = [event("a", "Warning", "Logging", "kopf")];
+    assert!(posting_level("op", &logs_with_successes(0), &posted(&problems)).is_none());
+    // No `Logging` Event at all: the loggers are not mirrored (kopf 1.44+ default).
+    let explicit = [event("a", "Warning", "ProvisioningFailed", "kopf")];
+    assert!(posting_level("op", &l, &posted(&explicit)).is_none());
+    // A Warning posted by someone else never counts.
+    let foreign = [event("a", "Warning", "Logging", "kubelet")];
+    assert!(posting_level("op", &l, &posted(&foreign)).is_none());
 }

@@ -81,6 +81,12 @@ pub struct Stats {
     /// dominate a log window (the failures it looks for are crowded out of
     /// a bounded tail).
     pub debug_records: u64,
+    /// Records of kind [`EventKind::HandlerSucceeded`](crate::EventKind::HandlerSucceeded)
+    /// (`Handler 'x' succeeded.`, also timers', daemons'), counted in both [`Routine`]
+    /// modes. Exists because these INFO lines of the object logger are routine and
+    /// not kept, yet a check must know that kopf wrote some (to tell whether
+    /// `settings.posting.level` let any of them become an Event).
+    pub successes: u64,
     /// What the wording of all the lines so far tells of kopf's version:
     /// every [`VersionSignal`](crate::VersionSignal)'s range, narrowed
     /// together (also from the routine lines [`Routine::Count`] does not
@@ -102,6 +108,7 @@ impl Stats {
         self.bytes += more.bytes;
         self.records += more.records;
         self.debug_records += more.debug_records;
+        self.successes += more.successes;
         self.kopf_version.narrow(more.kopf_version);
     }
 
