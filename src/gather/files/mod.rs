@@ -173,7 +173,14 @@ impl Found {
         entries.sort();
         for entry in entries {
             let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let is_dir = entry.is_dir();
+            // A symbolic link is not followed: a link to a parent would walk for ever.
+            let Ok(meta) = std::fs::symlink_metadata(&entry) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            let is_dir = meta.is_dir();
             if is_dir && (SKIPPED_DIRS.contains(&name) || name.starts_with('.')) {
                 continue;
             }
@@ -194,7 +201,12 @@ impl Found {
         if kind == FileKind::Other {
             return Ok(());
         }
-        let text = std::fs::read_to_string(path).map_err(|source| read_error(path, source))?;
+        let bytes = std::fs::read(path).map_err(|source| read_error(path, source))?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            self.notes
+                .push(format!("{shown} is not UTF-8 text: it was not linted."));
+            return Ok(());
+        };
         match kind {
             FileKind::Python => {
                 self.source.extend(python::read(&shown, &text));

@@ -46,3 +46,30 @@ fn the_startup_settings_make_peering_standalone() {
     let run = crate::model::testing::run(crate::model::kopf_run::Scope::ClusterWide, Peering::Auto);
     assert_eq!(with_settings(run, &facts).peering, Peering::Standalone);
 }
+
+#[test]
+fn links_are_not_followed_and_files_that_are_not_text_are_noted() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-files-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("app")).expect("dir");
+    std::fs::write(dir.join("app/op.py"), "import kopf\n").expect("write");
+    std::fs::write(dir.join("app/latin1.py"), b"x = '\xe9'\n").expect("write");
+    // A link back to the root: following it would walk for ever.
+    std::os::unix::fs::symlink(&dir, dir.join("app/loop")).expect("symlink");
+    let linted = read(&FilesInput {
+        path: Some(dir.clone()),
+        namespace: "ops".into(),
+        ..FilesInput::default()
+    })
+    .expect("reads");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(linted.source.files, 1);
+    assert!(
+        linted
+            .notes
+            .iter()
+            .any(|n| n.contains("app/latin1.py is not UTF-8")),
+        "{:?}",
+        linted.notes
+    );
+}
