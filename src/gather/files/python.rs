@@ -112,53 +112,44 @@ fn line_of(index: &LineIndex, offset: TextSize) -> u32 {
     u32::try_from(index.line_index(offset).get()).unwrap_or(u32::MAX)
 }
 
+/// The module-level assignments to plain names: each name with the value bound to it
+/// (`x = y = v` binds both; `x: T = v` too).
+fn module_bindings(body: &[Stmt]) -> impl Iterator<Item = (String, &Expr)> {
+    body.iter().flat_map(|stmt| {
+        let (targets, value): (Vec<&Expr>, Option<&Expr>) = match stmt {
+            Stmt::Assign(a) => (a.targets.iter().collect(), Some(&*a.value)),
+            Stmt::AnnAssign(a) => (vec![&*a.target], a.value.as_deref()),
+            _ => (Vec::new(), None),
+        };
+        targets.into_iter().filter_map(move |t| match (t, value) {
+            (Expr::Name(n), Some(v)) => Some((n.id.to_string(), v)),
+            _ => None,
+        })
+    })
+}
+
 /// The names bound at module level to `logging.getLogger(...)`.
 fn module_loggers(body: &[Stmt]) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for stmt in body {
-        let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
-            Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
-            Stmt::AnnAssign(a) => match &a.value {
-                Some(v) => (vec![&*a.target], v),
-                None => continue,
-            },
-            _ => continue,
-        };
-        let Expr::Call(call) = value else { continue };
-        if dotted(&call.func).is_some_and(|f| f == "logging.getLogger" || f == "getLogger") {
-            for t in targets {
-                if let Expr::Name(n) = t {
-                    out.insert(n.id.to_string());
-                }
+    module_bindings(body)
+        .filter(|(_, value)| match value {
+            Expr::Call(call) => {
+                dotted(&call.func).is_some_and(|f| f == "logging.getLogger" || f == "getLogger")
             }
-        }
-    }
-    out
+            _ => false,
+        })
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// The names bound at module level to a string literal (`GROUP = "kopf.dev"`), which
 /// handler decorators often name their resource with.
 fn module_constants(body: &[Stmt]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for stmt in body {
-        let (targets, value): (Vec<&Expr>, &Expr) = match stmt {
-            Stmt::Assign(a) => (a.targets.iter().collect(), &a.value),
-            Stmt::AnnAssign(a) => match &a.value {
-                Some(v) => (vec![&*a.target], v),
-                None => continue,
-            },
-            _ => continue,
-        };
-        let Expr::StringLiteral(s) = value else {
-            continue;
-        };
-        for t in targets {
-            if let Expr::Name(n) = t {
-                out.insert(n.id.to_string(), s.value.to_str().to_string());
-            }
-        }
-    }
-    out
+    module_bindings(body)
+        .filter_map(|(name, value)| match value {
+            Expr::StringLiteral(s) => Some((name, s.value.to_str().to_string())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `a.b.c` for a name or an attribute chain; `None` for anything else.
