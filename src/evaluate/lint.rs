@@ -83,17 +83,13 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
     }
     // The checks that read cluster objects of their own (peering objects, webhook
     // configurations) are undecided too, not exempted.
-    for s in eval.skipped {
-        if s.honoured && s.reason.starts_with(NOT_RUN) {
-            let why = format!("{}: {}", s.check, s.reason.trim_start_matches(NOT_RUN));
-            undecided
-                .entry((s.check.area(), why))
-                .or_default()
-                .push(s.target);
-        } else {
-            report.skipped.push(s);
-        }
+    for (target, check, why) in eval.not_in_files {
+        undecided
+            .entry((check.area(), format!("{check}: {why}")))
+            .or_default()
+            .push(target);
     }
+    report.skipped = eval.skipped;
     report.undecided = undecided
         .into_iter()
         .map(|((area, why), targets)| Undecided { area, targets, why })
@@ -189,9 +185,6 @@ fn location_of(check: CheckId, target: &TargetEvidence, m: &Manifests) -> Option
         .cloned()
         .or(deployment)
 }
-
-/// How the evaluation marks a check it could not run for lack of its own evidence.
-const NOT_RUN: &str = "not run: ";
 
 /// The marker of a Python exemption comment.
 const IGNORE_MARKER: &str = "# kopf-audit: ignore[";

@@ -61,6 +61,9 @@ pub(crate) struct Evaluation {
     /// What an evaluated area's condition adds to its message: what it left out on
     /// purpose (a target's Secrets, which are never sampled), per area.
     pub(crate) notes: BTreeMap<Area, BTreeSet<String>>,
+    /// Checks with evidence of their own that exists only in a cluster, by target, with
+    /// why: from files (`kopf-audit lint`) they are undecided.
+    pub(crate) not_in_files: Vec<(String, CheckId, String)>,
 }
 
 impl Evaluation {
@@ -203,14 +206,17 @@ fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluat
             Obstacle::Failed | Obstacle::NoRunningPod | Obstacle::Undecided => {
                 eval.unread.insert((target.name().to_string(), check));
             }
-            Obstacle::Forbidden | Obstacle::OutsideNamespace | Obstacle::NotInFiles => {
-                eval.skipped.push(skipped(
-                    check,
-                    target,
-                    &format!("not run: {}", why.message),
-                    true,
-                ))
+            // From files (`kopf-audit lint`) the check is undecided, not exempted.
+            Obstacle::NotInFiles => {
+                eval.not_in_files
+                    .push((target.name().to_string(), check, why.message.clone()))
             }
+            Obstacle::Forbidden | Obstacle::OutsideNamespace => eval.skipped.push(skipped(
+                check,
+                target,
+                &format!("not run: {}", why.message),
+                true,
+            )),
         }
     }
 }
