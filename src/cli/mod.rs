@@ -520,22 +520,7 @@ async fn check(args: CheckArgs) -> ExitCode {
             serde_json::to_string_pretty(&lint::code_quality(&report())).map(|s| s + "\n")
         }
     };
-    match printed {
-        Ok(text) => print!("{text}"),
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    let failed = match (args.fail_on.threshold(), check::worst(&status)) {
-        (Some(threshold), Some(worst)) => worst >= threshold,
-        _ => false,
-    };
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    finish(printed, args.fail_on, check::worst(&status))
 }
 
 /// `kopf-audit lint`: 0 clean, 1 a finding at `--fail-on` or above, 2 unreadable input.
@@ -590,6 +575,16 @@ fn lint_command(args: LintArgs) -> ExitCode {
             serde_json::to_string_pretty(&lint::code_quality(&report)).map(|s| s + "\n")
         }
     };
+    finish(printed, args.fail_on, report.worst())
+}
+
+/// Prints a command's output and returns its exit code: 2 when the output could not be
+/// made, 1 when the worst finding is at `--fail-on` or above, else 0.
+fn finish(
+    printed: Result<String, serde_json::Error>,
+    fail_on: FailOn,
+    worst: Option<Severity>,
+) -> ExitCode {
     match printed {
         Ok(text) => print!("{text}"),
         Err(e) => {
@@ -597,13 +592,8 @@ fn lint_command(args: LintArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let failed = match (args.fail_on.threshold(), report.worst()) {
-        (Some(threshold), Some(worst)) => worst >= threshold,
-        _ => false,
-    };
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    match (fail_on.threshold(), worst) {
+        (Some(threshold), Some(worst)) if worst >= threshold => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
     }
 }
