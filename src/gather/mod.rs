@@ -23,6 +23,7 @@ use crate::model::evidence::{
 };
 use crate::model::kopf_run::{KopfRun, Scope};
 use crate::model::names::{name_selector, spec_problem};
+use crate::model::rbac::{BindingKind, ServiceAccountRef};
 use crate::model::settings::LogBounds;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -68,8 +69,10 @@ impl GatherError {
     }
 }
 
-/// What audits share across runs: RBAC caches and answers, CRDs, what was read of the
-/// logs. One per operator process; the CLI makes one per run.
+/// What audits share across runs: RBAC caches and SubjectAccessReview answers, CRD
+/// digests, what was read of the logs and whether it showed kopf. One per operator
+/// process; the CLI makes one per run. What a change makes stale is dropped through
+/// [`Shared::invalidate`], the one way in from the watches and the sweep.
 #[derive(Default)]
 pub(crate) struct Shared {
     /// RBAC objects, SubjectAccessReview answers, CRDs.
@@ -80,6 +83,36 @@ pub(crate) struct Shared {
     pub(crate) recognitions: recognise::Verdicts,
     /// The pages of sampled objects the process may hold at once.
     pub(crate) objects: objects::ObjectPages,
+}
+
+/// What has made part of the [`Shared`] caches stale.
+#[derive(Debug)]
+pub(crate) enum Invalidation<'a> {
+    /// A binding scoped `scope` that reaches `account` changed: the account's
+    /// SubjectAccessReview answers that binding could alter.
+    Grants {
+        /// The ServiceAccount the binding reaches (or reached).
+        account: &'a ServiceAccountRef,
+        /// Where the binding grants.
+        scope: &'a BindingKind,
+    },
+    /// Time passed: log digests, kopf verdicts and CRD digests unused or read before
+    /// then, by their own horizons.
+    UnusedSince(Timestamp),
+}
+
+impl Shared {
+    /// Drops what `what` made stale.
+    pub(crate) fn invalidate(&self, what: Invalidation<'_>) {
+        match what {
+            Invalidation::Grants { account, scope } => self.rbac.forget(account, scope),
+            Invalidation::UnusedSince(now) => {
+                self.logs.forget_unused(now);
+                self.recognitions.forget_unused(now);
+                self.rbac.forget_stale_crds();
+            }
+        }
+    }
 }
 
 /// Which namespaces an audit may read: its own, or any with the cross-namespace

@@ -279,7 +279,7 @@ impl RbacReader {
     /// Forgets the answers of a ServiceAccount that a change of a binding scoped
     /// `scope` may alter: all of them for a ClusterRoleBinding, only those about its
     /// namespace for a RoleBinding (which grants nothing elsewhere, nor at cluster scope).
-    pub(crate) fn forget(&self, sa: &ServiceAccountRef, scope: &BindingKind) {
+    pub(super) fn forget(&self, sa: &ServiceAccountRef, scope: &BindingKind) {
         let mut answers = lock(&self.answers);
         match scope {
             BindingKind::ClusterRoleBinding => {
@@ -293,6 +293,11 @@ impl RbacReader {
                 }
             }
         }
+    }
+
+    /// Drops the CRD digests read longer than their reuse time ago.
+    pub(super) fn forget_stale_crds(&self) {
+        lock(&self.crds).retain(|_, (read, _)| read.elapsed() < CRD_TTL);
     }
 
     /// A CRD by name (`plural.group`), `None` when it does not exist; reused for a while.

@@ -1,10 +1,8 @@
 //! Per-object back-off bookkeeping, outside the reconcile: consecutive failures per
 //! KopfAudit, reset on success, pruned when the audit is deleted.
 
+use super::memory::AuditMemory;
 use crate::api::KopfAudit;
-use kube::ResourceExt;
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// The first retry after an error; doubles per consecutive failure.
@@ -12,46 +10,20 @@ const BASE: Duration = Duration::from_secs(5);
 /// The longest wait between retries.
 const CAP: Duration = Duration::from_secs(300);
 
-/// Consecutive failures per KopfAudit (namespace, name).
-#[derive(Debug, Default)]
-pub(crate) struct Backoff {
-    failures: Mutex<BTreeMap<(String, String), u32>>,
-}
-
-fn key(audit: &KopfAudit) -> (String, String) {
-    (audit.namespace().unwrap_or_default(), audit.name_any())
-}
-
-impl Backoff {
-    fn failures(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), u32>> {
-        self.failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
+/// Consecutive failures per KopfAudit, kept in the [`AuditMemory`].
+impl AuditMemory {
     /// Records a success: the next failure starts from the base delay again.
     pub(crate) fn succeeded(&self, audit: &KopfAudit) {
-        self.failures().remove(&key(audit));
+        self.with(audit, |m| m.failures = 0);
     }
 
     /// Records a failure; returns the consecutive count and the delay before the retry.
     pub(crate) fn failed(&self, audit: &KopfAudit) -> (u32, Duration) {
-        let mut failures = self.failures();
-        let n = failures.entry(key(audit)).or_insert(0);
-        *n = n.saturating_add(1);
-        let attempts = *n;
+        let attempts = self.with(audit, |m| {
+            m.failures = m.failures.saturating_add(1);
+            m.failures
+        });
         (attempts, delay(attempts, rand::random::<f64>()))
-    }
-
-    /// Forgets the audits not in `live`.
-    pub(crate) fn retain(&self, live: &BTreeSet<(String, String)>) {
-        self.failures().retain(|k, _| live.contains(k));
-    }
-
-    /// How many audits have a failure count (for tests).
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.failures().len()
     }
 }
 
@@ -84,14 +56,16 @@ mod tests {
 
     #[test]
     fn counts_reset_on_success_and_are_pruned_on_delete() {
-        let b = Backoff::default();
+        let b = AuditMemory::default();
         let (a, c) = (audit("a"), audit("c"));
         assert_eq!(b.failed(&a).0, 1);
         assert_eq!(b.failed(&a).0, 2);
         b.succeeded(&a);
         assert_eq!(b.failed(&a).0, 1);
         b.failed(&c);
-        b.retain(&BTreeSet::from([("ns".to_string(), "c".to_string())]));
+        b.retain(&std::collections::HashSet::from([
+            kube::runtime::reflector::ObjectRef::from_obj(&c),
+        ]));
         assert_eq!(b.len(), 1);
         assert_eq!(b.failed(&c).0, 2);
     }

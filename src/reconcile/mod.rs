@@ -8,29 +8,31 @@ pub(crate) mod backoff;
 mod churn;
 pub(crate) mod http;
 pub(crate) mod leader;
+mod memory;
 pub(crate) mod metrics_auth;
 mod owed;
 pub(crate) mod pipeline;
 pub(crate) mod readiness;
 mod targets;
 mod watches;
+mod written;
 
 #[cfg(test)]
 mod tests;
 
 use crate::api::KopfAudit;
 use crate::evaluate::Policy;
-use crate::gather::Shared;
 use crate::gather::logs::LogMemory;
 use crate::gather::rbac::{RbacReader, RbacStores, until_synced};
+use crate::gather::{Invalidation, Shared};
 use crate::publish::EventPublisher;
 use crate::publish::metrics::Metrics;
-use backoff::Backoff;
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
+use memory::AuditMemory;
 use readiness::Readiness;
 use std::future::Future;
 use std::sync::Arc;
@@ -74,82 +76,13 @@ pub(crate) const DEFAULT_MAX_CONCURRENT_AUDITS: u16 = 8;
 /// the metrics.
 pub(crate) struct Context {
     client: Client,
-    targets: Arc<targets::SeenTargets>,
     settings: Settings,
     events: EventPublisher,
     metrics: Arc<Metrics>,
-    backoff: Backoff,
+    /// What is remembered of each KopfAudit between its runs.
+    memory: Arc<AuditMemory>,
     shared: Arc<Shared>,
-    written: Written,
-    owed: owed::Outbox,
     mandate: leader::Mandate,
-}
-
-/// The statuses this instance wrote, until its cache shows them: an audit that starts
-/// before the watch has delivered the last write compares against what was written,
-/// not against the stale copy (which would write again and repeat its Events).
-#[derive(Default)]
-pub(crate) struct Written {
-    by_audit: std::sync::Mutex<std::collections::HashMap<(String, String), WrittenStatus>>,
-}
-
-/// One audit's last written status and the resourceVersions older than it.
-struct WrittenStatus {
-    older: Vec<String>,
-    last: Option<String>,
-    status: crate::api::KopfAuditStatus,
-}
-
-impl Written {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<(String, String), WrittenStatus>> {
-        self.by_audit
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The status to compare with: the one written last when the cached copy is older.
-    pub(crate) fn stored(&self, audit: &KopfAudit) -> Option<crate::api::KopfAuditStatus> {
-        let key = (audit.namespace().unwrap_or_default(), audit.name_any());
-        let mut by_audit = self.lock();
-        let rv = audit.metadata.resource_version.clone();
-        match by_audit.get(&key) {
-            Some(w) if rv.as_ref().is_some_and(|rv| w.older.contains(rv)) => Some(w.status.clone()),
-            Some(_) => {
-                by_audit.remove(&key);
-                audit.status.clone()
-            }
-            None => audit.status.clone(),
-        }
-    }
-
-    /// Records a write made on top of `audit` (as cached) that produced `rv`.
-    pub(crate) fn record(
-        &self,
-        audit: &KopfAudit,
-        rv: Option<String>,
-        status: &crate::api::KopfAuditStatus,
-    ) {
-        let key = (audit.namespace().unwrap_or_default(), audit.name_any());
-        let mut by_audit = self.lock();
-        let entry = by_audit.entry(key).or_insert_with(|| WrittenStatus {
-            older: Vec::new(),
-            last: None,
-            status: status.clone(),
-        });
-        entry.older.extend(audit.metadata.resource_version.clone());
-        entry.older.extend(entry.last.take());
-        entry.older.sort();
-        entry.older.dedup();
-        entry.last = rv;
-        entry.status = status.clone();
-    }
-
-    /// Forgets the audits not in `live`.
-    fn retain(&self, live: &std::collections::BTreeSet<(String, String)>) {
-        self.lock().retain(|k, _| live.contains(k));
-    }
 }
 
 impl Context {
@@ -159,13 +92,10 @@ impl Context {
         Context {
             events: EventPublisher::new(client.clone(), settings.instance.clone()),
             client,
-            targets: Arc::default(),
             settings,
             metrics: Arc::new(Metrics::new()),
-            backoff: Backoff::default(),
+            memory: Arc::default(),
             shared: Arc::new(Shared::default()),
-            written: Written::default(),
-            owed: owed::Outbox::default(),
             mandate: leader::Mandate::default(),
         }
     }
@@ -209,9 +139,8 @@ pub(crate) async fn run(
 
     let ctx = Arc::new(Context {
         client: client.clone(),
-        targets: Arc::default(),
         events: EventPublisher::new(client.clone(), settings.instance.clone()),
-        backoff: Backoff::default(),
+        memory: Arc::default(),
         shared: Arc::new(Shared {
             rbac: RbacReader::new(rbac_stores.clone()),
             logs: LogMemory::new(metrics.log_bytes_read(), settings.log_memory_bytes),
@@ -219,8 +148,6 @@ pub(crate) async fn run(
             objects: Default::default(),
         }),
         metrics,
-        written: Written::default(),
-        owed: owed::Outbox::default(),
         mandate,
         settings,
     });
@@ -237,12 +164,12 @@ pub(crate) async fn run(
         &client,
         ns.as_deref(),
         &audit_store,
-        &ctx.targets,
+        &ctx.memory,
         ctx.settings.allow_cross_namespace,
     );
     let controller = watches::attach_rbac(
         controller,
-        &ctx.targets,
+        &ctx.memory,
         &ctx.shared,
         rbac_stores,
         rbac_streams,
@@ -312,7 +239,7 @@ async fn reconcile_counted(
         .await
         .unwrap_or_else(|message| Err(pipeline::ReconcileError::Panicked(message)));
     if result.is_ok() {
-        ctx.backoff.succeeded(&audit);
+        ctx.memory.succeeded(&audit);
     }
     result
 }
@@ -323,7 +250,7 @@ fn error_policy(
     error: &pipeline::ReconcileError,
     ctx: Arc<Context>,
 ) -> Action {
-    let (attempts, delay) = ctx.backoff.failed(&audit);
+    let (attempts, delay) = ctx.memory.failed(&audit);
     tracing::warn!(audit = %audit.name_any(), %error, attempts, retry_in = ?delay, "audit failed");
     Action::requeue(delay)
 }
@@ -331,27 +258,27 @@ fn error_policy(
 /// How often the state kept for deleted KopfAudits is dropped.
 const SWEEP: Duration = Duration::from_secs(60);
 
-/// Drops, every minute, the metric series, back-off counters and what is owed of deleted
-/// KopfAudits.
+/// Drops, every minute, the metric series and what is remembered of deleted KopfAudits,
+/// and the shared caches' entries unused for long.
 async fn forget_deleted_audits(audits: Store<KopfAudit>, ctx: Arc<Context>) {
     if !until_synced(&audits).await {
         return;
     }
     loop {
         tokio::time::sleep(SWEEP).await;
-        let live: std::collections::BTreeSet<(String, String)> = audits
+        let live: std::collections::HashSet<reflector::ObjectRef<KopfAudit>> = audits
             .state()
             .iter()
-            .map(|a| (a.namespace().unwrap_or_default(), a.name_any()))
+            .map(|a| reflector::ObjectRef::from_obj(a.as_ref()))
             .collect();
-        ctx.metrics.retain_audits(&live);
-        ctx.backoff.retain(&live);
-        ctx.written.retain(&live);
-        ctx.owed.retain(&live);
-        ctx.targets.retain(&live);
-        ctx.shared.logs.forget_unused(jiff::Timestamp::now());
+        ctx.metrics.retain_audits(
+            &live
+                .iter()
+                .map(|a| (a.namespace.clone().unwrap_or_default(), a.name.clone()))
+                .collect(),
+        );
+        ctx.memory.retain(&live);
         ctx.shared
-            .recognitions
-            .forget_unused(jiff::Timestamp::now());
+            .invalidate(Invalidation::UnusedSince(jiff::Timestamp::now()));
     }
 }

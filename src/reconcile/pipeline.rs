@@ -136,7 +136,7 @@ pub(crate) async fn reconcile(
         Resolution::Suspended | Resolution::Stalled(_) => Ok(Candidates::default()),
     };
     if let Ok(candidates) = &candidates {
-        ctx.targets.remember(&audit, &candidates.deployments);
+        ctx.memory.remember(&audit, &candidates.deployments);
     }
     let policy = &ctx.settings.policy;
     let outcome = run_audit(
@@ -211,7 +211,7 @@ async fn first_sight(
     ctx: &Context,
 ) -> Result<KopfAuditStatus, ReconcileError> {
     if let Some(stored) = ctx
-        .written
+        .memory
         .stored(audit)
         .filter(|s| !s.conditions.is_empty())
     {
@@ -235,7 +235,7 @@ async fn write_status(
     }
     let api: Api<KopfAudit> = Api::namespaced(ctx.client.clone(), namespace);
     let rv = publish::write_status(&api, &audit.name_any(), status).await?;
-    ctx.written.record(audit, rv, status);
+    ctx.memory.record(audit, rv, status);
     ctx.metrics.status_write(namespace, &audit.name_any());
     Ok(())
 }
@@ -258,13 +258,13 @@ async fn publish_update(
     if update.changed {
         // When this fails, nothing of this audit is published: the next plans it again.
         write_status(audit, namespace, &update.status, ctx).await?;
-        ctx.owed.owe_policy_report(audit, true);
+        ctx.memory.owe_policy_report(audit, true);
     }
     let at = Timestamp::now();
     let planned = update.events.iter().enumerate().map(|(index, planned)| {
         publish::OutgoingEvent::new(&audit.name_any(), planned.clone(), at, index)
     });
-    let given_up = ctx.owed.queue(audit, planned);
+    let given_up = ctx.memory.queue(audit, planned);
     if given_up > 0 {
         tracing::warn!(
             given_up,
@@ -272,10 +272,10 @@ async fn publish_update(
         );
         ctx.metrics.events_given_up(given_up);
     }
-    if ctx.owed.policy_report_owed(audit) && ctx.mandate.holds() {
+    if ctx.memory.policy_report_owed(audit) && ctx.mandate.holds() {
         match publish::policy_report::write(&ctx.client, audit, &update.status).await {
             Ok(written) => {
-                ctx.owed.owe_policy_report(audit, false);
+                ctx.memory.owe_policy_report(audit, false);
                 tracing::debug!(written, "policy report");
             }
             Err(e) => {
@@ -285,7 +285,7 @@ async fn publish_update(
     }
     Ok(Published {
         events: deliver_events(audit, ctx).await,
-        events_owed: ctx.owed.events_owed(audit),
+        events_owed: ctx.memory.events_owed(audit),
     })
 }
 
@@ -294,7 +294,7 @@ async fn publish_update(
 /// it wait for the next audit. One the API server refuses as invalid is given up.
 async fn deliver_events(audit: &KopfAudit, ctx: &Context) -> usize {
     let mut delivered = 0;
-    while let Some(event) = ctx.owed.next_event(audit) {
+    while let Some(event) = ctx.memory.next_event(audit) {
         if !ctx.mandate.holds() {
             break;
         }
@@ -317,7 +317,7 @@ async fn deliver_events(audit: &KopfAudit, ctx: &Context) -> usize {
                 break;
             }
         }
-        ctx.owed.settle_event(audit, event.name());
+        ctx.memory.settle_event(audit, event.name());
     }
     delivered
 }

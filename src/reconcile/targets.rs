@@ -4,6 +4,7 @@
 //! its memory follows the number of audits, not the size of the cluster. An audit not
 //! yet run has no entry, and needs none: it is about to run anyway.
 
+use super::memory::{AuditMemory, SeenTarget};
 use crate::api::KopfAudit;
 use crate::model::kopf_run::{find_kopf, template_containers};
 use crate::model::needs;
@@ -13,19 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::reflector::ObjectRef;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard};
-
-/// One target Deployment as the last audit read it.
-#[derive(Clone, Debug)]
-struct SeenTarget {
-    namespace: String,
-    pods: Option<Selector>,
-    account: ServiceAccountRef,
-    /// Where a RoleBinding can change its audit ([`needs::binding_namespaces`]); empty
-    /// when it runs no kopf (no RBAC is audited then).
-    binding_namespaces: BTreeSet<String>,
-}
+use std::collections::{BTreeMap, BTreeSet};
 
 impl SeenTarget {
     /// A target as read, its kopf found in `container` (any container when `None`).
@@ -53,19 +42,9 @@ impl SeenTarget {
     }
 }
 
-/// The targets of every audit, as their last run read them.
-#[derive(Default)]
-pub(crate) struct SeenTargets {
-    by_audit: Mutex<HashMap<ObjectRef<KopfAudit>, Vec<SeenTarget>>>,
-}
-
-impl SeenTargets {
-    fn lock(&self) -> MutexGuard<'_, HashMap<ObjectRef<KopfAudit>, Vec<SeenTarget>>> {
-        self.by_audit
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
+/// The targets of every audit, as their last run read them, kept in the
+/// [`AuditMemory`].
+impl AuditMemory {
     /// Records the target Deployments an audit just read.
     pub(crate) fn remember(&self, audit: &KopfAudit, deployments: &[Deployment]) {
         let container = audit.spec.target.container.as_deref();
@@ -73,32 +52,22 @@ impl SeenTargets {
             .iter()
             .map(|d| SeenTarget::of(d, container))
             .collect();
-        self.lock().insert(ObjectRef::from_obj(audit), seen);
-    }
-
-    /// Forgets the audits not in `live` (namespace, name).
-    pub(crate) fn retain(&self, live: &BTreeSet<(String, String)>) {
-        self.lock().retain(|audit, _| {
-            live.contains(&(
-                audit.namespace.clone().unwrap_or_default(),
-                audit.name.clone(),
-            ))
-        });
+        self.with(audit, |m| m.targets = seen);
     }
 
     /// The audits with a target whose pods this pod is one of.
     pub(crate) fn audits_for_pod(&self, pod: &Pod) -> Vec<ObjectRef<KopfAudit>> {
         let namespace = pod.namespace().unwrap_or_default();
-        self.lock()
-            .iter()
-            .filter(|(_, targets)| {
-                targets.iter().any(|t| {
-                    t.namespace == namespace
-                        && t.pods.as_ref().is_some_and(|s| s.matches(pod.labels()))
-                })
-            })
-            .map(|(audit, _)| audit.clone())
-            .collect()
+        let mut audits = Vec::new();
+        self.each(|audit, m| {
+            let selects = m.targets.iter().any(|t| {
+                t.namespace == namespace && t.pods.as_ref().is_some_and(|s| s.matches(pod.labels()))
+            });
+            if selects {
+                audits.push(audit.clone());
+            }
+        });
+        audits
     }
 
     /// The audits an RBAC change can alter, given the scopes of the bindings through
@@ -115,9 +84,9 @@ impl SeenTargets {
     ) {
         let mut audits = Vec::new();
         let mut accounts: BTreeMap<ServiceAccountRef, BTreeSet<BindingKind>> = BTreeMap::new();
-        for (audit, targets) in self.lock().iter() {
+        self.each(|audit, m| {
             let mut altered = false;
-            for target in targets {
+            for target in &m.targets {
                 let scopes = scopes_reaching(&target.account);
                 if scopes.is_empty() {
                     continue;
@@ -131,14 +100,8 @@ impl SeenTargets {
             if altered {
                 audits.push(audit.clone());
             }
-        }
+        });
         (audits, accounts)
-    }
-
-    /// How many audits have targets remembered.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
     }
 }
 
@@ -179,7 +142,7 @@ mod tests {
 
     #[test]
     fn a_pod_maps_to_the_audits_whose_target_selects_it_in_its_namespace() {
-        let seen = SeenTargets::default();
+        let seen = AuditMemory::default();
         seen.remember(&audit("a", "op"), &[deployment("a", "op", Some("sa"))]);
         seen.remember(&audit("b", "op"), &[deployment("b", "op", None)]);
         let names = |refs: Vec<ObjectRef<KopfAudit>>| -> Vec<String> {
@@ -194,7 +157,7 @@ mod tests {
 
     #[test]
     fn accounts_default_to_the_namespace_default_and_deleted_audits_are_forgotten() {
-        let seen = SeenTargets::default();
+        let seen = AuditMemory::default();
         seen.remember(&audit("a", "op"), &[deployment("a", "op", None)]);
         seen.remember(&audit("b", "op"), &[deployment("b", "op", Some("sa"))]);
         let defaults = |sa: &ServiceAccountRef| {
@@ -213,7 +176,9 @@ mod tests {
                 name: "default".into()
             }]
         );
-        seen.retain(&BTreeSet::from([("b".to_string(), "op".to_string())]));
+        seen.retain(&std::collections::HashSet::from([ObjectRef::from_obj(
+            &audit("b", "op"),
+        )]));
         assert_eq!(seen.len(), 1);
         assert!(seen.audits_reached(defaults).0.is_empty());
     }

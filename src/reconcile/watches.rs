@@ -18,10 +18,10 @@
 //!   [`CHURN_PERIOD`](super::churn::CHURN_PERIOD), the last of them at its end.
 
 use super::churn::{ChurnBound, Source};
-use super::targets::SeenTargets;
+use super::memory::AuditMemory;
 use crate::api::KopfAudit;
-use crate::gather::Shared;
 use crate::gather::rbac::{RbacStores, reaches};
+use crate::gather::{Invalidation, Shared};
 use crate::model::rbac::BindingKind;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -235,7 +235,7 @@ impl BindingKey {
 /// seen (dropped with the binding), and the bound on re-runs per source.
 #[derive(Clone)]
 struct RbacMapper {
-    targets: Arc<SeenTargets>,
+    targets: Arc<AuditMemory>,
     stores: RbacStores,
     shared: Arc<Shared>,
     last_subjects: Arc<Mutex<HashMap<BindingKey, Vec<Subject>>>>,
@@ -405,7 +405,7 @@ impl RbacMapper {
         now
     }
 
-    /// The audits a change can alter ([`SeenTargets::audits_reached`]); the remembered
+    /// The audits a change can alter ([`AuditMemory::audits_reached`]); the remembered
     /// answers it may alter are forgotten at once.
     fn altered_by(&self, change: RbacChange) -> Vec<ObjectRef<KopfAudit>> {
         let grants = self.subjects_of(change);
@@ -421,7 +421,8 @@ impl RbacMapper {
         });
         for (sa, scopes) in &accounts {
             for scope in scopes {
-                self.shared.rbac.forget(sa, scope);
+                self.shared
+                    .invalidate(Invalidation::Grants { account: sa, scope });
             }
         }
         refs
@@ -476,7 +477,7 @@ fn namespace_of(scope: &BindingKind) -> Option<&str> {
 /// audit) and adds them to the controller, with the re-runs the churn bound holds back.
 pub(super) fn attach_rbac(
     controller: Controller<KopfAudit>,
-    targets: &Arc<SeenTargets>,
+    targets: &Arc<AuditMemory>,
     shared: &Arc<Shared>,
     stores: RbacStores,
     streams: RbacStreams,
@@ -616,7 +617,7 @@ pub(super) fn attach_targets(
     client: &Client,
     namespace: Option<&str>,
     audits: &Store<KopfAudit>,
-    targets: &Arc<SeenTargets>,
+    targets: &Arc<AuditMemory>,
     cross_namespace: bool,
 ) -> Controller<KopfAudit> {
     let config = watcher::Config::default();

@@ -67,7 +67,7 @@ fn cluster_role(name: &str, labels: serde_json::Value, aggregates: Option<&str>)
 /// Two audited operators (a in ns-a as sa-a, b in ns-b as sa-b); `op-a` bound to the
 /// ClusterRole `op-a-role`, which aggregates the ones labelled `aggregate-to-op-a`.
 fn mapper() -> RbacMapper {
-    let targets = Arc::new(SeenTargets::default());
+    let targets = Arc::new(AuditMemory::default());
     targets.remember(
         &audit("ns-a", "a", "op-a"),
         &[deployment("ns-a", "op-a", "sa-a")],
