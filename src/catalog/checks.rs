@@ -181,6 +181,7 @@ define_checks! {
     SourceTimerPosting = "source.timer-posting", Source, Warning, "A timer posts an Event (kopf.event/info/warn) on every tick: the object's Events fill with the same message.";
     SourceIndexWorkerLimit = "source.index-worker-limit", Source, Warning, "`@kopf.index` handlers with `queueing.worker_limit` (`batching` before its rename) set: with more indexed objects than workers, kopf's startup waits for indexing forever (kopf issue 1243).";
     SourceUnfilteredBuiltin = "source.unfiltered-builtin", Source, Warning, "A change handler on a built-in kind with no labels/annotations/when/field filter: kopf writes its diff-base annotation onto every such object it serves (on Secrets, with their data).";
+    SourceNoResume = "source.no-resume", Source, Info, "A resource has `@kopf.on.create` or `@kopf.on.update` handlers but no `@kopf.on.resume` (nor an event, timer or daemon handler): objects unchanged since they were last handled are not reconciled when the operator restarts, so a new operator version's desired state never reaches them.";
 }
 
 impl CheckId {

@@ -4,7 +4,7 @@
 use super::finding;
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::model::source::{Handler, KopfPin, Literal, Location, SourceFacts};
+use crate::model::source::{Handler, KopfPin, Literal, Location, ResourceSpec, SourceFacts};
 
 /// A finding of the source, with where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +31,7 @@ pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
         out.extend(timer_posting(handler));
     }
     out.extend(index_worker_limit(facts));
+    out.extend(no_resume(facts));
     out
 }
 
@@ -303,3 +304,72 @@ pub(crate) fn settings_outside_startup(facts: &SourceFacts) -> Vec<SourceFinding
 
 #[cfg(test)]
 mod tests;
+
+/// Every kopf decorator of every handler with its resource: stacked decorators count
+/// as handlers of their own.
+fn registrations(facts: &SourceFacts) -> impl Iterator<Item = (&Handler, &str, &ResourceSpec)> {
+    facts.handlers.iter().flat_map(|h| {
+        std::iter::once((h.decorator.as_str(), h.resource.as_ref()))
+            .chain(h.stacked.iter().map(|(d, r)| (d.as_str(), r.as_ref())))
+            .filter_map(move |(d, r)| Some((h, d, r?)))
+    })
+}
+
+/// `source.no-resume`: at the first function whose create or update handlers serve a
+/// resource that no resume handler serves, one finding for all such resources it
+/// serves (a resource is named once, not again at its update handler). An event handler, a timer or a
+/// daemon also runs for every existing object after a restart (kopf 1.45
+/// `_core/intents/causes.py`, `detect_changing_cause`: an object with a stored essence
+/// and no diff at the first listing gets the resume cause; creation is only for objects
+/// without an essence, update only for a diff). Info: a handler that only reacts to a
+/// change (logs it, notifies) needs no resume; one that reconciles does.
+pub(crate) fn no_resume(facts: &SourceFacts) -> Vec<SourceFinding> {
+    const RECONCILES_EXISTING: [&str; 5] = ["on.resume", "on.event", "timer", "daemon", "on.timer"];
+    let all: Vec<_> = registrations(facts).collect();
+    let unresumed = |resource: &ResourceSpec| {
+        !all.iter()
+            .any(|(_, d, r)| RECONCILES_EXISTING.contains(d) && r.same_as(resource))
+    };
+    let mut reported: Vec<&ResourceSpec> = Vec::new();
+    let mut out = Vec::new();
+    for h in &facts.handlers {
+        let mut names: Vec<&str> = Vec::new();
+        let mut decorators: Vec<&str> = Vec::new();
+        for (handler, decorator, resource) in &all {
+            if std::ptr::eq(*handler, h)
+                && matches!(*decorator, "on.create" | "on.update")
+                && unresumed(resource)
+                && !reported.iter().any(|r| r.same_as(resource))
+            {
+                reported.push(resource);
+                if !names.contains(&resource.name.as_str()) {
+                    names.push(&resource.name);
+                }
+                if !decorators.contains(decorator) {
+                    decorators.push(decorator);
+                }
+            }
+        }
+        if names.is_empty() {
+            continue;
+        }
+        out.push(raise(
+            CheckId::SourceNoResume,
+            &handler_target(h),
+            &h.location,
+            format!(
+                "{}() handles {} of {} but no @kopf.on.resume handler serves {}: after a restart or an upgrade of the operator, objects unchanged since they were last handled are not reconciled again, so a new version's desired state never reaches them. If {}() reconciles, stack @kopf.on.resume on it (create + resume + update, idempotent).",
+                h.function,
+                decorators
+                    .iter()
+                    .map(|d| format!("@kopf.{d}"))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                names.join(", "),
+                if names.len() == 1 { "it" } else { "them" },
+                h.function
+            ),
+        ));
+    }
+    out
+}

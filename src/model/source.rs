@@ -96,6 +96,9 @@ pub(crate) struct Handler {
     /// The resource, for resource handlers; `None` for startup, cleanup, login, probes,
     /// or a resource the linter cannot read (a variable).
     pub(crate) resource: Option<ResourceSpec>,
+    /// The other kopf decorators stacked on the same function, each with its resource
+    /// (`@kopf.on.create(...)` over `@kopf.on.resume(...)`: one function, two handlers).
+    pub(crate) stacked: Vec<(String, Option<ResourceSpec>)>,
     /// Whether it is `async def`.
     pub(crate) is_async: bool,
     /// Whether the signature ends with `**kwargs`.
@@ -258,6 +261,18 @@ const fn builtin(
 }
 
 impl ResourceSpec {
+    /// Whether both name the same resource as far as the source shows: the same group
+    /// where both give one, and names equal case-insensitively once a plural's `s` is
+    /// dropped (`widgets`, `Widget`, `widget`).
+    pub(crate) fn same_as(&self, other: &ResourceSpec) -> bool {
+        let stem = |n: &str| n.to_ascii_lowercase().trim_end_matches('s').to_string();
+        let groups_agree = match (&self.group, &other.group) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        groups_agree && stem(&self.name) == stem(&other.name)
+    }
+
     /// The built-in kind it names, matched as kopf matches names (plural, singular or
     /// kind, case-insensitively), within its group when one is given.
     pub(crate) fn builtin(&self) -> Option<Builtin> {

@@ -10,6 +10,7 @@ fn handler(decorator: &str, resource: Option<&str>) -> Handler {
             name: name.into(),
             ..ResourceSpec::default()
         }),
+        stacked: Vec::new(),
         is_async: false,
         has_kwargs: true,
         filtered: false,
@@ -27,8 +28,10 @@ fn ids(found: &[SourceFinding]) -> Vec<&str> {
 
 #[test]
 fn a_clean_handler_raises_nothing() {
+    let mut h = handler("on.create", Some("kopfexamples"));
+    h.stacked = vec![("on.resume".into(), h.resource.clone())];
     let facts = SourceFacts {
-        handlers: vec![handler("on.create", Some("kopfexamples"))],
+        handlers: vec![h],
         ..SourceFacts::default()
     };
     assert!(check(&facts).is_empty());
@@ -65,6 +68,7 @@ fn each_source_check_fires_on_its_own_fault_with_the_location() {
             "source.module-logger",
             "source.unfiltered-builtin",
             "source.settings-outside-startup",
+            "source.no-resume",
         ]
     );
     assert_eq!(found[2].location, Location::new("op.py", 12));
@@ -179,4 +183,38 @@ fn a_timer_posting_on_every_tick_and_an_index_under_a_worker_limit() {
         ..SourceFacts::default()
     };
     assert!(index_worker_limit(&unlimited).is_none());
+}
+
+#[test]
+fn no_resume_fires_per_resource_unless_resume_or_a_handler_of_existing_objects_is_there() {
+    let of = |handlers: Vec<Handler>| SourceFacts {
+        handlers,
+        ..SourceFacts::default()
+    };
+    let create = handler("on.create", Some("widgets"));
+    let update = handler("on.update", Some("Widget"));
+    let found = no_resume(&of(vec![create.clone(), update.clone()]));
+    assert_eq!(ids(&found), vec!["source.no-resume"], "once per resource");
+    assert!(found[0].finding.message.contains("@kopf.on.resume"));
+
+    let mut stacked = create.clone();
+    stacked.stacked = vec![(
+        "on.resume".into(),
+        Some(ResourceSpec {
+            name: "widget".into(),
+            ..ResourceSpec::default()
+        }),
+    )];
+    let mut update_resumed = update.clone();
+    update_resumed.stacked = stacked.stacked.clone();
+    assert!(no_resume(&of(vec![stacked, update_resumed])).is_empty());
+    for other in ["on.resume", "timer", "daemon", "on.event"] {
+        let facts = of(vec![create.clone(), handler(other, Some("widgets"))]);
+        assert!(
+            no_resume(&facts).is_empty(),
+            "{other} reconciles existing objects"
+        );
+    }
+    let elsewhere = of(vec![create, handler("on.resume", Some("gadgets"))]);
+    assert_eq!(ids(&no_resume(&elsewhere)), vec!["source.no-resume"]);
 }

@@ -7,7 +7,7 @@ use crate::model::source::{
     Handler, Literal, Location, ParseProblem, PyStart, ResourceSpec, SettingWrite, SourceFacts,
 };
 use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
-use ruff_python_ast::{Expr, Number, Parameters, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Decorator, Expr, Number, Parameters, Stmt, StmtFunctionDef};
 use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextSize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -313,54 +313,62 @@ impl Walker<'_> {
         Location::new(self.path, line_of(self.index, offset))
     }
 
-    /// The kopf handler a function's decorators make of it, if any.
+    /// The kopf handler a function's decorators make of it, if any: the first kopf
+    /// decorator, with the others stacked on the same function.
     fn handler_of(&self, def: &StmtFunctionDef) -> Option<Handler> {
-        for decorator in &def.decorator_list {
-            let (func, call) = match &decorator.expression {
-                Expr::Call(call) => (dotted(&call.func)?, Some(call)),
-                other => (dotted(other)?, None),
-            };
-            let Some(name) = func.strip_prefix("kopf.") else {
-                continue;
-            };
-            if name == "subhandler" {
-                continue;
-            }
-            let keywords: Vec<(String, &Expr)> = call
-                .map(|c| {
-                    c.arguments
-                        .keywords
-                        .iter()
-                        .filter_map(|k| Some((k.arg.as_ref()?.as_str().to_string(), &k.value)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let args: &[Expr] = call.map_or(&[], |c| &c.arguments.args);
-            let callable_filter = args.first().is_some_and(|a| match a {
-                Expr::Lambda(_) => true,
-                Expr::Name(n) => !self.constants.contains_key(n.id.as_str()),
-                _ => false,
-            });
-            let filtered = callable_filter
-                || keywords.iter().any(|(k, v)| {
-                    FILTERS.contains(&k.as_str()) && !matches!(v, Expr::NoneLiteral(_))
-                });
-            return Some(Handler {
-                location: self.location(decorator.range.start()),
-                function: def.name.as_str().to_string(),
-                decorator: name.to_string(),
-                resource: resource_spec(args, &keywords, &self.constants),
-                is_async: def.is_async,
-                has_kwargs: def.parameters.kwarg.is_some(),
-                filtered,
-                blocking_calls: Vec::new(),
-                module_logger_calls: Vec::new(),
-                kopf_logger_calls: Vec::new(),
-                raises: Vec::new(),
-                posts: Vec::new(),
-            });
+        let mut registrations = def
+            .decorator_list
+            .iter()
+            .filter_map(|d| self.registration(d, def));
+        let mut handler = registrations.next()?;
+        handler.stacked = registrations.map(|h| (h.decorator, h.resource)).collect();
+        Some(handler)
+    }
+
+    /// The handler one decorator registers, if it is kopf's (not `kopf.subhandler`).
+    fn registration(&self, decorator: &Decorator, def: &StmtFunctionDef) -> Option<Handler> {
+        let (func, call) = match &decorator.expression {
+            Expr::Call(call) => (dotted(&call.func)?, Some(call)),
+            other => (dotted(other)?, None),
+        };
+        let name = func.strip_prefix("kopf.")?;
+        if name == "subhandler" {
+            return None;
         }
-        None
+        let keywords: Vec<(String, &Expr)> = call
+            .map(|c| {
+                c.arguments
+                    .keywords
+                    .iter()
+                    .filter_map(|k| Some((k.arg.as_ref()?.as_str().to_string(), &k.value)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let args: &[Expr] = call.map_or(&[], |c| &c.arguments.args);
+        let callable_filter = args.first().is_some_and(|a| match a {
+            Expr::Lambda(_) => true,
+            Expr::Name(n) => !self.constants.contains_key(n.id.as_str()),
+            _ => false,
+        });
+        let filtered = callable_filter
+            || keywords
+                .iter()
+                .any(|(k, v)| FILTERS.contains(&k.as_str()) && !matches!(v, Expr::NoneLiteral(_)));
+        Some(Handler {
+            location: self.location(decorator.range.start()),
+            function: def.name.as_str().to_string(),
+            decorator: name.to_string(),
+            resource: resource_spec(args, &keywords, &self.constants),
+            stacked: Vec::new(),
+            is_async: def.is_async,
+            has_kwargs: def.parameters.kwarg.is_some(),
+            filtered,
+            blocking_calls: Vec::new(),
+            module_logger_calls: Vec::new(),
+            kopf_logger_calls: Vec::new(),
+            raises: Vec::new(),
+            posts: Vec::new(),
+        })
     }
 
     /// The call's facts: kopf started, a blocking call, a module logger's record.
