@@ -430,6 +430,11 @@ pub struct Finding {
     /// Short, redacted evidence: a log line, a rule, an object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
+    /// A mechanical fix, ready to apply where the message says: a strategic-merge
+    /// patch of the target Deployment (`kubectl patch deployment NAME --patch-file`), an
+    /// RBAC rule to add, or Python lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
     /// When the finding was first seen (kept while it persists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<Time>,

@@ -100,10 +100,25 @@ pub(crate) fn finding(
         target: target.to_string(),
         message,
         evidence,
+        fix: None,
         since: None,
         stale: false,
         absent_since: None,
     }
+}
+
+/// A strategic-merge patch that sets `fields` (YAML, indented as under the container)
+/// on the container named `container` of the target Deployment: containers merge by
+/// name, so `kubectl patch deployment NAME --patch-file FILE` changes only these fields.
+pub(crate) fn container_patch(container: &str, fields: &str) -> String {
+    let mut out =
+        format!("spec:\n  template:\n    spec:\n      containers:\n      - name: {container}\n");
+    for line in fields.lines() {
+        out.push_str("        ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// Runs one kopf area's checks on a target whose evidence for it was gathered.

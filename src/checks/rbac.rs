@@ -87,6 +87,7 @@ fn missing(
         Some(explain(need, &verbs, evidence)),
     );
     f.severity = severity;
+    f.fix = Some(rule(need));
     Some(Raised { finding: f, causes })
 }
 
@@ -101,17 +102,22 @@ fn words(verbs: &[Verb]) -> String {
 
 /// The rule to add, as YAML a person can paste into `rbac.rules`/`extraRules`, and where.
 fn fix(need: &Need) -> String {
+    let place = match &need.namespace {
+        None => "Add to its ClusterRole (bound by a ClusterRoleBinding)".to_string(),
+        Some(ns) => format!("Add to its Role in namespace {ns} (bound by a RoleBinding)"),
+    };
+    format!("{place}:\n{}", rule(need).trim_end())
+}
+
+/// The RBAC rule that grants a need, as one YAML list item.
+fn rule(need: &Need) -> String {
     let resource = if need.subresource.is_empty() {
         need.resource.clone()
     } else {
         format!("{}/{}", need.resource, need.subresource)
     };
-    let place = match &need.namespace {
-        None => "Add to its ClusterRole (bound by a ClusterRoleBinding)".to_string(),
-        Some(ns) => format!("Add to its Role in namespace {ns} (bound by a RoleBinding)"),
-    };
     format!(
-        "{place}:\n- apiGroups: [{}]\n  resources: [{}]\n  verbs: [{}]",
+        "- apiGroups: [{}]\n  resources: [{}]\n  verbs: [{}]\n",
         yaml_word(&need.group),
         yaml_word(&resource),
         words(&need.rule_verbs)

@@ -13,6 +13,9 @@ pub(crate) struct SourceFinding {
     pub(crate) finding: Finding,
     /// Where it is.
     pub(crate) location: Location,
+    /// Lines that, inserted before the location's line, fix it (also in the finding's
+    /// `fix`): what SARIF can carry as a fix.
+    pub(crate) insert_before: Option<String>,
 }
 
 /// Runs every source check.
@@ -85,7 +88,7 @@ pub(crate) fn posting_flood(facts: &SourceFacts) -> Option<SourceFinding> {
             .find(|(method, _)| matches!(method.as_str(), "info" | "debug"))
             .map(|(_, at)| (h, at))
     })?;
-    Some(raise(
+    let mut found = raise(
         CheckId::SourcePostingFlood,
         &handler_target(h),
         at,
@@ -93,7 +96,11 @@ pub(crate) fn posting_flood(facts: &SourceFacts) -> Option<SourceFinding> {
             "{why}, and posting.level is left at INFO: every logger.info() of a handler, like this one in {}(), becomes an Event on its object (events.logging-flood once deployed). Set `settings.posting.level = logging.WARNING` in an @kopf.on.startup handler.",
             h.function
         ),
-    ))
+    );
+    found.finding.fix = Some(startup_settings(&[
+        "settings.posting.level = logging.WARNING",
+    ]));
+    Some(found)
 }
 
 /// `source.silent-failure`.
@@ -170,7 +177,41 @@ fn raise(check: CheckId, target: &str, location: &Location, message: String) -> 
     SourceFinding {
         finding: finding(check, target, message, None),
         location: location.clone(),
+        insert_before: None,
     }
+}
+
+/// A finding whose fix is `lines` inserted before its line.
+fn with_insertion(mut found: SourceFinding, lines: String) -> SourceFinding {
+    found.finding.fix = Some(lines.clone());
+    found.insert_before = Some(lines);
+    found
+}
+
+/// The Python that sets kopf settings in a startup handler.
+fn startup_settings(lines: &[&str]) -> String {
+    let mut out =
+        String::from("@kopf.on.startup()\ndef configure(settings: kopf.OperatorSettings, **_):\n");
+    for line in lines {
+        out.push_str("    ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// kopf's positional resource arguments for a decorator: group, version and name where
+/// the source gave them.
+fn resource_arguments(resource: &ResourceSpec) -> String {
+    resource
+        .group
+        .iter()
+        .filter(|g| !g.is_empty())
+        .chain(resource.version.iter())
+        .chain(std::iter::once(&resource.name))
+        .map(|part| format!("{part:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The name findings give a handler: `file:function`.
@@ -305,14 +346,45 @@ pub(crate) fn settings_outside_startup(facts: &SourceFacts) -> Vec<SourceFinding
 #[cfg(test)]
 mod tests;
 
+/// One kopf decorator with a resource, and the handler whose function it decorates.
+struct Registered<'a> {
+    handler: &'a Handler,
+    decorator: &'a str,
+    resource: &'a ResourceSpec,
+    text: &'a str,
+}
+
 /// Every kopf decorator of every handler with its resource: stacked decorators count
 /// as handlers of their own.
-fn registrations(facts: &SourceFacts) -> impl Iterator<Item = (&Handler, &str, &ResourceSpec)> {
+fn registrations(facts: &SourceFacts) -> impl Iterator<Item = Registered<'_>> {
     facts.handlers.iter().flat_map(|h| {
-        std::iter::once((h.decorator.as_str(), h.resource.as_ref()))
-            .chain(h.stacked.iter().map(|(d, r)| (d.as_str(), r.as_ref())))
-            .filter_map(move |(d, r)| Some((h, d, r?)))
+        std::iter::once((h.decorator.as_str(), h.resource.as_ref(), h.text.as_str()))
+            .chain(
+                h.stacked
+                    .iter()
+                    .map(|r| (r.decorator.as_str(), r.resource.as_ref(), r.text.as_str())),
+            )
+            .filter_map(move |(decorator, resource, text)| {
+                Some(Registered {
+                    handler: h,
+                    decorator,
+                    resource: resource?,
+                    text,
+                })
+            })
     })
+}
+
+/// The resume decorator that mirrors a create or update one as written (same resource,
+/// filters and options); built from the resource when the text is not a plain
+/// `@kopf.on.create(`/`@kopf.on.update(` call.
+fn resume_like(r: &Registered) -> String {
+    for from in ["@kopf.on.create(", "@kopf.on.update("] {
+        if let Some(rest) = r.text.strip_prefix(from) {
+            return format!("@kopf.on.resume({rest}\n");
+        }
+    }
+    format!("@kopf.on.resume({})\n", resource_arguments(r.resource))
 }
 
 /// `source.no-resume`: at the first function whose create or update handlers serve a
@@ -328,32 +400,32 @@ pub(crate) fn no_resume(facts: &SourceFacts) -> Vec<SourceFinding> {
     let all: Vec<_> = registrations(facts).collect();
     let unresumed = |resource: &ResourceSpec| {
         !all.iter()
-            .any(|(_, d, r)| RECONCILES_EXISTING.contains(d) && r.same_as(resource))
+            .any(|r| RECONCILES_EXISTING.contains(&r.decorator) && r.resource.same_as(resource))
     };
     let mut reported: Vec<&ResourceSpec> = Vec::new();
     let mut out = Vec::new();
     for h in &facts.handlers {
         let mut names: Vec<&str> = Vec::new();
+        let mut fixes: Vec<String> = Vec::new();
         let mut decorators: Vec<&str> = Vec::new();
-        for (handler, decorator, resource) in &all {
-            if std::ptr::eq(*handler, h)
-                && matches!(*decorator, "on.create" | "on.update")
-                && unresumed(resource)
-                && !reported.iter().any(|r| r.same_as(resource))
+        for r in &all {
+            if std::ptr::eq(r.handler, h)
+                && matches!(r.decorator, "on.create" | "on.update")
+                && unresumed(r.resource)
+                && !reported.iter().any(|seen| seen.same_as(r.resource))
             {
-                reported.push(resource);
-                if !names.contains(&resource.name.as_str()) {
-                    names.push(&resource.name);
-                }
-                if !decorators.contains(decorator) {
-                    decorators.push(decorator);
+                reported.push(r.resource);
+                names.push(&r.resource.name);
+                fixes.push(resume_like(r));
+                if !decorators.contains(&r.decorator) {
+                    decorators.push(r.decorator);
                 }
             }
         }
         if names.is_empty() {
             continue;
         }
-        out.push(raise(
+        let found = raise(
             CheckId::SourceNoResume,
             &handler_target(h),
             &h.location,
@@ -369,7 +441,8 @@ pub(crate) fn no_resume(facts: &SourceFacts) -> Vec<SourceFinding> {
                 if names.len() == 1 { "it" } else { "them" },
                 h.function
             ),
-        ));
+        );
+        out.push(with_insertion(found, fixes.concat()));
     }
     out
 }

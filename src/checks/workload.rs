@@ -1,7 +1,7 @@
 //! Workload checks (`workload.*`): the target Deployment and its pods.
 //! Each check is a pure function of the evidence and returns its findings.
 
-use super::finding;
+use super::{container_patch, finding};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::model::evidence::{
@@ -161,7 +161,7 @@ fn memory_request(
             None => format!("has an unreadable memory request {q:?}"),
         },
     };
-    Some(finding(
+    let mut f = finding(
         CheckId::WorkloadMemoryRequest,
         target,
         format!(
@@ -169,7 +169,12 @@ fn memory_request(
             container.name
         ),
         request.map(|q| format!("requests.memory: {q}")),
-    ))
+    );
+    f.fix = Some(container_patch(
+        &container.name,
+        &format!("resources:\n  requests:\n    memory: {want}"),
+    ));
+    Some(f)
 }
 
 fn memory_limit(
@@ -209,6 +214,10 @@ fn memory_limit(
         limit.map(|q| format!("limits.memory: {q}")),
     );
     f.severity = severity;
+    f.fix = Some(container_patch(
+        &container.name,
+        &format!("resources:\n  limits:\n    memory: {want}"),
+    ));
     Some(f)
 }
 
@@ -511,7 +520,7 @@ fn rollout_overlap(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Op
     } else {
         "with peering the two pause each other while both are alive"
     };
-    Some(finding(
+    let mut f = finding(
         CheckId::WorkloadRolloutOverlap,
         target,
         format!(
@@ -524,7 +533,9 @@ fn rollout_overlap(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Op
                 IntOrString::String(t) => t.clone(),
             })
         )),
-    ))
+    );
+    f.fix = Some("spec:\n  strategy:\n    type: Recreate\n    rollingUpdate: null\n".into());
+    Some(f)
 }
 
 /// Hosts of the tunnels and local addresses kopf's dev-mode webhook servers use

@@ -132,6 +132,12 @@ pub(crate) fn table(status: &KopfAuditStatus) -> String {
             if let Some(e) = &f.evidence {
                 let _ = writeln!(out, "{:<70}   evidence: {e}", "");
             }
+            if let Some(fix) = &f.fix {
+                let _ = writeln!(out, "{:<70}   fix:", "");
+                for line in fix.lines() {
+                    let _ = writeln!(out, "{:<70}     {line}", "");
+                }
+            }
         }
     }
     for s in &status.skipped {

@@ -4,6 +4,7 @@
 
 use crate::catalog::{CheckId, Severity};
 use crate::evaluate::lint::{LintFinding, LintReport};
+use crate::model::source::Location;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
@@ -20,6 +21,7 @@ pub(crate) fn from_status(status: &crate::api::KopfAuditStatus) -> LintReport {
             .map(|f| LintFinding {
                 finding: f.clone(),
                 location: None,
+                insert_before: None,
             })
             .collect(),
         skipped: status.skipped.clone(),
@@ -58,6 +60,12 @@ pub(crate) fn text(report: &LintReport) -> String {
         );
         if let Some(e) = &f.finding.evidence {
             let _ = writeln!(out, "{:>52}evidence: {e}", "");
+        }
+        if let Some(fix) = &f.finding.fix {
+            let _ = writeln!(out, "{:>52}fix:", "");
+            for line in fix.lines() {
+                let _ = writeln!(out, "{:>54}{line}", "");
+            }
         }
     }
     if report.findings.is_empty() {
@@ -122,6 +130,7 @@ fn finding_json(f: &LintFinding) -> Value {
         "target": f.finding.target,
         "message": f.finding.message,
         "evidence": f.finding.evidence,
+        "fix": f.finding.fix,
         "file": f.location.as_ref().map(|l| &l.file),
         "line": f.location.as_ref().map(|l| l.line),
     })
@@ -163,11 +172,11 @@ pub(crate) fn sarif(report: &LintReport) -> Value {
                 .as_ref()
                 .map_or((".", 1), |l| (l.file.as_str(), l.line.max(1)));
             let index = CheckId::ALL.iter().position(|c| *c == f.finding.check);
-            json!({
+            let mut result = json!({
                 "ruleId": f.finding.check.as_str(),
                 "ruleIndex": index,
                 "level": level(f.finding.severity),
-                "message": {"text": f.finding.message},
+                "message": message(f),
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": {"uri": file},
@@ -177,7 +186,11 @@ pub(crate) fn sarif(report: &LintReport) -> Value {
                 "partialFingerprints": {
                     "kopfAudit/v1": fingerprint(f),
                 },
-            })
+            });
+            if let (Some(lines), Some(at)) = (&f.insert_before, &f.location) {
+                result["fixes"] = json!([insertion(f, at, lines)]);
+            }
+            result
         })
         .collect();
     json!({
@@ -192,6 +205,38 @@ pub(crate) fn sarif(report: &LintReport) -> Value {
             }},
             "results": results,
         }],
+    })
+}
+
+/// A result's message: the text, and with a fix also Markdown that shows it as code.
+fn message(f: &LintFinding) -> Value {
+    match &f.finding.fix {
+        None => json!({"text": f.finding.message}),
+        Some(fix) => json!({
+            "text": format!("{}\nFix:\n{fix}", f.finding.message),
+            "markdown": format!("{}\n\nFix:\n\n```\n{fix}```", f.finding.message),
+        }),
+    }
+}
+
+/// A SARIF fix that inserts `lines` at the start of the finding's line: an empty
+/// deleted region there, and the lines as inserted content.
+fn insertion(f: &LintFinding, at: &Location, lines: &str) -> Value {
+    json!({
+        "description": {"text": format!("Insert before line {}: {}", at.line, lines.trim_end())},
+        "artifactChanges": [{
+            "artifactLocation": {"uri": at.file},
+            "replacements": [{
+                "deletedRegion": {
+                    "startLine": at.line.max(1),
+                    "startColumn": 1,
+                    "endLine": at.line.max(1),
+                    "endColumn": 1,
+                },
+                "insertedContent": {"text": lines},
+            }],
+        }],
+        "properties": {"check": f.finding.check.as_str()},
     })
 }
 

@@ -23,6 +23,8 @@ pub(crate) struct LintFinding {
     pub(crate) finding: Finding,
     /// The file and line; `None` when no linted file holds the cause.
     pub(crate) location: Option<Location>,
+    /// Lines whose insertion before the location's line fixes it.
+    pub(crate) insert_before: Option<String>,
 }
 
 /// An area lint could not decide, for which Deployments, and why.
@@ -120,6 +122,7 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
             report.findings.push(LintFinding {
                 finding: finding.clone(),
                 location,
+                insert_before: None,
             });
         }
     }
@@ -150,6 +153,7 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
             report.findings.push(LintFinding {
                 finding: found.finding,
                 location: Some(found.location),
+                insert_before: found.insert_before,
             });
         }
     }

@@ -96,9 +96,11 @@ pub(crate) struct Handler {
     /// The resource, for resource handlers; `None` for startup, cleanup, login, probes,
     /// or a resource the linter cannot read (a variable).
     pub(crate) resource: Option<ResourceSpec>,
-    /// The other kopf decorators stacked on the same function, each with its resource
-    /// (`@kopf.on.create(...)` over `@kopf.on.resume(...)`: one function, two handlers).
-    pub(crate) stacked: Vec<(String, Option<ResourceSpec>)>,
+    /// The decorator as written, from `@` to its closing parenthesis.
+    pub(crate) text: String,
+    /// The other kopf decorators stacked on the same function (`@kopf.on.create(...)`
+    /// over `@kopf.on.resume(...)`: one function, two handlers).
+    pub(crate) stacked: Vec<Registration>,
     /// Whether it is `async def`.
     pub(crate) is_async: bool,
     /// Whether the signature ends with `**kwargs`.
@@ -119,6 +121,17 @@ pub(crate) struct Handler {
     /// `kopf.exception`) in its body, and whether each runs on every call (a statement
     /// of the function's own body, under no condition or loop).
     pub(crate) posts: Vec<(Location, bool)>,
+}
+
+/// One more kopf decorator on a handler's function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Registration {
+    /// The decorator without `kopf.`.
+    pub(crate) decorator: String,
+    /// Its resource, as for [`Handler::resource`].
+    pub(crate) resource: Option<ResourceSpec>,
+    /// The decorator as written.
+    pub(crate) text: String,
 }
 
 /// An assignment to kopf's settings (`settings.peering.standalone = True`).

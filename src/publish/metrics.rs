@@ -442,6 +442,7 @@ mod tests {
             target: "op".into(),
             message: "m".into(),
             evidence: None,
+            fix: None,
             since: None,
             stale: false,
             absent_since: None,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::source::{Literal, ParseProblem, ResourceSpec, SettingWrite};
+use crate::model::source::{Literal, ParseProblem, Registration, ResourceSpec, SettingWrite};
 
 fn handler(decorator: &str, resource: Option<&str>) -> Handler {
     Handler {
@@ -10,6 +10,7 @@ fn handler(decorator: &str, resource: Option<&str>) -> Handler {
             name: name.into(),
             ..ResourceSpec::default()
         }),
+        text: format!("@kopf.{decorator}()"),
         stacked: Vec::new(),
         is_async: false,
         has_kwargs: true,
@@ -22,6 +23,14 @@ fn handler(decorator: &str, resource: Option<&str>) -> Handler {
     }
 }
 
+fn resume(resource: Option<ResourceSpec>) -> Registration {
+    Registration {
+        decorator: "on.resume".into(),
+        resource,
+        text: "@kopf.on.resume()".into(),
+    }
+}
+
 fn ids(found: &[SourceFinding]) -> Vec<&str> {
     found.iter().map(|f| f.finding.check.as_str()).collect()
 }
@@ -29,7 +38,7 @@ fn ids(found: &[SourceFinding]) -> Vec<&str> {
 #[test]
 fn a_clean_handler_raises_nothing() {
     let mut h = handler("on.create", Some("kopfexamples"));
-    h.stacked = vec![("on.resume".into(), h.resource.clone())];
+    h.stacked = vec![resume(h.resource.clone())];
     let facts = SourceFacts {
         handlers: vec![h],
         ..SourceFacts::default()
@@ -196,15 +205,25 @@ fn no_resume_fires_per_resource_unless_resume_or_a_handler_of_existing_objects_i
     let found = no_resume(&of(vec![create.clone(), update.clone()]));
     assert_eq!(ids(&found), vec!["source.no-resume"], "once per resource");
     assert!(found[0].finding.message.contains("@kopf.on.resume"));
+    let mut filtered = create.clone();
+    filtered.text = "@kopf.on.create('v1', 'secrets', labels={'sync': 'yes'})".into();
+    filtered.resource = Some(ResourceSpec {
+        group: Some(String::new()),
+        version: Some("v1".into()),
+        name: "secrets".into(),
+    });
+    let fix = no_resume(&of(vec![filtered]))[0].insert_before.clone();
+    assert_eq!(
+        fix.as_deref(),
+        Some("@kopf.on.resume('v1', 'secrets', labels={'sync': 'yes'})\n"),
+        "the fix keeps the decorator's filters"
+    );
 
     let mut stacked = create.clone();
-    stacked.stacked = vec![(
-        "on.resume".into(),
-        Some(ResourceSpec {
-            name: "widget".into(),
-            ..ResourceSpec::default()
-        }),
-    )];
+    stacked.stacked = vec![resume(Some(ResourceSpec {
+        name: "widget".into(),
+        ..ResourceSpec::default()
+    }))];
     let mut update_resumed = update.clone();
     update_resumed.stacked = stacked.stacked.clone();
     assert!(no_resume(&of(vec![stacked, update_resumed])).is_empty());

@@ -156,6 +156,15 @@ fn memory_limit_between_256_and_512_is_a_warning() {
     let c = container(&["-A"], &[], &[("memory", "300Mi")]);
     let f = memory_limit("op", &c, &WorkloadThresholds::default()).expect("finding");
     assert_eq!(f.severity, Severity::Warning);
+    let patch: serde_json::Value =
+        serde_yaml::from_str(f.fix.as_deref().expect("a mechanical fix")).expect("YAML");
+    let fixed = &patch["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        fixed["name"],
+        c.name.as_str(),
+        "merges into the container by name"
+    );
+    assert_eq!(fixed["resources"]["limits"]["memory"], "512Mi");
     let lenient = WorkloadThresholds {
         memory_limit: 256.0 * 1024.0 * 1024.0,
         ..Default::default()

@@ -13,6 +13,7 @@ fn report() -> LintReport {
                     None,
                 ),
                 location: Some(Location::new("op.py", 20)),
+                insert_before: None,
             },
             LintFinding {
                 finding: finding(
@@ -22,6 +23,7 @@ fn report() -> LintReport {
                     None,
                 ),
                 location: None,
+                insert_before: None,
             },
         ],
         ..LintReport::default()
@@ -99,6 +101,9 @@ fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let mut full = report();
     full.findings[0].finding.evidence = Some("time.sleep(1)".into());
+    full.findings[0].finding.fix = Some("@kopf.on.resume(\"widgets\")\n".into());
+    full.findings[0].insert_before = Some("@kopf.on.resume(\"widgets\")\n".into());
+    full.findings[1].finding.fix = Some("- apiGroups: [\"\"]\n".into());
     for sarif in [sarif(&LintReport::default()), sarif(&full)] {
         let errors: Vec<String> = validator
             .iter_errors(&sarif)
@@ -160,4 +165,37 @@ fn a_live_audits_status_gives_the_same_findings_to_the_ci_formats() {
         Some(2)
     );
     assert_eq!(junit(&live).matches("<failure ").count(), 2);
+}
+
+#[test]
+fn a_mechanical_fix_is_shown_and_an_insertion_becomes_a_sarif_fix() {
+    let mut r = report();
+    let decorator = "@kopf.on.resume(\"kopf.dev\", \"v1\", \"widgets\")\n";
+    r.findings[0].finding.fix = Some(decorator.into());
+    r.findings[0].insert_before = Some(decorator.into());
+    r.findings[1].finding.fix = Some("- apiGroups: [apiextensions.k8s.io]\n".into());
+    let out = sarif(&r);
+    let results = &out["runs"][0]["results"];
+    let fix = &results[0]["fixes"][0]["artifactChanges"][0];
+    assert_eq!(fix["artifactLocation"]["uri"], "op.py");
+    let replacement = &fix["replacements"][0];
+    assert_eq!(replacement["deletedRegion"]["startLine"], 20);
+    assert_eq!(
+        replacement["deletedRegion"]["startColumn"], replacement["deletedRegion"]["endColumn"],
+        "an insertion deletes nothing"
+    );
+    assert_eq!(replacement["insertedContent"]["text"], decorator);
+    assert!(
+        results[1].get("fixes").is_none(),
+        "a fix with no place to insert is text only"
+    );
+    assert!(
+        results[1]["message"]["markdown"]
+            .as_str()
+            .is_some_and(|m| m.contains("```\n- apiGroups: [apiextensions.k8s.io]")),
+        "{}",
+        results[1]["message"]
+    );
+    assert!(text(&r).contains("fix:"));
+    assert_eq!(json(&r)["findings"][0]["fix"], decorator);
 }

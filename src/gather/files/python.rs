@@ -4,7 +4,8 @@
 //! the `source.*` checks'.
 
 use crate::model::source::{
-    Handler, Literal, Location, ParseProblem, PyStart, ResourceSpec, SettingWrite, SourceFacts,
+    Handler, Literal, Location, ParseProblem, PyStart, Registration, ResourceSpec, SettingWrite,
+    SourceFacts,
 };
 use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
 use ruff_python_ast::{Decorator, Expr, Number, Parameters, Stmt, StmtFunctionDef};
@@ -92,6 +93,7 @@ pub(crate) fn read(path: &str, text: &str) -> SourceFacts {
     let constants = module_constants(&module.body);
     let mut walker = Walker {
         path,
+        text,
         index: &index,
         loggers,
         constants,
@@ -292,6 +294,8 @@ fn resource_spec(
 /// Walks a module: tracks the handler being walked and whether it is a startup one.
 struct Walker<'a> {
     path: &'a str,
+    /// The module's text, to quote decorators.
+    text: &'a str,
     index: &'a LineIndex,
     loggers: BTreeSet<String>,
     /// Module-level string constants.
@@ -321,7 +325,13 @@ impl Walker<'_> {
             .iter()
             .filter_map(|d| self.registration(d, def));
         let mut handler = registrations.next()?;
-        handler.stacked = registrations.map(|h| (h.decorator, h.resource)).collect();
+        handler.stacked = registrations
+            .map(|h| Registration {
+                decorator: h.decorator,
+                resource: h.resource,
+                text: h.text,
+            })
+            .collect();
         Some(handler)
     }
 
@@ -359,6 +369,11 @@ impl Walker<'_> {
             function: def.name.as_str().to_string(),
             decorator: name.to_string(),
             resource: resource_spec(args, &keywords, &self.constants),
+            text: self
+                .text
+                .get(decorator.range.start().to_usize()..decorator.range.end().to_usize())
+                .unwrap_or_default()
+                .to_string(),
             stacked: Vec::new(),
             is_async: def.is_async,
             has_kwargs: def.parameters.kwarg.is_some(),
