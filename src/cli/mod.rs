@@ -303,6 +303,7 @@ async fn run(args: RunArgs) -> ExitCode {
         )
         .await
     } else {
+        metrics.set_leader(true);
         reconcile::run(
             client,
             settings,
@@ -360,13 +361,16 @@ async fn run_as_leader(
     }
     tracing::info!(%identity, "leading: auditing");
     readiness.leading();
+    metrics.set_leader(true);
     let lost = Arc::new(AtomicBool::new(false));
     let lost_flag = lost.clone();
     let lost_future = leadership.lost();
+    let lost_metrics = metrics.clone();
     let stop = async move {
         tokio::select! {
             _ = lost_future => {
                 lost_flag.store(true, Ordering::SeqCst);
+                lost_metrics.set_leader(false);
                 tracing::warn!("leadership lost: stopping");
             }
             _ = shutdown => {}

@@ -73,6 +73,44 @@ pub(crate) struct RequestLabels {
     pub watch: String,
 }
 
+/// Labels of an API server answer: the Kubernetes verb, the resource (with its
+/// subresource) and the HTTP status code (`error` when no answer came).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub(crate) struct ResponseLabels {
+    /// `get`, `list`, `watch`, `create`, `patch`, `update`, `delete`.
+    pub verb: String,
+    /// `pods`, `pods/log`, `subjectaccessreviews`, `kopfaudits/status`...
+    pub resource: String,
+    /// `200`, `403`, `429`... or `error`.
+    pub code: String,
+}
+
+/// Labels of an API request's latency.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub(crate) struct LatencyLabels {
+    /// The Kubernetes verb.
+    pub verb: String,
+    /// The resource, with its subresource.
+    pub resource: String,
+}
+
+/// Labels of the build.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+    revision: String,
+}
+
+/// The latency buckets of API requests, in seconds (controller-runtime's range).
+const LATENCY_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// A histogram of API request latency.
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
 /// Every metric the operator exports, registered once.
 pub(crate) struct Metrics {
     registry: Registry,
@@ -84,6 +122,11 @@ pub(crate) struct Metrics {
     findings: Family<FindingLabels, Gauge>,
     conditions: Family<ConditionLabels, Gauge>,
     api_requests: Family<RequestLabels, Counter>,
+    api_responses: Family<ResponseLabels, Counter>,
+    api_latency: Family<LatencyLabels, Histogram, fn() -> Histogram>,
+    audits_running: Gauge,
+    max_concurrent_audits: Gauge,
+    leader: Gauge,
     in_flight: Gauge,
     in_flight_max: Gauge,
     log_bytes_read: Counter,
@@ -99,9 +142,12 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Registers every metric under the `kopf_audit` prefix.
+    /// Registers every metric under the `kopf_audit` prefix, and the standard
+    /// `process_*` metrics unprefixed.
     pub(crate) fn new() -> Self {
-        let mut registry = Registry::with_prefix("kopf_audit");
+        let mut root = Registry::default();
+        root.register_collector(Box::new(super::process::ProcessCollector));
+        let registry = root.sub_registry_with_prefix("kopf_audit");
         let audits = Family::<AuditLabels, Counter>::default();
         let failures = Family::<FailureLabels, Counter>::default();
         let status_writes = Family::<AuditLabels, Counter>::default();
@@ -110,6 +156,23 @@ impl Metrics {
         let findings = Family::<FindingLabels, Gauge>::default();
         let conditions = Family::<ConditionLabels, Gauge>::default();
         let api_requests = Family::<RequestLabels, Counter>::default();
+        let api_responses = Family::<ResponseLabels, Counter>::default();
+        let api_latency =
+            Family::<LatencyLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram,
+            );
+        let audits_running = Gauge::default();
+        let max_concurrent_audits = Gauge::default();
+        let leader = Gauge::default();
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").into(),
+                revision: option_env!("KOPF_AUDIT_REVISION")
+                    .unwrap_or("unknown")
+                    .into(),
+            })
+            .set(1);
         let in_flight = Gauge::default();
         let in_flight_max = Gauge::default();
         let log_bytes_read = Counter::default();
@@ -151,6 +214,36 @@ impl Metrics {
             api_requests.clone(),
         );
         registry.register(
+            "api_responses",
+            "API server answers to the auditor by verb, resource and HTTP code (error: none came)",
+            api_responses.clone(),
+        );
+        registry.register(
+            "api_request_duration_seconds",
+            "Time from sending an API request to its answer's headers, by verb and resource",
+            api_latency.clone(),
+        );
+        registry.register(
+            "audits_running",
+            "Audits running now (at most max_concurrent_audits)",
+            audits_running.clone(),
+        );
+        registry.register(
+            "max_concurrent_audits",
+            "How many audits may run at once (--max-concurrent-audits)",
+            max_concurrent_audits.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this instance holds the Lease and audits, 0 on a standby",
+            leader.clone(),
+        );
+        registry.register(
+            "build_info",
+            "1, labelled with the version and the source revision it was built from",
+            build,
+        );
+        registry.register(
             "api_requests_in_flight",
             "Requests the auditor has in flight to the API server, watches aside",
             in_flight.clone(),
@@ -171,7 +264,12 @@ impl Metrics {
             events_given_up.clone(),
         );
         Metrics {
-            registry,
+            registry: root,
+            api_responses,
+            api_latency,
+            audits_running,
+            max_concurrent_audits,
+            leader,
             events_given_up,
             in_flight,
             in_flight_max,
@@ -208,6 +306,40 @@ impl Metrics {
             metrics.api_request(request.method().as_str(), is_watch(&request));
             request
         })
+    }
+
+    /// Records an answer of the API server (or none: `code` is `None`) and how long it
+    /// took.
+    fn api_response(&self, route: &Route, code: Option<u16>, took: Duration) {
+        self.api_responses
+            .get_or_create(&ResponseLabels {
+                verb: route.verb.into(),
+                resource: route.resource.clone(),
+                code: code.map_or_else(|| "error".into(), |c| c.to_string()),
+            })
+            .inc();
+        self.api_latency
+            .get_or_create(&LatencyLabels {
+                verb: route.verb.into(),
+                resource: route.resource.clone(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts an audit as running until the guard is dropped.
+    pub(crate) fn audit_running(self: &std::sync::Arc<Self>) -> RunningAudit {
+        self.audits_running.inc();
+        RunningAudit(self.clone())
+    }
+
+    /// Exports `--max-concurrent-audits`.
+    pub(crate) fn set_max_concurrent_audits(&self, max: u16) {
+        self.max_concurrent_audits.set(i64::from(max));
+    }
+
+    /// Exports whether this instance leads.
+    pub(crate) fn set_leader(&self, leads: bool) {
+        self.leader.set(i64::from(leads));
     }
 
     /// The counter of log bytes read, for the log reader to increment.
@@ -354,6 +486,58 @@ fn is_watch<B>(request: &http::Request<B>) -> bool {
         .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"))
 }
 
+/// One running audit, counted in `audits_running` until dropped.
+pub(crate) struct RunningAudit(std::sync::Arc<Metrics>);
+
+impl Drop for RunningAudit {
+    fn drop(&mut self) {
+        self.0.audits_running.dec();
+    }
+}
+
+/// What an API request asks, in the API server's terms: its verb and resource.
+#[derive(Debug, PartialEq, Eq)]
+struct Route {
+    verb: &'static str,
+    resource: String,
+}
+
+impl Route {
+    /// Reads a request's verb and resource from its method and path, as the API server's
+    /// request info does: `/api/v1/namespaces/NS/pods/NAME/log` is `get pods/log`,
+    /// a collection's GET is `list` (`watch` with `watch=true`).
+    fn of<B>(request: &http::Request<B>) -> Route {
+        let path = request.uri().path();
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let rest: &[&str] = match parts.as_slice() {
+            ["api", _version, rest @ ..] => rest,
+            ["apis", _group, _version, rest @ ..] => rest,
+            _ => &[],
+        };
+        let rest = match rest {
+            ["namespaces", _ns, tail @ ..] if !tail.is_empty() => tail,
+            other => other,
+        };
+        let (resource, named) = match rest {
+            [] => ("other".to_string(), false),
+            [plural] => ((*plural).to_string(), false),
+            [plural, _name] => ((*plural).to_string(), true),
+            [plural, _name, sub, ..] => (format!("{plural}/{sub}"), true),
+        };
+        let verb = match *request.method() {
+            http::Method::GET if is_watch(request) => "watch",
+            http::Method::GET if named => "get",
+            http::Method::GET => "list",
+            http::Method::POST => "create",
+            http::Method::PATCH => "patch",
+            http::Method::PUT => "update",
+            http::Method::DELETE => "delete",
+            _ => "other",
+        };
+        Route { verb, resource }
+    }
+}
+
 /// A layer counting the requests in flight and their high-water mark.
 #[derive(Clone)]
 pub(crate) struct InFlightLayer {
@@ -396,9 +580,9 @@ impl Drop for InFlightGuard {
     }
 }
 
-impl<S, B> tower::Service<http::Request<B>> for InFlight<S>
+impl<S, B, R> tower::Service<http::Request<B>> for InFlight<S>
 where
-    S: tower::Service<http::Request<B>>,
+    S: tower::Service<http::Request<B>, Response = http::Response<R>>,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
@@ -415,10 +599,16 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let guard = (!is_watch(&request)).then(|| InFlightGuard::enter(&self.metrics));
+        let route = Route::of(&request);
+        let metrics = self.metrics.clone();
+        let started = std::time::Instant::now();
         let future = self.inner.call(request);
         Box::pin(async move {
             let _guard = guard;
-            future.await
+            let answer = future.await;
+            let code = answer.as_ref().ok().map(|r| r.status().as_u16());
+            metrics.api_response(&route, code, started.elapsed());
+            answer
         })
     }
 }
@@ -501,5 +691,92 @@ mod tests {
             "a deleted audit's series go"
         );
         assert!(!text.contains(r#"name="a""#), "every series of it: {text}");
+    }
+
+    fn route(method: http::Method, uri: &str) -> Route {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(())
+            .expect("a request");
+        Route::of(&request)
+    }
+
+    #[test]
+    fn a_request_is_named_by_its_kubernetes_verb_and_resource() {
+        let cases = [
+            (
+                http::Method::GET,
+                "/api/v1/namespaces/ns/pods/op-1/log?tailLines=10",
+                "get",
+                "pods/log",
+            ),
+            (
+                http::Method::GET,
+                "/api/v1/namespaces/ns/pods?labelSelector=a",
+                "list",
+                "pods",
+            ),
+            (
+                http::Method::GET,
+                "/apis/kopfaudit.dev/v1alpha1/kopfaudits?watch=true",
+                "watch",
+                "kopfaudits",
+            ),
+            (
+                http::Method::GET,
+                "/api/v1/namespaces/ns",
+                "get",
+                "namespaces",
+            ),
+            (
+                http::Method::POST,
+                "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                "create",
+                "subjectaccessreviews",
+            ),
+            (
+                http::Method::PATCH,
+                "/apis/kopfaudit.dev/v1alpha1/namespaces/ns/kopfaudits/a/status",
+                "patch",
+                "kopfaudits/status",
+            ),
+            (http::Method::GET, "/version", "list", "other"),
+        ];
+        for (method, uri, verb, resource) in cases {
+            let got = route(method, uri);
+            assert_eq!((got.verb, got.resource.as_str()), (verb, resource), "{uri}");
+        }
+    }
+
+    #[test]
+    fn answers_by_code_running_audits_leader_build_and_process_are_exported() {
+        let m = std::sync::Arc::new(Metrics::new());
+        let sar = route(
+            http::Method::POST,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        );
+        m.api_response(&sar, Some(403), Duration::from_millis(3));
+        m.api_response(&sar, None, Duration::from_millis(3));
+        m.set_max_concurrent_audits(8);
+        m.set_leader(true);
+        let running = m.audit_running();
+        let text = m.encode();
+        for want in [
+            "kopf_audit_api_responses_total{verb=\"create\",resource=\"subjectaccessreviews\",code=\"403\"} 1",
+            "kopf_audit_api_responses_total{verb=\"create\",resource=\"subjectaccessreviews\",code=\"error\"} 1",
+            "kopf_audit_api_request_duration_seconds_count{verb=\"create\",resource=\"subjectaccessreviews\"} 2",
+            "kopf_audit_audits_running 1",
+            "kopf_audit_max_concurrent_audits 8",
+            "kopf_audit_leader 1",
+            "kopf_audit_build_info{version=",
+            "process_resident_memory_bytes ",
+            "process_cpu_seconds_total ",
+            "process_open_fds ",
+        ] {
+            assert!(text.contains(want), "{want} missing from:\n{text}");
+        }
+        drop(running);
+        assert!(m.encode().contains("kopf_audit_audits_running 0"));
     }
 }

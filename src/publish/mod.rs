@@ -4,6 +4,7 @@
 
 pub(crate) mod metrics;
 pub(crate) mod policy_report;
+mod process;
 
 use crate::api::{KopfAudit, KopfAuditStatus};
 use crate::catalog::{EventType, FIELD_MANAGER, REPORTING_CONTROLLER};

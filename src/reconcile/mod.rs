@@ -152,6 +152,8 @@ pub(crate) async fn run(
         settings,
     });
 
+    ctx.metrics
+        .set_max_concurrent_audits(ctx.settings.max_concurrent_audits);
     let config = ControllerConfig::default()
         .debounce(Duration::from_secs(1))
         .concurrency(ctx.settings.max_concurrent_audits);
@@ -235,6 +237,7 @@ async fn reconcile_counted(
     audit: Arc<KopfAudit>,
     ctx: Arc<Context>,
 ) -> Result<Action, pipeline::ReconcileError> {
+    let _running = ctx.metrics.audit_running();
     let result = pipeline::contain_panic(pipeline::reconcile(audit.clone(), ctx.clone()))
         .await
         .unwrap_or_else(|message| Err(pipeline::ReconcileError::Panicked(message)));
