@@ -252,6 +252,15 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
         Some("metadata.name")
     );
+    assert_eq!(
+        deployment["spec"]["strategy"]["type"].as_str(),
+        Some("Recreate"),
+        "one replica and no Lease: never two auditors at once"
+    );
+    assert!(
+        of_kind(&objects, "PodDisruptionBudget").is_empty(),
+        "no PodDisruptionBudget for one replica"
+    );
     assert_eq!(of_kind(&objects, "Service").len(), 1, "the metrics Service");
     assert!(of_kind(&objects, "FlowSchema").is_empty(), "APF is opt-in");
 
@@ -336,10 +345,21 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         lease["rules"][1]["resourceNames"][0].as_str(),
         Some("rel-kopf-audit")
     );
+    // A standby is ready (src/reconcile/readiness.rs): the rollout keeps every ready
+    // replica, and a node drain evicts one at a time.
+    let strategy = &of_kind(&objects, "Deployment")[0]["spec"]["strategy"];
+    assert_eq!(strategy["type"].as_str(), Some("RollingUpdate"));
     assert_eq!(
-        of_kind(&objects, "Deployment")[0]["spec"]["strategy"]["type"].as_str(),
-        Some("Recreate"),
-        "a standby is not ready: no rolling update with replicas > 1"
+        strategy["rollingUpdate"]["maxUnavailable"].as_i64(),
+        Some(0)
+    );
+    assert_eq!(strategy["rollingUpdate"]["maxSurge"].as_i64(), Some(1));
+    let budgets = of_kind(&objects, "PodDisruptionBudget");
+    assert_eq!(budgets.len(), 1, "a PodDisruptionBudget with two replicas");
+    assert_eq!(budgets[0]["spec"]["maxUnavailable"].as_i64(), Some(1));
+    assert_eq!(
+        budgets[0]["spec"]["selector"]["matchLabels"],
+        of_kind(&objects, "Deployment")[0]["spec"]["selector"]["matchLabels"]
     );
     let args = deployment_args(&objects);
     for flag in [
@@ -369,7 +389,105 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
     ] {
         assert!(text.contains(expr), "{expr} in {text}");
     }
+    the_placement_and_extension_values_render();
     say("helm lint and helm template: the variants render as documented");
+}
+
+/// `commonLabels`, `podAnnotations`, `extraArgs`, `extraEnv`,
+/// `topologySpreadConstraints`, the budget's `minAvailable` and the ServiceMonitor's
+/// namespace and relabelings, as documented in values.yaml.
+fn the_placement_and_extension_values_render() {
+    let values = values_file(
+        "placement",
+        serde_json::json!({
+            "replicas": 3,
+            "commonLabels": {"team": "platform"},
+            "podAnnotations": {"example.com/note": "kept"},
+            "extraArgs": ["--log-format=text"],
+            "extraEnv": [{"name": "RUST_BACKTRACE", "value": "1"}],
+            "podDisruptionBudget": {"minAvailable": "50%"},
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"},
+                {"maxSkew": 2, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+                 "labelSelector": {"matchLabels": {"own": "selector"}}}
+            ],
+            "serviceMonitor": {
+                "enabled": true,
+                "namespace": "monitoring",
+                "relabelings": [{"action": "labeldrop", "regex": "pod"}],
+                "metricRelabelings": [{"action": "drop", "sourceLabels": ["__name__"], "regex": "kopf_audit_build_info"}]
+            }
+        }),
+    );
+    let objects = render(
+        "rel",
+        "ops",
+        &["--values", values.to_str().expect("utf-8 path")],
+    );
+    for object in &objects {
+        assert_eq!(
+            object["metadata"]["labels"]["team"].as_str(),
+            Some("platform"),
+            "commonLabels on {} {}",
+            kind(object),
+            name(object)
+        );
+    }
+    let deployment = of_kind(&objects, "Deployment")[0];
+    let template = &deployment["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["labels"]["team"].as_str(),
+        Some("platform")
+    );
+    assert_eq!(
+        template["metadata"]["annotations"]["example.com/note"].as_str(),
+        Some("kept")
+    );
+    assert_eq!(
+        deployment_args(&objects).last().map(String::as_str),
+        Some("--log-format=text"),
+        "extraArgs after the chart's own"
+    );
+    let container = &template["spec"]["containers"][0];
+    let env = container["env"].as_sequence().expect("env");
+    assert!(
+        env.iter()
+            .any(|e| e["name"].as_str() == Some("RUST_BACKTRACE")
+                && e["value"].as_str() == Some("1")),
+        "{env:?}"
+    );
+    let spread = &template["spec"]["topologySpreadConstraints"];
+    assert_eq!(
+        spread[0]["labelSelector"]["matchLabels"], deployment["spec"]["selector"]["matchLabels"],
+        "a constraint without labelSelector selects the chart's pods"
+    );
+    assert_eq!(
+        spread[1]["labelSelector"]["matchLabels"]["own"].as_str(),
+        Some("selector")
+    );
+    assert!(spread[1]["labelSelector"]["matchLabels"]["app.kubernetes.io/name"].is_null());
+    let budget = of_kind(&objects, "PodDisruptionBudget")[0];
+    assert_eq!(budget["spec"]["minAvailable"].as_str(), Some("50%"));
+    assert!(budget["spec"]["maxUnavailable"].is_null());
+    let monitor = of_kind(&objects, "ServiceMonitor")[0];
+    assert_eq!(
+        monitor["metadata"]["namespace"].as_str(),
+        Some("monitoring")
+    );
+    assert_eq!(
+        monitor["spec"]["namespaceSelector"]["matchNames"][0].as_str(),
+        Some("ops"),
+        "it scrapes the release namespace's Service"
+    );
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(
+        endpoint["relabelings"][0]["action"].as_str(),
+        Some("labeldrop")
+    );
+    assert_eq!(
+        endpoint["metricRelabelings"][0]["action"].as_str(),
+        Some("drop")
+    );
 }
 
 /// Cluster-scoped objects of one test, deleted when dropped.

@@ -174,7 +174,7 @@ fn container_args(deployment: &Json) -> Vec<String> {
 
 const RELEASE: &str = "kopf-audit";
 const NAMESPACE: &str = "kopf-audit";
-const NAMESPACED_KINDS: &str = "deployments,replicasets,pods,services,serviceaccounts,configmaps,jobs,roles,rolebindings,networkpolicies";
+const NAMESPACED_KINDS: &str = "deployments,replicasets,pods,services,serviceaccounts,configmaps,jobs,roles,rolebindings,networkpolicies,poddisruptionbudgets";
 
 #[tokio::test]
 async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word() {
@@ -306,7 +306,16 @@ async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word(
         );
     }
     assert_eq!(deployment["spec"]["replicas"], 2);
-    assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+    // Two replicas: a rolling update that keeps every ready replica (a standby is
+    // ready), and a PodDisruptionBudget for drains.
+    assert_eq!(deployment["spec"]["strategy"]["type"], "RollingUpdate");
+    assert_eq!(
+        deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+        0
+    );
+    let budget = get(&["poddisruptionbudget", RELEASE, "-n", NAMESPACE])
+        .expect("the PodDisruptionBudget, with two replicas");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1);
     let schema = get(&["flowschema", RELEASE]).expect("the FlowSchema, accepted by the API server");
     assert_eq!(
         schema["spec"]["priorityLevelConfiguration"]["name"], RELEASE,
