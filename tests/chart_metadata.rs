@@ -109,3 +109,25 @@ fn artifact_hub_license_is_the_crates() {
         "{links:?}"
     );
 }
+
+/// The default image is where a release of the project is pushed: GitHub's container
+/// registry of the organisation and repository that `home` names, so that a default
+/// install pulls a published image rather than a placeholder.
+#[test]
+fn the_default_image_is_the_projects_release_registry() {
+    let chart = chart();
+    let values = read_yaml("values.yaml");
+    let home = text(&chart, "home");
+    let project = home
+        .strip_prefix("https://github.com/")
+        .unwrap_or_else(|| panic!("home {home} is a GitHub repository"));
+    assert_eq!(
+        text(&values["image"], "repository"),
+        format!("ghcr.io/{project}")
+    );
+    assert_eq!(
+        text(&values["image"], "tag"),
+        "",
+        "the tag follows appVersion"
+    );
+}
