@@ -1095,3 +1095,149 @@ async fn kubectl_wait_for_condition_ready_returns_once_audited() {
     );
     say("kubectl wait times out on a stalled KopfAudit, as it should");
 }
+
+/// The instances whose `/readyz` a [`ReadinessWatch`] samples: the replicas a
+/// Deployment counts (a terminating pod is taken out before it is stopped).
+type Replicas = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Samples every replica's `/readyz` until dropped, keeping the fewest found ready.
+struct ReadinessWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(usize, usize)>>,
+}
+
+impl ReadinessWatch {
+    fn start(replicas: Replicas) -> ReadinessWatch {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut fewest, mut samples) = (usize::MAX, 0);
+            while !stopping.load(Ordering::SeqCst) {
+                let addresses = replicas.lock().map(|r| r.clone()).unwrap_or_default();
+                let ready = addresses
+                    .iter()
+                    .filter(|a| {
+                        support::http_get(a, "/readyz").is_some_and(|(code, _)| code == 200)
+                    })
+                    .count();
+                fewest = fewest.min(ready);
+                samples += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (fewest, samples)
+        });
+        ReadinessWatch {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The fewest replicas found ready at once, and how many samples were taken.
+    fn finish(mut self) -> (usize, usize) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or((0, 0))
+    }
+}
+
+impl Drop for ReadinessWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+async fn wait_ready(auditor: &Auditor) {
+    let addr = auditor.http.clone();
+    wait_for(
+        &format!("/readyz 200 at {addr}"),
+        Duration::from_secs(60),
+        || {
+            let addr = addr.clone();
+            async move {
+                support::http_get(&addr, "/readyz")
+                    .filter(|(code, _)| *code == 200)
+                    .map(|_| ())
+            }
+        },
+    )
+    .await;
+}
+
+/// The chart's update strategy with two replicas (RollingUpdate, maxSurge 1,
+/// maxUnavailable 0), replayed with real auditors as the Deployment controller runs
+/// it: a new pod starts, the rollout waits for its `/readyz`, then takes an old pod out
+/// and stops it with SIGTERM (as the kubelet does), the leader first; twice. A standby
+/// is ready (src/reconcile/readiness.rs), so one replica is ready at every sample, and
+/// a new leader audits after the rollout.
+#[tokio::test]
+async fn a_rolling_update_of_two_replicas_keeps_one_ready_throughout() {
+    let admin = support::admin_client().await;
+    ensure_crd(&admin).await;
+    let ns = TestNamespace::create(&admin, "rollout").await;
+    let kubeconfig = support::kubeconfig_path();
+    let election = ["--leader-election", "--lease-namespace", ns.name.as_str()];
+    let start = || Auditor::start(&kubeconfig, &ns.name, &election);
+
+    let mut old = vec![start(), start()];
+    for auditor in &old {
+        wait_ready(auditor).await;
+    }
+    wait_for("one old replica to lead", Duration::from_secs(30), || {
+        let led = old.iter().any(|a| a.logs().contains("leading: auditing"));
+        async move { led.then_some(()) }
+    })
+    .await;
+    // The leader is taken out first: the worst case for the rollout.
+    old.sort_by_key(|a| !a.logs().contains("leading: auditing"));
+    let replicas: Replicas = std::sync::Arc::new(std::sync::Mutex::new(
+        old.iter().map(|a| a.http.clone()).collect(),
+    ));
+    let watch = ReadinessWatch::start(replicas.clone());
+
+    let mut new = Vec::new();
+    for mut leaving in old.drain(..) {
+        let surge = start();
+        wait_ready(&surge).await;
+        say(format!(
+            "surge {} ready: taking out {}",
+            surge.http, leaving.http
+        ));
+        if let Ok(mut r) = replicas.lock() {
+            r.push(surge.http.clone());
+            r.retain(|a| *a != leaving.http);
+        }
+        leaving.stop();
+        new.push(surge);
+    }
+    create_audit(&admin, &ns.name, "after-rollout", "no-such-deployment").await;
+    let audits: Api<KopfAudit> = Api::namespaced(admin.clone(), &ns.name);
+    // A Lease not released lasts 15 s (README, "The binary"); then one interval.
+    wait_for(
+        "a new replica to lead and audit",
+        Duration::from_secs(15 + 30 + 10),
+        || {
+            let audits = audits.clone();
+            async move {
+                let status = audits.get("after-rollout").await.ok()?.status?;
+                (condition(&status, "Stalled") == Some(("True", "TargetNotFound"))).then_some(())
+            }
+        },
+    )
+    .await;
+    let (fewest, samples) = watch.finish();
+    assert!(samples >= 10, "readiness sampled {samples} times");
+    assert!(
+        fewest >= 1,
+        "a moment with no ready replica during the rollout ({samples} samples)"
+    );
+    assert!(
+        new.iter().any(|a| a.logs().contains("leading: auditing")),
+        "a new replica leads"
+    );
+    say(format!(
+        "rolling update: at least {fewest} of the replicas ready in each of {samples} samples"
+    ));
+}
