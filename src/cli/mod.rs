@@ -4,6 +4,7 @@
 
 mod check;
 mod lint;
+mod log_filter;
 
 use crate::api::KopfAudit;
 use crate::catalog::Severity;
@@ -69,9 +70,11 @@ struct RunArgs {
         env = "KOPF_AUDIT_LOG_FORMAT"
     )]
     log_format: LogFormat,
-    /// Log filter (tracing's EnvFilter syntax).
-    #[arg(long, default_value = "info", env = "KOPF_AUDIT_LOG_LEVEL")]
-    log_level: String,
+    /// Log level: error, warn (or warning), info, debug, trace or off, optionally with
+    /// comma-separated `target=level` directives, e.g. `info,kopf_audit=debug`. Anything
+    /// else is refused (tracing would read an unknown word as a target and log nothing).
+    #[arg(long, default_value = "info", env = "KOPF_AUDIT_LOG_LEVEL", value_parser = log_filter::parse)]
+    log_level: log_filter::LogFilter,
     /// Allow KopfAudits to target Deployments in other namespaces.
     #[arg(long, env = "KOPF_AUDIT_ALLOW_CROSS_NAMESPACE")]
     allow_cross_namespace: bool,
@@ -245,9 +248,9 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
         .ok()
 }
 
-fn init_tracing(format: LogFormat, filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+fn init_tracing(format: LogFormat, filter: &log_filter::LogFilter) {
+    // Validated by `log_filter::parse`: every directive names a level tracing reads.
+    let filter = tracing_subscriber::EnvFilter::new(filter.directives());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -599,5 +602,40 @@ fn finish(
     match (fail_on.threshold(), worst) {
         (Some(threshold), Some(worst)) if worst >= threshold => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_log_level(args: &[&str]) -> Result<String, String> {
+        let argv = ["kopf-audit", "run"].iter().chain(args);
+        match Cli::try_parse_from(argv) {
+            Ok(Cli {
+                command: Command::Run(run),
+            }) => Ok(run.log_level.to_string()),
+            Ok(_) => Err("not `run`".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn run_reads_warning_as_warn_and_refuses_an_unknown_level() {
+        assert_eq!(run_log_level(&[]), Ok("info".into()));
+        assert_eq!(
+            run_log_level(&["--log-level", "warning"]),
+            Ok("warn".into())
+        );
+        assert_eq!(
+            run_log_level(&["--log-level=info,kopf_audit=debug"]),
+            Ok("info,kopf_audit=debug".into())
+        );
+        let refused = run_log_level(&["--log-level", "verbose"]).expect_err("verbose");
+        assert!(
+            refused.contains("invalid value 'verbose' for '--log-level <LOG_LEVEL>'")
+                && refused.contains("`verbose` is no level; a level is one of error, warn"),
+            "{refused}"
+        );
     }
 }

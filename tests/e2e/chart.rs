@@ -252,6 +252,15 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
         Some("metadata.name")
     );
+    assert_eq!(
+        deployment["spec"]["strategy"]["type"].as_str(),
+        Some("Recreate"),
+        "one replica and no Lease: never two auditors at once"
+    );
+    assert!(
+        of_kind(&objects, "PodDisruptionBudget").is_empty(),
+        "no PodDisruptionBudget for one replica"
+    );
     assert_eq!(of_kind(&objects, "Service").len(), 1, "the metrics Service");
     assert!(of_kind(&objects, "FlowSchema").is_empty(), "APF is opt-in");
 
@@ -336,10 +345,21 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         lease["rules"][1]["resourceNames"][0].as_str(),
         Some("rel-kopf-audit")
     );
+    // A standby is ready (src/reconcile/readiness.rs): the rollout keeps every ready
+    // replica, and a node drain evicts one at a time.
+    let strategy = &of_kind(&objects, "Deployment")[0]["spec"]["strategy"];
+    assert_eq!(strategy["type"].as_str(), Some("RollingUpdate"));
     assert_eq!(
-        of_kind(&objects, "Deployment")[0]["spec"]["strategy"]["type"].as_str(),
-        Some("Recreate"),
-        "a standby is not ready: no rolling update with replicas > 1"
+        strategy["rollingUpdate"]["maxUnavailable"].as_i64(),
+        Some(0)
+    );
+    assert_eq!(strategy["rollingUpdate"]["maxSurge"].as_i64(), Some(1));
+    let budgets = of_kind(&objects, "PodDisruptionBudget");
+    assert_eq!(budgets.len(), 1, "a PodDisruptionBudget with two replicas");
+    assert_eq!(budgets[0]["spec"]["maxUnavailable"].as_i64(), Some(1));
+    assert_eq!(
+        budgets[0]["spec"]["selector"]["matchLabels"],
+        of_kind(&objects, "Deployment")[0]["spec"]["selector"]["matchLabels"]
     );
     let args = deployment_args(&objects);
     for flag in [
@@ -369,7 +389,105 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
     ] {
         assert!(text.contains(expr), "{expr} in {text}");
     }
+    the_placement_and_extension_values_render();
     say("helm lint and helm template: the variants render as documented");
+}
+
+/// `commonLabels`, `podAnnotations`, `extraArgs`, `extraEnv`,
+/// `topologySpreadConstraints`, the budget's `minAvailable` and the ServiceMonitor's
+/// namespace and relabelings, as documented in values.yaml.
+fn the_placement_and_extension_values_render() {
+    let values = values_file(
+        "placement",
+        serde_json::json!({
+            "replicas": 3,
+            "commonLabels": {"team": "platform"},
+            "podAnnotations": {"example.com/note": "kept"},
+            "extraArgs": ["--log-format=text"],
+            "extraEnv": [{"name": "RUST_BACKTRACE", "value": "1"}],
+            "podDisruptionBudget": {"minAvailable": "50%"},
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"},
+                {"maxSkew": 2, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+                 "labelSelector": {"matchLabels": {"own": "selector"}}}
+            ],
+            "serviceMonitor": {
+                "enabled": true,
+                "namespace": "monitoring",
+                "relabelings": [{"action": "labeldrop", "regex": "pod"}],
+                "metricRelabelings": [{"action": "drop", "sourceLabels": ["__name__"], "regex": "kopf_audit_build_info"}]
+            }
+        }),
+    );
+    let objects = render(
+        "rel",
+        "ops",
+        &["--values", values.to_str().expect("utf-8 path")],
+    );
+    for object in &objects {
+        assert_eq!(
+            object["metadata"]["labels"]["team"].as_str(),
+            Some("platform"),
+            "commonLabels on {} {}",
+            kind(object),
+            name(object)
+        );
+    }
+    let deployment = of_kind(&objects, "Deployment")[0];
+    let template = &deployment["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["labels"]["team"].as_str(),
+        Some("platform")
+    );
+    assert_eq!(
+        template["metadata"]["annotations"]["example.com/note"].as_str(),
+        Some("kept")
+    );
+    assert_eq!(
+        deployment_args(&objects).last().map(String::as_str),
+        Some("--log-format=text"),
+        "extraArgs after the chart's own"
+    );
+    let container = &template["spec"]["containers"][0];
+    let env = container["env"].as_sequence().expect("env");
+    assert!(
+        env.iter()
+            .any(|e| e["name"].as_str() == Some("RUST_BACKTRACE")
+                && e["value"].as_str() == Some("1")),
+        "{env:?}"
+    );
+    let spread = &template["spec"]["topologySpreadConstraints"];
+    assert_eq!(
+        spread[0]["labelSelector"]["matchLabels"], deployment["spec"]["selector"]["matchLabels"],
+        "a constraint without labelSelector selects the chart's pods"
+    );
+    assert_eq!(
+        spread[1]["labelSelector"]["matchLabels"]["own"].as_str(),
+        Some("selector")
+    );
+    assert!(spread[1]["labelSelector"]["matchLabels"]["app.kubernetes.io/name"].is_null());
+    let budget = of_kind(&objects, "PodDisruptionBudget")[0];
+    assert_eq!(budget["spec"]["minAvailable"].as_str(), Some("50%"));
+    assert!(budget["spec"]["maxUnavailable"].is_null());
+    let monitor = of_kind(&objects, "ServiceMonitor")[0];
+    assert_eq!(
+        monitor["metadata"]["namespace"].as_str(),
+        Some("monitoring")
+    );
+    assert_eq!(
+        monitor["spec"]["namespaceSelector"]["matchNames"][0].as_str(),
+        Some("ops"),
+        "it scrapes the release namespace's Service"
+    );
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(
+        endpoint["relabelings"][0]["action"].as_str(),
+        Some("labeldrop")
+    );
+    assert_eq!(
+        endpoint["metricRelabelings"][0]["action"].as_str(),
+        Some("drop")
+    );
 }
 
 /// Cluster-scoped objects of one test, deleted when dropped.
@@ -976,4 +1094,150 @@ async fn kubectl_wait_for_condition_ready_returns_once_audited() {
         Some(("True", "TargetNotFound"))
     );
     say("kubectl wait times out on a stalled KopfAudit, as it should");
+}
+
+/// The instances whose `/readyz` a [`ReadinessWatch`] samples: the replicas a
+/// Deployment counts (a terminating pod is taken out before it is stopped).
+type Replicas = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Samples every replica's `/readyz` until dropped, keeping the fewest found ready.
+struct ReadinessWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(usize, usize)>>,
+}
+
+impl ReadinessWatch {
+    fn start(replicas: Replicas) -> ReadinessWatch {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut fewest, mut samples) = (usize::MAX, 0);
+            while !stopping.load(Ordering::SeqCst) {
+                let addresses = replicas.lock().map(|r| r.clone()).unwrap_or_default();
+                let ready = addresses
+                    .iter()
+                    .filter(|a| {
+                        support::http_get(a, "/readyz").is_some_and(|(code, _)| code == 200)
+                    })
+                    .count();
+                fewest = fewest.min(ready);
+                samples += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (fewest, samples)
+        });
+        ReadinessWatch {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The fewest replicas found ready at once, and how many samples were taken.
+    fn finish(mut self) -> (usize, usize) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or((0, 0))
+    }
+}
+
+impl Drop for ReadinessWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+async fn wait_ready(auditor: &Auditor) {
+    let addr = auditor.http.clone();
+    wait_for(
+        &format!("/readyz 200 at {addr}"),
+        Duration::from_secs(60),
+        || {
+            let addr = addr.clone();
+            async move {
+                support::http_get(&addr, "/readyz")
+                    .filter(|(code, _)| *code == 200)
+                    .map(|_| ())
+            }
+        },
+    )
+    .await;
+}
+
+/// The chart's update strategy with two replicas (RollingUpdate, maxSurge 1,
+/// maxUnavailable 0), replayed with real auditors as the Deployment controller runs
+/// it: a new pod starts, the rollout waits for its `/readyz`, then takes an old pod out
+/// and stops it with SIGTERM (as the kubelet does), the leader first; twice. A standby
+/// is ready (src/reconcile/readiness.rs), so one replica is ready at every sample, and
+/// a new leader audits after the rollout.
+#[tokio::test]
+async fn a_rolling_update_of_two_replicas_keeps_one_ready_throughout() {
+    let admin = support::admin_client().await;
+    ensure_crd(&admin).await;
+    let ns = TestNamespace::create(&admin, "rollout").await;
+    let kubeconfig = support::kubeconfig_path();
+    let election = ["--leader-election", "--lease-namespace", ns.name.as_str()];
+    let start = || Auditor::start(&kubeconfig, &ns.name, &election);
+
+    let mut old = vec![start(), start()];
+    for auditor in &old {
+        wait_ready(auditor).await;
+    }
+    wait_for("one old replica to lead", Duration::from_secs(30), || {
+        let led = old.iter().any(|a| a.logs().contains("leading: auditing"));
+        async move { led.then_some(()) }
+    })
+    .await;
+    // The leader is taken out first: the worst case for the rollout.
+    old.sort_by_key(|a| !a.logs().contains("leading: auditing"));
+    let replicas: Replicas = std::sync::Arc::new(std::sync::Mutex::new(
+        old.iter().map(|a| a.http.clone()).collect(),
+    ));
+    let watch = ReadinessWatch::start(replicas.clone());
+
+    let mut new = Vec::new();
+    for mut leaving in old.drain(..) {
+        let surge = start();
+        wait_ready(&surge).await;
+        say(format!(
+            "surge {} ready: taking out {}",
+            surge.http, leaving.http
+        ));
+        if let Ok(mut r) = replicas.lock() {
+            r.push(surge.http.clone());
+            r.retain(|a| *a != leaving.http);
+        }
+        leaving.stop();
+        new.push(surge);
+    }
+    create_audit(&admin, &ns.name, "after-rollout", "no-such-deployment").await;
+    let audits: Api<KopfAudit> = Api::namespaced(admin.clone(), &ns.name);
+    // A Lease not released lasts 15 s (README, "The binary"); then one interval.
+    wait_for(
+        "a new replica to lead and audit",
+        Duration::from_secs(15 + 30 + 10),
+        || {
+            let audits = audits.clone();
+            async move {
+                let status = audits.get("after-rollout").await.ok()?.status?;
+                (condition(&status, "Stalled") == Some(("True", "TargetNotFound"))).then_some(())
+            }
+        },
+    )
+    .await;
+    let (fewest, samples) = watch.finish();
+    assert!(samples >= 10, "readiness sampled {samples} times");
+    assert!(
+        fewest >= 1,
+        "a moment with no ready replica during the rollout ({samples} samples)"
+    );
+    assert!(
+        new.iter().any(|a| a.logs().contains("leading: auditing")),
+        "a new replica leads"
+    );
+    say(format!(
+        "rolling update: at least {fewest} of the replicas ready in each of {samples} samples"
+    ));
 }

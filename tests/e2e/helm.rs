@@ -174,7 +174,7 @@ fn container_args(deployment: &Json) -> Vec<String> {
 
 const RELEASE: &str = "kopf-audit";
 const NAMESPACE: &str = "kopf-audit";
-const NAMESPACED_KINDS: &str = "deployments,replicasets,pods,services,serviceaccounts,configmaps,jobs,roles,rolebindings,networkpolicies";
+const NAMESPACED_KINDS: &str = "deployments,replicasets,pods,services,serviceaccounts,configmaps,jobs,roles,rolebindings,networkpolicies,poddisruptionbudgets";
 
 #[tokio::test]
 async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word() {
@@ -306,7 +306,16 @@ async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word(
         );
     }
     assert_eq!(deployment["spec"]["replicas"], 2);
-    assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+    // Two replicas: a rolling update that keeps every ready replica (a standby is
+    // ready), and a PodDisruptionBudget for drains.
+    assert_eq!(deployment["spec"]["strategy"]["type"], "RollingUpdate");
+    assert_eq!(
+        deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+        0
+    );
+    let budget = get(&["poddisruptionbudget", RELEASE, "-n", NAMESPACE])
+        .expect("the PodDisruptionBudget, with two replicas");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1);
     let schema = get(&["flowschema", RELEASE]).expect("the FlowSchema, accepted by the API server");
     assert_eq!(
         schema["spec"]["priorityLevelConfiguration"]["name"], RELEASE,
@@ -394,8 +403,8 @@ async fn the_readmes_helm_install_test_upgrade_and_uninstall_work_word_for_word(
     );
 }
 
-/// `helm install` and `helm template` with a bad value: both fail with the schema's
-/// message, and nothing is installed.
+/// `helm install`, `helm template` and `helm lint --strict` with a bad value: each fails
+/// with the schema's message, and nothing is installed.
 async fn refused(set: &str, message: &str) {
     let admin = support::admin_client().await;
     let ns = TestNamespace::create(&admin, "badvalues").await;
@@ -420,6 +429,17 @@ async fn refused(set: &str, message: &str) {
             stderr.lines().last().unwrap_or_default().trim()
         ));
     }
+    let lint = Command::new(helm())
+        .args(["lint", "--strict"])
+        .arg(&chart)
+        .args(["--set", set])
+        .output()
+        .expect("helm");
+    let lint_out = String::from_utf8_lossy(&lint.stdout);
+    assert!(
+        !lint.status.success() && lint_out.contains(message),
+        "helm lint --strict --set {set}: expected `{message}` in:\n{lint_out}"
+    );
     let (_, out, _) =
         support::kubectl_run(&["get", "all,secrets", "-n", &ns.name, "-o", "name"], None);
     assert!(
@@ -447,6 +467,44 @@ async fn the_schema_refuses_a_misspelt_dashboard_value() {
     refused(
         "grafanaDashboard.enable=true",
         "at '/grafanaDashboard': additional properties 'enable' not allowed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_schema_refuses_a_misspelt_top_level_key() {
+    refused(
+        "replica=3",
+        "at '': additional properties 'replica' not allowed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_schema_refuses_a_misspelt_service_monitor_value() {
+    refused(
+        "serviceMonitor.enable=true",
+        "at '/serviceMonitor': additional properties 'enable' not allowed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_schema_refuses_a_memory_limit_that_is_no_quantity() {
+    refused(
+        "resources.limits.memory=lots",
+        "at '/resources/limits/memory': 'lots' does not match pattern",
+    )
+    .await;
+}
+
+/// tracing would read `verbose` as a target name and log nothing of the operator's;
+/// the schema names the levels (as `kopf-audit run --log-level` does).
+#[tokio::test]
+async fn the_schema_refuses_an_unknown_log_level() {
+    refused(
+        "logLevel=verbose",
+        "at '/logLevel': 'verbose' does not match pattern '^([A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*=)?(error|warn|warning|info|debug|trace|off)",
     )
     .await;
 }

@@ -5,7 +5,9 @@
 //! every kubectl plugin.
 
 use crate::image::{audited, create_audit, fixture_deployment};
-use crate::operator::ensure_crd;
+use crate::operator::{
+    audit_for, condition, create_audit as create_kopfaudit, ensure_crd, wait_status,
+};
 use crate::support::{self, Auditor, Fixture, TestNamespace, expectations, say};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -134,4 +136,76 @@ async fn kubectl_kopf_audit_check_and_report_work_as_a_kubectl_plugin() {
     assert_eq!(code, 0);
     assert!(out.contains(env!("CARGO_PKG_VERSION")), "{out}");
     let _ = std::fs::remove_dir_all(&plugins);
+}
+
+/// `kubectl explain` shows the CRD's own descriptions, the `kopfaudit` category lists
+/// KopfAudits, and `kubectl get ka` says in READY and REASON why an audit is stalled.
+#[tokio::test]
+async fn kubectl_explains_kopfaudits_and_lists_why_one_is_stalled() {
+    let admin = support::admin_client().await;
+    ensure_crd(&admin).await;
+
+    let (ok, kind, err) = support::kubectl_run(&["explain", "kopfaudit"], None);
+    assert!(ok, "{err}");
+    assert!(
+        kind.contains("KopfAudit audits one Python operator written with kopf")
+            && !kind.contains("Auto-generated"),
+        "{kind}"
+    );
+    let (ok, spec, err) = support::kubectl_run(&["explain", "kopfaudit.spec"], None);
+    assert!(ok, "{err}");
+    assert!(
+        spec.contains("Desired audit: which kopf operator to audit, how often and how strictly")
+            && spec.contains("interval"),
+        "{spec}"
+    );
+    let (ok, listed, err) = support::kubectl_run(
+        &["api-resources", "--categories=kopfaudit", "-o", "name"],
+        None,
+    );
+    assert!(ok, "{err}");
+    assert_eq!(listed.trim(), "kopfaudits.kopfaudit.dev");
+
+    let ns = TestNamespace::create(&admin, "columns").await;
+    create_kopfaudit(
+        &admin,
+        &ns.name,
+        audit_for("missing", "no-such-deployment", "30s"),
+    )
+    .await
+    .expect("create the KopfAudit");
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    wait_status(
+        &admin,
+        &ns.name,
+        "missing",
+        "Ready=False, reason TargetNotFound",
+        Duration::from_secs(60),
+        |s| condition(s, "Ready") == Some(("False", "TargetNotFound")),
+    )
+    .await;
+    let (ok, table, err) = support::kubectl_run(&["get", "ka", "-n", &ns.name], None);
+    assert!(ok, "{err}");
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header[..4],
+        ["NAME", "READY", "REASON", "COMPLIANT"],
+        "{table}"
+    );
+    assert_eq!(
+        row[..4],
+        ["missing", "False", "TargetNotFound", "Unknown"],
+        "{table}"
+    );
+    say(format!("kubectl get ka:\n{table}"));
 }

@@ -538,9 +538,17 @@ async fn kube_state_metrics_exports_kopfaudit_conditions_with_the_charts_config(
     .await;
     let ready_true = format!("kopfaudit_status_condition{} 1", labels("Ready", "True"));
     assert!(metrics.contains(&ready_true), "{ready_true} in\n{metrics}");
+    // status.summary's counts, labelled by the field's name: `severity` is reserved
+    // for error, warning and info, as the auditor's own metrics spell it.
+    assert!(
+        !metrics
+            .lines()
+            .any(|l| l.starts_with("kopfaudit_") && l.contains("severity=")),
+        "no severity label in another vocabulary:\n{metrics}"
+    );
     let errors = metrics
         .lines()
-        .find(|l| l.starts_with("kopfaudit_status_findings{") && l.contains(r#"severity="errors""#))
+        .find(|l| l.starts_with("kopfaudit_status_summary{") && l.contains(r#"field="errors""#))
         .unwrap_or_else(|| panic!("error findings count in\n{metrics}"));
     let count: f64 = errors
         .rsplit(' ')

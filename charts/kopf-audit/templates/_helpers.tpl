@@ -32,6 +32,9 @@ helm.sh/chart: {{ include "kopf-audit.chart" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: kopf-audit
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "kopf-audit.serviceAccountName" -}}
