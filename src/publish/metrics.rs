@@ -119,6 +119,7 @@ pub(crate) struct Metrics {
     status_writes: Family<AuditLabels, Counter>,
     duration: Histogram,
     last_audit: Family<AuditLabels, Gauge<f64, AtomicU64>>,
+    interval: Family<AuditLabels, Gauge<f64, AtomicU64>>,
     findings: Family<FindingLabels, Gauge>,
     conditions: Family<ConditionLabels, Gauge>,
     api_requests: Family<RequestLabels, Counter>,
@@ -153,6 +154,7 @@ impl Metrics {
         let status_writes = Family::<AuditLabels, Counter>::default();
         let duration = Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]);
         let last_audit = Family::<AuditLabels, Gauge<f64, AtomicU64>>::default();
+        let interval = Family::<AuditLabels, Gauge<f64, AtomicU64>>::default();
         let findings = Family::<FindingLabels, Gauge>::default();
         let conditions = Family::<ConditionLabels, Gauge>::default();
         let api_requests = Family::<RequestLabels, Counter>::default();
@@ -197,6 +199,11 @@ impl Metrics {
             "last_audit_timestamp_seconds",
             "When each audit last ran (Unix time)",
             last_audit.clone(),
+        );
+        registry.register(
+            "interval_seconds",
+            "Each audit's spec.interval: an audit is overdue when its last run is more than twice this ago",
+            interval.clone(),
         );
         registry.register(
             "findings",
@@ -280,6 +287,7 @@ impl Metrics {
             status_writes,
             duration,
             last_audit,
+            interval,
             findings,
             conditions,
             exported: Mutex::new(BTreeMap::new()),
@@ -324,6 +332,13 @@ impl Metrics {
                 resource: route.resource.clone(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    /// Exports an audit's interval, for the overdue alert.
+    pub(crate) fn interval(&self, namespace: &str, name: &str, every: Duration) {
+        self.interval
+            .get_or_create(&audit(namespace, name))
+            .set(every.as_secs_f64());
     }
 
     /// Counts an audit as running until the guard is dropped.
@@ -456,6 +471,7 @@ impl Metrics {
                 });
             }
             self.last_audit.remove(&labels);
+            self.interval.remove(&labels);
             self.audits.remove(&labels);
             for cause in FailureCause::ALL {
                 self.failures.remove(&FailureLabels {

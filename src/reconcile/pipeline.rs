@@ -168,6 +168,11 @@ pub(crate) async fn reconcile(
         started.elapsed(),
         failed,
     );
+    ctx.metrics.interval(
+        &namespace,
+        &audit.name_any(),
+        settings::interval(&audit.spec),
+    );
     tracing::info!(
         changed = update.changed,
         events = published.events,

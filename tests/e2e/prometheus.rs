@@ -105,7 +105,29 @@ fn promtool_checks_and_unit_tests_the_charts_alerts_and_the_dashboards_queries()
     // The chart's defaults (for: 15m), as the unit tests expect.
     std::fs::write(dir.join("rules.yaml"), rule_file(&[])).expect("rules");
     let check = promtool(&dir, &["check", "rules", "rules.yaml"]);
-    assert!(check.contains("SUCCESS: 3 rules found"), "{check}");
+    assert!(check.contains("SUCCESS: 7 rules found"), "{check}");
+    // Every alert links a runbook heading that exists.
+    let runbooks = std::fs::read_to_string(support::repo().join("docs/runbooks.md"))
+        .expect("docs/runbooks.md");
+    let anchors: Vec<String> = runbooks
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|h| h.trim().to_lowercase().replace(' ', "-"))
+        .collect();
+    let rules: Json = serde_yaml::from_str(&rule_file(&[])).expect("rules");
+    let alerts = rules["groups"][0]["rules"].as_array().expect("rules");
+    for alert in alerts {
+        let name = alert["alert"].as_str().expect("an alert");
+        let url = alert["annotations"]["runbook_url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name} has no runbook_url"));
+        let (page, anchor) = url.split_once('#').expect("a fragment");
+        assert!(page.ends_with("/docs/runbooks.md"), "{url}");
+        assert!(
+            anchors.iter().any(|a| a == anchor),
+            "{name}: #{anchor} is no heading of docs/runbooks.md ({anchors:?})"
+        );
+    }
     std::fs::copy(
         support::repo().join("hack/prometheus/alerts-test.yaml"),
         dir.join("alerts-test.yaml"),
@@ -319,7 +341,9 @@ async fn a_real_prometheus_fires_non_compliant_for_the_broken_fixture_and_never_
         "global": {"scrape_interval": "2s", "evaluation_interval": "2s", "scrape_timeout": "2s"},
         "rule_files": ["rules.yaml"],
         "scrape_configs": [{
-            "job_name": "kopf-audit",
+            // The job the chart's ServiceMonitor gives (the Service's name), as its
+            // KopfAuditDown and KopfAuditAbsent rules expect.
+            "job_name": "kopf-audit-metrics",
             // As the chart's ServiceMonitor: the metrics' namespace and name are the KopfAudit's.
             "honor_labels": true,
             "static_configs": [{"targets": [bad_auditor.http, good_auditor.http]}]
@@ -391,6 +415,37 @@ async fn a_real_prometheus_fires_non_compliant_for_the_broken_fixture_and_never_
         seen_firing.expect("firing"),
     );
     assert!(pending < firing, "pending before firing");
+
+    // The operational metrics are scraped, and the operational alerts stay silent for
+    // two healthy auditors.
+    for expr in [
+        r#"kopf_audit_api_responses_total{code="200"}"#,
+        r#"kopf_audit_api_request_duration_seconds_count{verb="create",resource="subjectaccessreviews"}"#,
+        "kopf_audit_audits_running",
+        "kopf_audit_max_concurrent_audits == 8",
+        "kopf_audit_leader == 1",
+        "kopf_audit_build_info == 1",
+        "kopf_audit_interval_seconds",
+        "process_resident_memory_bytes > 0",
+        "process_open_fds > 0",
+        r#"up{job="kopf-audit-metrics"} == 1"#,
+    ] {
+        assert!(
+            !query(&prom, expr).is_empty(),
+            "`{expr}` returned no series"
+        );
+    }
+    let silent = query(
+        &prom,
+        r#"ALERTS{alertname=~"KopfAuditDown|KopfAuditAbsent|KopfAuditAuditsOverdue|KopfAuditAPIErrors"}"#,
+    );
+    assert!(
+        silent.is_empty(),
+        "operational alerts for healthy auditors: {silent:?}"
+    );
+    say(
+        "API answers by code, running audits, leader, build_info and process_* scraped; operational alerts silent",
+    );
 
     // Every dashboard query returns series, unless none of the auditors exports a
     // metric it reads (say, no audit failed): then promtool's check above is its test.
