@@ -60,6 +60,9 @@ COPY --from=planner /src/recipe.json recipe.json
 # The recipe carries Cargo.lock: the dependency versions are the locked ones.
 RUN cargo chef cook --release --target "$(uname -m)-unknown-linux-gnu" --recipe-path recipe.json
 COPY . .
+# The source revision for --version and build_info (the context has no .git):
+# --build-arg KOPF_AUDIT_REVISION=$(git rev-parse --short=12 HEAD).
+ARG KOPF_AUDIT_REVISION=
 RUN cargo build --release --locked --target "$(uname -m)-unknown-linux-gnu" --bin kopf-audit \
  && cp "target/$(uname -m)-unknown-linux-gnu/release/kopf-audit" /kopf-audit \
  && if readelf -l /kopf-audit | grep -q INTERP; then echo "not static" >&2; exit 1; fi \

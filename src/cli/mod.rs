@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Parser)]
 #[command(
     name = "kopf-audit",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("KOPF_AUDIT_REVISION"), ")"),
     about = "Audits Python operators written with kopf"
 )]
 struct Cli {

@@ -170,9 +170,7 @@ impl Metrics {
         build
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION").into(),
-                revision: option_env!("KOPF_AUDIT_REVISION")
-                    .unwrap_or("unknown")
-                    .into(),
+                revision: env!("KOPF_AUDIT_REVISION").into(),
             })
             .set(1);
         let in_flight = Gauge::default();
