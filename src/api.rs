@@ -336,6 +336,10 @@ pub struct KopfAuditStatus {
     /// their reasons.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedCheck>,
+    /// The `kopfaudit.dev/requested-at` annotation's value the last audit ran for: equal
+    /// to the annotation once the audit it asked for has run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_requested_at: Option<String>,
 }
 
 /// Finding counts by severity.

@@ -25,3 +25,7 @@ pub const REPORTING_CONTROLLER: &str = "kopfaudit.dev/kopf-audit";
 /// The annotation prefix that exempts a target from a check:
 /// `skip.kopfaudit.dev/<check-id>: <reason>`.
 pub const SKIP_ANNOTATION_PREFIX: &str = "skip.kopfaudit.dev/";
+
+/// The annotation that asks for one audit now (Flux's `requestedAt` idiom): any new
+/// value triggers one audit, and `status.lastHandledRequestedAt` echoes it once run.
+pub const REQUESTED_AT_ANNOTATION: &str = "kopfaudit.dev/requested-at";

@@ -44,6 +44,11 @@ enum Command {
     /// Lint an operator's repository, chart or rendered manifests before deploy: the
     /// same checks, with the same IDs, plus those only the source shows.
     Lint(LintArgs),
+    /// Ask for one audit of a KopfAudit now: sets its `kopfaudit.dev/requested-at`
+    /// annotation to the current time, and waits until the status echoes it.
+    ///
+    /// Example: `kubectl kopf-audit audit-now my-operator -n team-a`
+    AuditNow(AuditNowArgs),
     /// Print the KopfAudit CustomResourceDefinition as YAML.
     Crd,
     /// Print the reference of checks, conditions and reasons as Markdown.
@@ -58,6 +63,18 @@ struct ReportArgs {
     /// Report the KopfAudits of every namespace.
     #[arg(short = 'A', long)]
     all_namespaces: bool,
+}
+
+#[derive(clap::Args)]
+struct AuditNowArgs {
+    /// The KopfAudit's name.
+    name: String,
+    /// Its namespace (default: the kubeconfig's).
+    #[arg(short, long)]
+    namespace: Option<String>,
+    /// How long to wait for the audit to run, in seconds (0: do not wait).
+    #[arg(long, default_value_t = 120)]
+    wait_seconds: u64,
 }
 
 #[derive(clap::Args)]
@@ -235,6 +252,9 @@ pub fn main() -> ExitCode {
         Command::Check(args) => runtime().map_or(ExitCode::from(2), |rt| rt.block_on(check(args))),
         Command::Report(args) => {
             runtime().map_or(ExitCode::from(2), |rt| rt.block_on(report(args)))
+        }
+        Command::AuditNow(args) => {
+            runtime().map_or(ExitCode::from(2), |rt| rt.block_on(audit_now(args)))
         }
     }
 }
@@ -456,6 +476,62 @@ fn with_bounded_retries(
         .with_layer(&tower::retry::RetryLayer::new(
             kube::client::retry::RetryPolicy::default(),
         )))
+}
+
+/// `audit-now`: annotates the KopfAudit, then waits for the status to echo the value.
+async fn audit_now(args: AuditNowArgs) -> ExitCode {
+    use crate::catalog::REQUESTED_AT_ANNOTATION;
+    use kube::api::{Api, Patch, PatchParams};
+    let (client, default_ns) = match client_and_namespace().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let namespace = args.namespace.unwrap_or(default_ns);
+    let api: Api<KopfAudit> = Api::namespaced(client, &namespace);
+    let requested = jiff::Timestamp::now().to_string();
+    let patch =
+        serde_json::json!({"metadata": {"annotations": {REQUESTED_AT_ANNOTATION: requested}}});
+    if let Err(e) = api
+        .patch(&args.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        eprintln!(
+            "kopf-audit: cannot annotate KopfAudit {namespace}/{}: {e}",
+            args.name
+        );
+        return ExitCode::from(2);
+    }
+    println!(
+        "kopfaudit {namespace}/{} audit requested at {requested}",
+        args.name
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(args.wait_seconds);
+    while std::time::Instant::now() < deadline {
+        let handled = api.get(&args.name).await.ok().and_then(|a| {
+            a.status
+                .and_then(|s| s.last_handled_requested_at)
+                .filter(|v| *v == requested)
+        });
+        if handled.is_some() {
+            println!(
+                "audited: see `kubectl get kopfaudit -n {namespace} {}`",
+                args.name
+            );
+            return ExitCode::SUCCESS;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    if args.wait_seconds > 0 {
+        eprintln!(
+            "kopf-audit: the audit has not run after {}s: is kopf-audit running, and does it watch namespace {namespace}?",
+            args.wait_seconds
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
 
 async fn report(args: ReportArgs) -> ExitCode {

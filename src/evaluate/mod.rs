@@ -108,6 +108,27 @@ pub(crate) fn next_status(
     }
 }
 
+/// Records in `update` that the audit ran for the `requested` value of the
+/// `kopfaudit.dev/requested-at` annotation: a new value is echoed in
+/// `status.lastHandledRequestedAt`, which is a change worth writing (the requester
+/// waits for it), stamped with `now`.
+pub(crate) fn acknowledge_request(
+    update: &mut StatusUpdate,
+    stored: &KopfAuditStatus,
+    requested: Option<&str>,
+    now: &Time,
+) {
+    let requested = requested.map(str::to_string);
+    if requested.is_none() || stored.last_handled_requested_at == requested {
+        return;
+    }
+    update.status.last_handled_requested_at = requested;
+    if !update.changed {
+        update.changed = true;
+        update.status.last_audit_time = Some(now.clone());
+    }
+}
+
 /// Evaluates what gathering found (or the error that stopped it).
 pub(crate) fn evaluate(
     spec: &KopfAuditSpec,

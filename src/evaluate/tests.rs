@@ -107,6 +107,36 @@ fn steady_state_writes_nothing_and_emits_nothing() {
 }
 
 #[test]
+fn a_requested_audit_is_echoed_once_and_then_writes_nothing_more() {
+    let first = audit(None, evidence(&["-A"], &[]), 10);
+    let mut asked = audit(Some(&first.status), evidence(&["-A"], &[]), 40);
+    acknowledge_request(
+        &mut asked,
+        &first.status,
+        Some("2026-12-02T19:00:00Z"),
+        &at(40),
+    );
+    assert!(asked.changed, "the requester waits for the echo");
+    assert_eq!(
+        asked.status.last_handled_requested_at.as_deref(),
+        Some("2026-12-02T19:00:00Z")
+    );
+    assert_eq!(asked.status.last_audit_time, Some(at(40)));
+    assert!(asked.events.is_empty(), "no transition, no Event");
+    let mut again = audit(Some(&asked.status), evidence(&["-A"], &[]), 70);
+    acknowledge_request(
+        &mut again,
+        &asked.status,
+        Some("2026-12-02T19:00:00Z"),
+        &at(70),
+    );
+    assert!(!again.changed, "the same request is not echoed twice");
+    let mut none = audit(Some(&asked.status), evidence(&["-A"], &[]), 70);
+    acknowledge_request(&mut none, &asked.status, None, &at(70));
+    assert!(!none.changed, "a removed annotation changes nothing");
+}
+
+#[test]
 fn a_new_finding_raises_one_event_and_keeps_since_of_others() {
     let first = audit(None, evidence(&["-A"], &[]), 10);
     let second = audit(Some(&first.status), evidence(&[], &[]), 40);

@@ -134,8 +134,9 @@ pub(crate) async fn run(
     .modify(|a: &mut KopfAudit| a.managed_fields_mut().clear())
     .reflect(audit_writer)
     .applied_objects()
-    // A status write (ours) changes no generation: it must not trigger an audit.
-    .predicate_filter(kube::runtime::predicates::generation, Default::default());
+    // A status write (ours) changes no generation: it must not trigger an audit. A new
+    // `kopfaudit.dev/requested-at` value does.
+    .predicate_filter(generation_or_request, Default::default());
 
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -230,6 +231,19 @@ fn sync_futures(
     );
     out.extend(rbac.roles.iter().map(|(s, _)| synced("roles", s)));
     out
+}
+
+/// What makes a KopfAudit's change worth an audit: its generation (the spec) and the
+/// value of its `kopfaudit.dev/requested-at` annotation.
+fn generation_or_request(audit: &KopfAudit) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    audit.metadata.generation.hash(&mut hasher);
+    audit
+        .annotations()
+        .get(crate::catalog::REQUESTED_AT_ANNOTATION)
+        .hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// The reconcile with its consecutive-error count kept outside it: reset on success.

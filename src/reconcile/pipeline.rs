@@ -6,7 +6,7 @@
 
 use super::Context;
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
-use crate::catalog::ConditionReason;
+use crate::catalog::{ConditionReason, REQUESTED_AT_ANNOTATION};
 use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
 use crate::gather::{self, Candidates, GatherError, Reach, Resolution, Shared};
 use crate::model::evidence::Stall;
@@ -149,12 +149,22 @@ pub(crate) async fn reconcile(
         policy,
     )
     .await;
-    let update = evaluate::next_status(
+    let now = Time(Timestamp::now());
+    let mut update = evaluate::next_status(
         Some(&stored),
         &outcome,
         audit.metadata.generation,
-        &Time(Timestamp::now()),
+        &now,
         settings::resolve_after(&audit.spec),
+    );
+    evaluate::acknowledge_request(
+        &mut update,
+        &stored,
+        audit
+            .annotations()
+            .get(REQUESTED_AT_ANNOTATION)
+            .map(String::as_str),
+        &now,
     );
     let published = publish_update(&audit, &namespace, &update, &ctx).await?;
     let failed = match &outcome {

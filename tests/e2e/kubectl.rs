@@ -209,3 +209,93 @@ async fn kubectl_explains_kopfaudits_and_lists_why_one_is_stalled() {
     );
     say(format!("kubectl get ka:\n{table}"));
 }
+
+/// The auditor's `kopf_audit_audits_total` for one KopfAudit.
+fn audits_run(auditor: &Auditor, ns: &str, name: &str) -> u64 {
+    let metrics = auditor.http_get("/metrics");
+    let series = format!("kopf_audit_audits_total{{namespace=\"{ns}\",name=\"{name}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `kubectl kopf-audit audit-now` sets `kopfaudit.dev/requested-at`; the operator runs
+/// exactly one audit for it (its interval is an hour) and echoes the value in
+/// `status.lastHandledRequestedAt`.
+#[tokio::test]
+async fn audit_now_triggers_exactly_one_audit_and_is_echoed_in_status() {
+    let admin = support::admin_client().await;
+    ensure_crd(&admin).await;
+    let plugins = plugin_dir();
+    let ns = TestNamespace::create(&admin, "audit-now").await;
+    let _kopf = Fixture::start("good", &ns.name, None);
+    let deployment = fixture_deployment(&admin, &ns.name).await;
+    let auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_kopfaudit(&admin, &ns.name, audit_for("now", &deployment, "1h"))
+        .await
+        .expect("create");
+    wait_status(
+        &admin,
+        &ns.name,
+        "now",
+        "the first audit",
+        Duration::from_secs(180),
+        |s| condition(s, "Ready").is_some_and(|(status, _)| status == "True"),
+    )
+    .await;
+    // Settled: no audit is due for an hour.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = audits_run(&auditor, &ns.name, "now");
+    assert!(before >= 1, "the first audit is counted");
+
+    let (code, out, err) = kubectl(
+        &plugins,
+        &[
+            "kopf-audit",
+            "audit-now",
+            "now",
+            "-n",
+            &ns.name,
+            "--wait-seconds",
+            "120",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let audit = wait_status(
+        &admin,
+        &ns.name,
+        "now",
+        "the requested audit echoed",
+        Duration::from_secs(10),
+        |s| s.last_handled_requested_at.is_some(),
+    )
+    .await;
+    let requested = audit
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(kopf_audit::catalog::REQUESTED_AT_ANNOTATION))
+        .cloned();
+    assert_eq!(
+        audit
+            .status
+            .as_ref()
+            .and_then(|s| s.last_handled_requested_at.clone()),
+        requested,
+        "the status echoes the annotation"
+    );
+    // Exactly one more audit, and no more after it settles.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let after = audits_run(&auditor, &ns.name, "now");
+    assert_eq!(
+        after,
+        before + 1,
+        "one requested audit: {before} -> {after}"
+    );
+    say(format!(
+        "audit-now: audits {before} -> {after}, echoed {requested:?}"
+    ));
+    let _ = std::fs::remove_dir_all(&plugins);
+}
