@@ -198,5 +198,5 @@ async fn discover_finds_every_kopf_operator_however_it_is_started_and_nothing_el
         )),
         "{out}"
     );
-    say(format!("discovered: {found:?}"));
+    say(format!("discovered: {found:?}\n{}", discover(&["-A"])));
 }
