@@ -301,7 +301,8 @@ pub(crate) struct DiscoveryCost {
     pub(crate) list_bytes: u64,
     /// Deployments the spec decided (kopf or not).
     pub(crate) decided_by_spec: u64,
-    /// Deployments whose logs were read (their spec could not decide).
+    /// Deployments left to their pods' logs (their spec could not decide), the
+    /// undetermined included.
     pub(crate) decided_by_log: u64,
     /// Pod lists read (one per Deployment whose spec could not decide).
     pub(crate) pod_lists: u64,
