@@ -3,6 +3,7 @@
 //! (generated files).
 
 mod check;
+mod discover;
 mod lint;
 mod log_filter;
 
@@ -44,6 +45,9 @@ enum Command {
     /// Lint an operator's repository, chart or rendered manifests before deploy: the
     /// same checks, with the same IDs, plus those only the source shows.
     Lint(LintArgs),
+    /// Find every kopf operator among the Deployments and print them as a table, JSON,
+    /// or KopfAudits to commit (`-o yaml`).
+    Discover(DiscoverArgs),
     /// Ask for one audit of a KopfAudit now: sets its `kopfaudit.dev/requested-at`
     /// annotation to the current time, and waits until the status echoes it.
     ///
@@ -75,6 +79,30 @@ struct AuditNowArgs {
     /// How long to wait for the audit to run, in seconds (0: do not wait).
     #[arg(long, default_value_t = 120)]
     wait_seconds: u64,
+}
+
+#[derive(clap::Args)]
+struct DiscoverArgs {
+    /// Look in this namespace (default: the kubeconfig's).
+    #[arg(short, long, conflicts_with = "all_namespaces")]
+    namespace: Option<String>,
+    /// Look in every namespace.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+    /// Only Deployments matching this label selector (`kubectl -l` syntax).
+    #[arg(short = 'l', long)]
+    selector: Option<String>,
+    /// Output format: a table, JSON (with what discovery cost), or KopfAudit YAML.
+    #[arg(short, long, value_enum, default_value = "table")]
+    output: DiscoverOutput,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DiscoverOutput {
+    Table,
+    Json,
+    /// One KopfAudit per operator, ready to commit to a GitOps repository.
+    Yaml,
 }
 
 #[derive(clap::Args)]
@@ -255,6 +283,9 @@ pub fn main() -> ExitCode {
         }
         Command::AuditNow(args) => {
             runtime().map_or(ExitCode::from(2), |rt| rt.block_on(audit_now(args)))
+        }
+        Command::Discover(args) => {
+            runtime().map_or(ExitCode::from(2), |rt| rt.block_on(discover_command(args)))
         }
     }
 }
@@ -532,6 +563,73 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// `kopf-audit discover`: 0 when discovery ran (whatever it found), 2 when the
+/// Deployments could not be listed.
+async fn discover_command(args: DiscoverArgs) -> ExitCode {
+    use crate::gather::discover::{Scope, discover};
+    let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (client, default_ns) = match counting_client(requests.clone()).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let namespace = (!args.all_namespaces).then(|| args.namespace.unwrap_or(default_ns));
+    let scope = Scope {
+        namespace: namespace.as_deref(),
+        selector: args.selector.as_deref(),
+    };
+    let verdicts = crate::gather::recognise::Verdicts::default();
+    let found = match discover(&client, &verdicts, scope).await {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let requests = requests.load(Ordering::Relaxed);
+    eprint!("{}", discover::summary(&found, requests));
+    let printed = match args.output {
+        DiscoverOutput::Table => Ok(discover::table(&found.found)),
+        DiscoverOutput::Json => serde_json::to_string_pretty(&discover::json(&found, requests))
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string()),
+        DiscoverOutput::Yaml => discover::kopf_audits_yaml(&found.found).map_err(|e| e.to_string()),
+    };
+    match printed {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A client from the current kubeconfig and its default namespace, counting its
+/// requests in `requests`.
+async fn counting_client(
+    requests: Arc<std::sync::atomic::AtomicU64>,
+) -> Result<(kube::Client, String), String> {
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| format!("no usable kubeconfig: {e}"))?;
+    let namespace = config.default_namespace.clone();
+    let counter =
+        tower::util::MapRequestLayer::new(move |request: ::http::Request<kube::client::Body>| {
+            requests.fetch_add(1, Ordering::Relaxed);
+            request
+        });
+    let client = with_bounded_retries(config)
+        .map_err(|e| format!("cannot build a client: {e}"))?
+        .with_layer(&counter)
+        .build();
+    Ok((client, namespace))
 }
 
 async fn report(args: ReportArgs) -> ExitCode {

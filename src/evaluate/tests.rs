@@ -735,6 +735,7 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
         namespaces: Default::default(),
         peering: false,
         kinds: Default::default(),
+        version: Default::default(),
     };
     let run = from_log(&container, Some("ns"), seen, KopfLogFormat::Json);
     ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));
@@ -766,6 +767,7 @@ fn a_run_recognised_by_its_log_says_so_and_is_not_judged_by_flags_it_cannot_see(
         namespaces: ["ns".to_string(), "team-b".to_string()].into(),
         peering: true,
         kinds: Default::default(),
+        version: Default::default(),
     };
     let run = from_log(&container, Some("ns"), seen, KopfLogFormat::Full);
     ev.targets[0].kopf = Some(crate::model::evidence::KopfEvidence::unread(run));

@@ -5,6 +5,7 @@
 //! nothing outside the KopfAudit's namespace is read without the cross-namespace
 //! allowance ([`Reach`]).
 
+pub(crate) mod discover;
 pub(crate) mod events;
 pub(crate) mod files;
 pub(crate) mod handled;

@@ -114,14 +114,45 @@ pub(crate) async fn recognise(
     wanted: Option<&str>,
 ) -> Recognised {
     let containers = crate::model::kopf_run::template_containers(&target.deployment);
-    let api: Api<Pod> = Api::namespaced(client.clone(), target.namespace());
+    let workload = Workload {
+        namespace: target.namespace(),
+        name: target.name(),
+        containers,
+        pods: &target.pods,
+    };
+    recognise_workload(client, verdicts, &workload, wanted).await
+}
+
+/// What the log recognition reads of a Deployment: its namespace and name, its pod
+/// template's containers and its pods. Discovery fills it from projections, the audit
+/// from the whole Deployment.
+pub(crate) struct Workload<'a> {
+    /// The Deployment's namespace (its pods').
+    pub(crate) namespace: &'a str,
+    /// The Deployment's name, for the reason when no log can be read.
+    pub(crate) name: &'a str,
+    /// The containers of its pod template.
+    pub(crate) containers: &'a [Container],
+    /// Its pods.
+    pub(crate) pods: &'a [Pod],
+}
+
+/// [`recognise`] on a workload however it was read.
+pub(crate) async fn recognise_workload(
+    client: &Client,
+    verdicts: &Verdicts,
+    workload: &Workload<'_>,
+    wanted: Option<&str>,
+) -> Recognised {
+    let containers = workload.containers;
+    let api: Api<Pod> = Api::namespaced(client.clone(), workload.namespace);
     let mut obstacle_seen: Option<Unavailable> = None;
     let mut read_any = false;
     for container in containers
         .iter()
         .filter(|c| wanted.is_none_or(|w| c.name == w))
     {
-        let pods: Vec<&Pod> = target
+        let pods: Vec<&Pod> = workload
             .pods
             .iter()
             .filter(|p| ever_ran(p, &container.name))
@@ -130,7 +161,7 @@ pub(crate) async fn recognise(
         for pod in pods {
             match verdict(&api, verdicts, pod, &container.name).await {
                 Ok(Verdict::Kopf(seen, format)) => {
-                    let namespace = Some(target.namespace());
+                    let namespace = Some(workload.namespace);
                     return Recognised::Kopf(Box::new(from_log(
                         container, namespace, seen, format,
                     )));
@@ -146,7 +177,7 @@ pub(crate) async fn recognise(
         Some(why) if !read_any => Recognised::Undetermined(why),
         _ if read_any => Recognised::NotKopf,
         _ if containers_named(containers, wanted) => {
-            Recognised::Undetermined(no_log(target, wanted))
+            Recognised::Undetermined(no_log(workload, wanted))
         }
         _ => Recognised::NotKopf,
     }
@@ -160,14 +191,14 @@ fn containers_named(containers: &[Container], wanted: Option<&str>) -> bool {
 }
 
 /// Why nothing could be read: no candidate container of any pod ever ran.
-fn no_log(target: &TargetEvidence, wanted: Option<&str>) -> Unavailable {
+fn no_log(workload: &Workload<'_>, wanted: Option<&str>) -> Unavailable {
     let which = wanted.map_or("no container".to_string(), |w| format!("container {w}"));
     Unavailable::new(
         Obstacle::NoRunningPod,
         format!(
             "Deployment {} does not run kopf on its command line, and {which} of its {} pod(s) ever ran, so there is no log to recognise kopf by: whether it runs kopf is not known yet. Scale it up, or see why its pods do not start.",
-            target.name(),
-            target.pods.len()
+            workload.name,
+            workload.pods.len()
         ),
     )
 }
@@ -247,6 +278,7 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
     while let Some(r) = parser.finish() {
         records.push(r);
     }
+    let version = parser.stats().kopf_version;
     let implicit_scope = records
         .iter()
         .any(|r| matches!(r.kind, kopf_log::EventKind::ScopeFutureWarning))
@@ -267,6 +299,7 @@ pub(crate) fn shows_kopf(pod: &str, text: &[u8]) -> Option<(LogRecognition, Kopf
             namespaces: object_namespaces(&signed),
             peering: signed.iter().any(|r| is_peering(r)),
             kinds: object_kinds(&signed),
+            version,
         },
         majority_format(&signed),
     ))

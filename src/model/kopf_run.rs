@@ -304,6 +304,8 @@ pub(crate) struct LogRecognition {
     /// The `apiVersion` and `kind` of the objects kopf's JSON records name (bounded):
     /// kinds kopf handles, if the operator's RBAC lets it watch them.
     pub(crate) kinds: BTreeSet<(String, String)>,
+    /// What the wording of the lines read tells of kopf's version (often nothing).
+    pub(crate) version: kopf_log::VersionRange,
 }
 
 impl RunOrigin {

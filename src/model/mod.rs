@@ -7,6 +7,7 @@
 
 pub(crate) mod bounded;
 pub(crate) mod diffbase;
+pub(crate) mod discovery;
 pub(crate) mod duration;
 pub(crate) mod evidence;
 pub(crate) mod handled;

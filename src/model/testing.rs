@@ -31,6 +31,7 @@ pub(crate) fn logged_run(namespaces: &[&str]) -> KopfRun {
         namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
         peering: false,
         kinds: Default::default(),
+        version: Default::default(),
     });
     run
 }

@@ -5,6 +5,7 @@ mod accuracy;
 mod bounds;
 mod chart;
 mod delivery;
+mod discover;
 mod evidence;
 mod harness;
 mod helm;

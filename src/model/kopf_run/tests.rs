@@ -259,6 +259,7 @@ fn kopf_run_variables_from_the_pods_namespace_count_however_kopf_is_started() {
         namespaces: Default::default(),
         peering: false,
         kinds: Default::default(),
+        version: Default::default(),
     };
     let hidden = from_log(&c, Some("team-a"), seen.clone(), KopfLogFormat::Full);
     assert_eq!(hidden.scope, written.scope);

@@ -1,0 +1,246 @@
+//! Discovery I/O: lists the Deployments in scope, page by page, each read into a
+//! projection of its name, selector and command lines (the rest of the object is
+//! skipped while parsing, never held); decides from the spec what it can
+//! ([`decide_from_spec`]), and only for the Deployments whose spec cannot decide lists
+//! a few of their pods and reads the first lines of one pod's log per hidden container
+//! (the log recognition of [`recognise`], 64 KiB at most per read).
+
+use super::recognise::{self, Recognised, Verdicts, Workload};
+use crate::model::discovery::{
+    ContainerProjection, DeploymentPage, DeploymentProjection, Discovered, DiscoveryCost,
+    SpecDecision, decide_from_spec,
+};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::Client;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams};
+use kube::core::Selector;
+
+/// Deployments per page of the list: a page of projections is what is held at once.
+const PAGE_SIZE: u32 = 500;
+
+/// Pods of one Deployment listed to find one whose container ran (its log is read).
+const PODS_LISTED: u32 = 10;
+
+/// Deployments whose logs are read at once.
+const CONCURRENT_LOG_READS: usize = 4;
+
+/// Why discovery could not list the Deployments in scope.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DiscoverError {
+    /// The list request could not be made (an invalid label selector).
+    #[error("cannot list Deployments with these parameters: {0}")]
+    Request(#[source] kube::core::request::Error),
+    /// The API server refused or failed the list.
+    #[error("listing Deployments: {0}")]
+    List(#[source] kube::Error),
+    /// A page of the list could not be read.
+    #[error("reading a page of the Deployment list: {0}")]
+    Decode(#[source] serde_json::Error),
+}
+
+/// Where to look: one namespace or all, and an optional label selector.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Scope<'a> {
+    /// The namespace (`None`: every namespace).
+    pub(crate) namespace: Option<&'a str>,
+    /// A label selector on the Deployments (`kubectl -l` syntax).
+    pub(crate) selector: Option<&'a str>,
+}
+
+/// A Deployment whose run of kopf could not be decided, and why.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub(crate) struct Undetermined {
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// Its name.
+    pub(crate) deployment: String,
+    /// Why: no pod ever ran, or its log may not be read.
+    pub(crate) reason: String,
+}
+
+/// What discovery found, and what it cost.
+#[derive(Debug, Default)]
+pub(crate) struct Discovery {
+    /// The kopf operators, by namespace and name.
+    pub(crate) found: Vec<Discovered>,
+    /// The Deployments whose spec could not decide and whose log could not be read.
+    pub(crate) undetermined: Vec<Undetermined>,
+    /// Lists, pages and bytes.
+    pub(crate) cost: DiscoveryCost,
+}
+
+/// A Deployment whose spec could not decide: what its log recognition needs.
+struct Pending {
+    namespace: String,
+    name: String,
+    selector: LabelSelector,
+    /// Its containers that hide what they run.
+    hidden: Vec<Container>,
+}
+
+/// Finds every kopf operator among the Deployments in `scope`.
+pub(crate) async fn discover(
+    client: &Client,
+    verdicts: &Verdicts,
+    scope: Scope<'_>,
+) -> Result<Discovery, DiscoverError> {
+    let mut discovery = Discovery::default();
+    let mut pending = Vec::new();
+    let mut continue_token: Option<String> = None;
+    loop {
+        let (page, bytes) = list_page(client, scope, continue_token.as_deref()).await?;
+        discovery.cost.pages += 1;
+        discovery.cost.list_bytes += bytes;
+        for deployment in page.items {
+            discovery.cost.deployments += 1;
+            match decide(deployment) {
+                Decided::Kopf(row) => {
+                    discovery.cost.decided_by_spec += 1;
+                    discovery.found.push(row);
+                }
+                Decided::NotKopf => discovery.cost.decided_by_spec += 1,
+                Decided::Pending(p) => pending.push(p),
+            }
+        }
+        continue_token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if continue_token.is_none() {
+            break;
+        }
+    }
+    discovery.cost.decided_by_log = pending.len() as u64;
+    discovery.cost.pod_lists = pending.len() as u64;
+    let mut by_log = futures::stream::iter(pending)
+        .map(|p| decide_by_log(client, verdicts, p))
+        .buffer_unordered(CONCURRENT_LOG_READS);
+    while let Some(outcome) = by_log.next().await {
+        match outcome {
+            LogOutcome::Kopf(row) => discovery.found.push(*row),
+            LogOutcome::NotKopf => {}
+            LogOutcome::Undetermined(u) => discovery.undetermined.push(u),
+        }
+    }
+    let by_name = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+    discovery
+        .found
+        .sort_by_key(|d| by_name(&d.namespace, &d.deployment));
+    discovery
+        .undetermined
+        .sort_by_key(|u| by_name(&u.namespace, &u.deployment));
+    Ok(discovery)
+}
+
+/// One page of the Deployment list and its size in bytes.
+async fn list_page(
+    client: &Client,
+    scope: Scope<'_>,
+    continue_token: Option<&str>,
+) -> Result<(DeploymentPage, u64), DiscoverError> {
+    let path = match scope.namespace {
+        Some(ns) => format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        None => "/apis/apps/v1/deployments".to_string(),
+    };
+    let mut params = ListParams::default().limit(PAGE_SIZE);
+    if let Some(selector) = scope.selector {
+        params = params.labels(selector);
+    }
+    params.continue_token = continue_token.map(str::to_string);
+    let request = kube::core::Request::new(path)
+        .list(&params)
+        .map_err(DiscoverError::Request)?;
+    let text = client
+        .request_text(request)
+        .await
+        .map_err(DiscoverError::List)?;
+    let page = serde_json::from_str(&text).map_err(DiscoverError::Decode)?;
+    Ok((page, text.len() as u64))
+}
+
+/// What the spec of one Deployment decides.
+enum Decided {
+    Kopf(Discovered),
+    NotKopf,
+    Pending(Pending),
+}
+
+/// Decides a Deployment from its spec, keeping only what its log recognition needs
+/// when the spec cannot.
+fn decide(deployment: DeploymentProjection) -> Decided {
+    let DeploymentProjection { metadata, spec } = deployment;
+    let containers: Vec<Container> = spec
+        .template
+        .spec
+        .containers
+        .into_iter()
+        .map(ContainerProjection::into_container)
+        .collect();
+    match decide_from_spec(&containers, &metadata.namespace) {
+        SpecDecision::Kopf(run) => {
+            Decided::Kopf(Discovered::new(&metadata.namespace, &metadata.name, &run))
+        }
+        SpecDecision::NotKopf => Decided::NotKopf,
+        SpecDecision::Undecided(hidden) => Decided::Pending(Pending {
+            hidden: hidden
+                .iter()
+                .filter_map(|(i, _)| containers.get(*i).cloned())
+                .collect(),
+            namespace: metadata.namespace,
+            name: metadata.name,
+            selector: spec.selector,
+        }),
+    }
+}
+
+/// What the log of one Deployment's pods decides.
+enum LogOutcome {
+    Kopf(Box<Discovered>),
+    NotKopf,
+    Undetermined(Undetermined),
+}
+
+/// Lists a few pods of a Deployment and reads the first lines of their hidden
+/// containers' logs.
+async fn decide_by_log(client: &Client, verdicts: &Verdicts, p: Pending) -> LogOutcome {
+    let undetermined = |reason: String| {
+        LogOutcome::Undetermined(Undetermined {
+            namespace: p.namespace.clone(),
+            deployment: p.name.clone(),
+            reason,
+        })
+    };
+    let selector = match Selector::try_from(p.selector.clone()) {
+        Ok(s) if !s.selects_all() => s.to_string(),
+        _ => return undetermined("its pod selector is empty or invalid".to_string()),
+    };
+    let api: Api<Pod> = Api::namespaced(client.clone(), &p.namespace);
+    let params = ListParams::default().labels(&selector).limit(PODS_LISTED);
+    let pods: Vec<Pod> = match api.list(&params).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .map(|mut pod| {
+                pod.managed_fields_mut().clear();
+                pod
+            })
+            .collect(),
+        Err(e) => return undetermined(format!("listing its pods: {e}")),
+    };
+    let workload = Workload {
+        namespace: &p.namespace,
+        name: &p.name,
+        containers: &p.hidden,
+        pods: &pods,
+    };
+    match recognise::recognise_workload(client, verdicts, &workload, None).await {
+        Recognised::Kopf(run) => {
+            LogOutcome::Kopf(Box::new(Discovered::new(&p.namespace, &p.name, &run)))
+        }
+        Recognised::NotKopf => LogOutcome::NotKopf,
+        Recognised::Undetermined(why) => undetermined(why.message),
+    }
+}
+
+#[cfg(test)]
+mod tests;

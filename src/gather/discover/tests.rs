@@ -1,0 +1,198 @@
+//! Tests of discovery against a fake API server: the requests it makes, and which
+//! Deployments it reads logs of.
+
+use super::*;
+use crate::api::Recognition;
+use crate::testing::{FakeApi, json};
+use http::{Method, Response, StatusCode};
+use kube::client::Body;
+
+/// A Deployment in `team` whose one container runs `command` (none: the image's).
+fn deployment(name: &str, command: &[&str]) -> serde_json::Value {
+    let mut container = serde_json::json!({"name": "main", "image": format!("{name}:1")});
+    if !command.is_empty() {
+        container["command"] = serde_json::json!(command);
+    }
+    serde_json::json!({
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"containers": [container]}}
+        }
+    })
+}
+
+/// A running pod of the Deployment `app`.
+fn pod(app: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"name": format!("{app}-0"), "namespace": "team", "uid": format!("uid-{app}"),
+                     "labels": {"app": app}},
+        "status": {"containerStatuses": [{
+            "name": "main", "ready": true, "restartCount": 0, "image": "x", "imageID": "x",
+            "state": {"running": {}}
+        }]}
+    })
+}
+
+fn text(body: &str) -> Response<Body> {
+    Response::new(Body::from(body.as_bytes().to_vec()))
+}
+
+/// Two pages of Deployments: written-out kopf, nginx, a hidden kopf, a hidden web app,
+/// `python main.py` starting kopf, and a hidden one with no pod.
+fn cluster(method: &Method, path: &str, _: &serde_json::Value) -> Response<Body> {
+    assert_eq!(method, Method::GET, "discovery only reads: {path}");
+    let list = |items: Vec<serde_json::Value>, next: &str| {
+        json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {"continue": next}, "items": items}),
+        )
+    };
+    if path.starts_with("/apis/apps/v1/deployments?") {
+        return if path.contains("continue=p2") {
+            list(
+                vec![
+                    deployment("python-op", &["python", "/app/main.py"]),
+                    deployment("no-pods", &[]),
+                ],
+                "",
+            )
+        } else {
+            list(
+                vec![
+                    deployment("kopf-cmd", &["kopf", "run", "-A", "op.py"]),
+                    deployment("site", &["nginx"]),
+                    deployment("hidden-kopf", &[]),
+                    deployment("hidden-web", &[]),
+                ],
+                "p2",
+            )
+        };
+    }
+    if let Some(rest) = path.strip_prefix("/api/v1/namespaces/team/pods?") {
+        let app = ["hidden-kopf", "hidden-web", "python-op"]
+            .into_iter()
+            .find(|a| rest.contains(&format!("app%3D{a}")) || rest.contains(&format!("app={a}")));
+        return list(app.map(pod).into_iter().collect(), "");
+    }
+    if path.starts_with("/api/v1/namespaces/team/pods/hidden-web-0/log") {
+        return text("10.0.0.1 - - [02/Dec/2026:11:00:00 +0000] \"GET / HTTP/1.1\" 200 612\n");
+    }
+    if path.starts_with("/api/v1/namespaces/team/pods/hidden-kopf-0/log") {
+        return text(
+            "[2026-12-02 11:00:00,000] kopf.activities.auth [INFO    ] Activity 'login_via_client' succeeded.\n",
+        );
+    }
+    if path.starts_with("/api/v1/namespaces/team/pods/python-op-0/log") {
+        return text("INFO:kopf.activities.startup:Activity 'configure' succeeded.\n");
+    }
+    json(StatusCode::NOT_FOUND, serde_json::json!({"code": 404}))
+}
+
+#[tokio::test]
+async fn finds_kopf_by_command_line_and_reads_logs_only_where_the_spec_cannot_decide() {
+    let (client, api) = FakeApi::start("team", cluster);
+    let found = discover(&client, &Verdicts::default(), Scope::default())
+        .await
+        .expect("discovered");
+    let rows: Vec<(&str, Recognition)> = found
+        .found
+        .iter()
+        .map(|d| (d.deployment.as_str(), d.recognised_by))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("hidden-kopf", Recognition::Log),
+            ("kopf-cmd", Recognition::CommandLine),
+            ("python-op", Recognition::Log),
+        ]
+    );
+    let [undetermined] = &found.undetermined[..] else {
+        panic!("{:?}", found.undetermined)
+    };
+    assert_eq!(undetermined.deployment, "no-pods");
+    assert_eq!(
+        found.cost,
+        DiscoveryCost {
+            deployments: 6,
+            pages: 2,
+            list_bytes: found.cost.list_bytes,
+            decided_by_spec: 2,
+            decided_by_log: 4,
+            pod_lists: 4,
+        }
+    );
+    assert!(found.cost.list_bytes > 0);
+    let seen = api.take();
+    for decided in ["kopf-cmd", "site"] {
+        assert!(
+            !seen.iter().any(|s| s.path.contains(decided)),
+            "{decided} was decided by its spec: {seen:#?}"
+        );
+    }
+    let logs: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.path.contains("/log"))
+        .map(|s| s.path.as_str())
+        .collect();
+    assert_eq!(logs.len(), 3, "one read per pod that ran: {logs:#?}");
+    assert!(
+        logs.iter().all(|p| p.contains("limitBytes=65536")),
+        "{logs:#?}"
+    );
+    assert!(
+        seen.iter()
+            .filter(|s| s.path.contains("/pods?"))
+            .all(|s| s.path.contains("limit=10")),
+        "{seen:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_namespace_and_a_selector_narrow_the_list() {
+    let (client, api) = FakeApi::start("team", |_: &Method, _: &str, _: &serde_json::Value| {
+        json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {}, "items": []}),
+        )
+    });
+    let scope = Scope {
+        namespace: Some("team"),
+        selector: Some("tier=ops"),
+    };
+    let found = discover(&client, &Verdicts::default(), scope)
+        .await
+        .expect("discovered");
+    assert!(found.found.is_empty());
+    let [list] = &api.take()[..] else {
+        panic!("one list")
+    };
+    assert!(
+        list.path
+            .starts_with("/apis/apps/v1/namespaces/team/deployments?"),
+        "{}",
+        list.path
+    );
+    assert!(
+        list.path.contains("labelSelector=tier%3Dops"),
+        "{}",
+        list.path
+    );
+}
+
+#[tokio::test]
+async fn a_refused_list_is_an_error() {
+    let (client, _api) = FakeApi::start("team", |_: &Method, _: &str, _: &serde_json::Value| {
+        json(
+            StatusCode::FORBIDDEN,
+            serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                               "message": "forbidden", "reason": "Forbidden", "code": 403}),
+        )
+    });
+    let error = discover(&client, &Verdicts::default(), Scope::default())
+        .await
+        .expect_err("refused");
+    assert!(matches!(error, DiscoverError::List(_)), "{error}");
+}
