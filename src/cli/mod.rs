@@ -30,8 +30,51 @@ use std::sync::atomic::{AtomicBool, Ordering};
     about = "Audits Python operators written with kopf"
 )]
 struct Cli {
+    #[command(flatten)]
+    connection: Connection,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Which cluster the commands talk to, as kubectl's global flags say it.
+#[derive(clap::Args, Clone, Debug, Default)]
+struct Connection {
+    /// The kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else the in-cluster
+    /// ServiceAccount).
+    #[arg(long, global = true, value_name = "FILE")]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// The kubeconfig context to use (default: the file's current context).
+    #[arg(long, global = true, value_name = "NAME")]
+    context: Option<String>,
+}
+
+/// The connection the command line asked for, set once by [`main`] before any command
+/// runs: every command builds its client through [`cluster_config`].
+static CONNECTION: std::sync::OnceLock<Connection> = std::sync::OnceLock::new();
+
+/// The client configuration for [`CONNECTION`]: the named kubeconfig and context, or
+/// kube's inference (KUBECONFIG, ~/.kube/config, in-cluster) when neither is given.
+async fn cluster_config() -> Result<kube::Config, String> {
+    let connection = CONNECTION.get().cloned().unwrap_or_default();
+    let options = kube::config::KubeConfigOptions {
+        context: connection.context.clone(),
+        ..Default::default()
+    };
+    match &connection.kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("cannot read kubeconfig {}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| format!("no usable kubeconfig in {}: {e}", path.display()))
+        }
+        None if connection.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| format!("no usable kubeconfig context: {e}")),
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| format!("no usable kubeconfig: {e}")),
+    }
 }
 
 #[derive(Subcommand)]
@@ -53,6 +96,14 @@ enum Command {
     ///
     /// Example: `kubectl kopf-audit audit-now my-operator -n team-a`
     AuditNow(AuditNowArgs),
+    /// Print a shell completion script.
+    ///
+    /// Example: `source <(kopf-audit completion bash)`
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Print the KopfAudit CustomResourceDefinition as YAML.
     Crd,
     /// Print the reference of checks, conditions and reasons as Markdown.
@@ -260,7 +311,18 @@ impl FailOn {
 /// Parses the command line and runs the command; the binary's `main`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let _ = CONNECTION.set(cli.connection.clone());
     match cli.command {
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "kopf-audit",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
         Command::Reference => {
             print!("{}", crate::catalog::reference::markdown());
             ExitCode::SUCCESS
@@ -375,11 +437,10 @@ async fn run(args: RunArgs) -> ExitCode {
 }
 
 /// A client from the kubeconfig or the in-cluster config, counting its requests.
-async fn counted_client(metrics: &Arc<Metrics>) -> Result<kube::Client, kube::Error> {
-    let config = kube::Config::infer()
-        .await
-        .map_err(kube::Error::InferConfig)?;
-    Ok(with_bounded_retries(config)?
+async fn counted_client(metrics: &Arc<Metrics>) -> Result<kube::Client, String> {
+    let config = cluster_config().await?;
+    Ok(with_bounded_retries(config)
+        .map_err(|e| format!("cannot build a client: {e}"))?
         .with_layer(&metrics.request_counter())
         .with_layer(&metrics.in_flight_tracker())
         .build())
@@ -465,9 +526,7 @@ async fn shutdown_signal() {
 
 /// A client from the current kubeconfig and its default namespace, or a message.
 async fn client_and_namespace() -> Result<(kube::Client, String), String> {
-    let config = kube::Config::infer()
-        .await
-        .map_err(|e| format!("no usable kubeconfig: {e}"))?;
+    let config = cluster_config().await?;
     let namespace = config.default_namespace.clone();
     let client = with_bounded_retries(config)
         .map_err(|e| format!("cannot build a client: {e}"))?
@@ -616,9 +675,7 @@ async fn discover_command(args: DiscoverArgs) -> ExitCode {
 async fn counting_client(
     requests: Arc<std::sync::atomic::AtomicU64>,
 ) -> Result<(kube::Client, String), String> {
-    let config = kube::Config::infer()
-        .await
-        .map_err(|e| format!("no usable kubeconfig: {e}"))?;
+    let config = cluster_config().await?;
     let namespace = config.default_namespace.clone();
     let counter =
         tower::util::MapRequestLayer::new(move |request: ::http::Request<kube::client::Body>| {
@@ -783,11 +840,65 @@ fn finish(
 mod tests {
     use super::*;
 
+    #[test]
+    fn kubeconfig_and_context_are_global_like_kubectl_s() {
+        for argv in [
+            [
+                "kopf-audit",
+                "report",
+                "--kubeconfig",
+                "/k",
+                "--context",
+                "c",
+            ],
+            [
+                "kopf-audit",
+                "--kubeconfig",
+                "/k",
+                "--context",
+                "c",
+                "report",
+            ],
+        ] {
+            let cli = Cli::try_parse_from(argv).expect("parses");
+            assert_eq!(
+                cli.connection.kubeconfig.as_deref(),
+                Some(std::path::Path::new("/k"))
+            );
+            assert_eq!(cli.connection.context.as_deref(), Some("c"));
+        }
+    }
+
+    #[test]
+    fn completion_scripts_name_every_command() {
+        use clap::CommandFactory;
+        for shell in [
+            clap_complete::Shell::Bash,
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+        ] {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kopf-audit", &mut out);
+            let script = String::from_utf8(out).expect("UTF-8");
+            for command in [
+                "check",
+                "lint",
+                "report",
+                "discover",
+                "audit-now",
+                "completion",
+            ] {
+                assert!(script.contains(command), "{shell}: {command} missing");
+            }
+        }
+    }
+
     fn run_log_level(args: &[&str]) -> Result<String, String> {
         let argv = ["kopf-audit", "run"].iter().chain(args);
         match Cli::try_parse_from(argv) {
             Ok(Cli {
                 command: Command::Run(run),
+                ..
             }) => Ok(run.log_level.to_string()),
             Ok(_) => Err("not `run`".into()),
             Err(e) => Err(e.to_string()),
