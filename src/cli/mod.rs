@@ -324,12 +324,12 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Reference => {
-            print!("{}", crate::catalog::reference::markdown());
+            out(crate::catalog::reference::markdown());
             ExitCode::SUCCESS
         }
         Command::Crd => match serde_yaml::to_string(&KopfAudit::crd()) {
             Ok(yaml) => {
-                print!("{yaml}");
+                out(yaml);
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -350,6 +350,13 @@ pub fn main() -> ExitCode {
             runtime().map_or(ExitCode::from(2), |rt| rt.block_on(discover_command(args)))
         }
     }
+}
+
+/// Writes `text` to stdout. A reader that went away (`| head`) is not an error of
+/// ours: the rest is dropped instead of panicking as `print!` would.
+fn out(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = write!(std::io::stdout().lock(), "{text}");
 }
 
 fn runtime() -> Option<tokio::runtime::Runtime> {
@@ -594,10 +601,10 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    println!(
-        "kopfaudit {namespace}/{} audit requested at {requested}",
+    out(format_args!(
+        "kopfaudit {namespace}/{} audit requested at {requested}\n",
         args.name
-    );
+    ));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(args.wait_seconds);
     while std::time::Instant::now() < deadline {
         let handled = api.get(&args.name).await.ok().and_then(|a| {
@@ -606,10 +613,10 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
                 .filter(|v| *v == requested)
         });
         if handled.is_some() {
-            println!(
-                "audited: see `kubectl get kopfaudit -n {namespace} {}`",
+            out(format_args!(
+                "audited: see `kubectl get kopfaudit -n {namespace} {}`\n",
                 args.name
-            );
+            ));
             return ExitCode::SUCCESS;
         }
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -660,7 +667,7 @@ async fn discover_command(args: DiscoverArgs) -> ExitCode {
     };
     match printed {
         Ok(text) => {
-            print!("{text}");
+            out(text);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -715,10 +722,10 @@ async fn report(args: ReportArgs) -> ExitCode {
             audit.metadata.namespace.as_deref().unwrap_or(""),
             audit.metadata.name.as_deref().unwrap_or("")
         );
-        println!("=== KopfAudit {name}");
+        out(format_args!("=== KopfAudit {name}\n"));
         match &audit.status {
-            Some(status) => println!("{}", check::table(status)),
-            None => println!("(not audited yet)\n"),
+            Some(status) => out(format_args!("{}\n", check::table(status))),
+            None => out("(not audited yet)\n\n"),
         }
     }
     ExitCode::SUCCESS
@@ -824,7 +831,7 @@ fn finish(
     worst: Option<Severity>,
 ) -> ExitCode {
     match printed {
-        Ok(text) => print!("{text}"),
+        Ok(text) => out(text),
         Err(e) => {
             eprintln!("kopf-audit: {e}");
             return ExitCode::from(2);
