@@ -137,6 +137,76 @@ async fn lifecycle_events_through_kopf_event_pass_any_posting_level() {
     );
 }
 
+#[tokio::test]
+async fn an_update_handler_stamping_its_own_object_loops_and_is_named() {
+    let status = audit_fixture("handler-loop", &ALL_AREAS, None).await;
+    let looping = finding(&status, "runtime.handler-loop");
+    assert!(
+        looping.message.contains("Handler 'stamp'") && looping.message.contains("/looping"),
+        "the handler and the object are named: {}",
+        looping.message
+    );
+    assert!(
+        looping.message.contains("10 or more times")
+            && looping.message.contains("only when the value differs"),
+        "the rate and the fix are given: {}",
+        looping.message
+    );
+}
+
+#[tokio::test]
+async fn a_handler_that_patches_only_what_differs_rests_and_is_not_a_loop() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "handler-loop-twin").await;
+    let kopf = Fixture::start("handler-loop-twin", &ns.name, None);
+    // The round after its own first patch: kopf handled the update the handler caused.
+    wait_for(
+        "the twin's second success",
+        Duration::from_secs(120),
+        || async {
+            let log = std::fs::read_to_string(&kopf.log).unwrap_or_default();
+            (log.matches("Handler 'stamp' succeeded.").count() >= 2).then_some(())
+        },
+    )
+    .await;
+    let settled = jiff::Timestamp::now();
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    create_audit(
+        &client,
+        &ns.name,
+        crate::operator::audit_for("audit", &deployment, "30s"),
+    )
+    .await
+    .expect("creating the KopfAudit");
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "an audit of the rested twin",
+        Duration::from_secs(180),
+        |s| {
+            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
+                && s.last_audit_time
+                    .as_ref()
+                    .is_some_and(|t| t.0.as_second() > settled.as_second())
+        },
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let log = std::fs::read_to_string(&kopf.log).unwrap_or_default();
+    assert!(
+        log.matches("Handler 'stamp' succeeded.").count() < 10,
+        "the twin rests: {log}"
+    );
+    assert!(
+        !found_checks(&status).contains("runtime.handler-loop"),
+        "{:#?}",
+        status.findings
+    );
+}
+
 fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
     status
         .findings

@@ -20,6 +20,7 @@ pub(crate) fn parse(lines: &[&str]) -> LogEvidence {
         records,
         version: stats.kopf_version,
         stats,
+        tally: parser.tally().clone(),
         ..Default::default()
     }
 }
@@ -562,4 +563,82 @@ fn other_retried_errors_are_not_rate_limiting() {
     );
     assert!(rate_limited("op", &parse(&[&server, FULL_FORBIDDEN, FULL_FAIL])).is_none());
     assert!(!ids(&[&server]).contains(&CheckId::RuntimeRateLimited));
+}
+
+/// `n` rounds of kopf 1.45.2's lines for one handled update of `ns/obj`, 0.2 s apart:
+/// `who` succeeded, then the cause was processed.
+fn rounds(n: usize, who: &str, cause: &str, obj: &str) -> Vec<String> {
+    (0..n)
+        .flat_map(|i| {
+            let at = format!("2026-12-02 10:00:{:02},{:03}", i / 5, (i % 5) * 200);
+            [
+                format!("[{at}] kopf.objects         [INFO    ] [ns/{obj}] {who} succeeded."),
+                format!(
+                    "[{at}] kopf.objects         [INFO    ] [ns/{obj}] {cause} is processed: 1 succeeded; 0 failed."
+                ),
+            ]
+        })
+        .collect()
+}
+
+fn loops(lines: &[String]) -> Vec<Finding> {
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    handler_loop("op", &parse(&lines))
+}
+
+#[test]
+fn handler_loop_names_the_handler_the_object_and_the_rate() {
+    let mut lines = rounds(12, "Handler 'stamp'", "Updating", "w1");
+    lines.extend(rounds(3, "Handler 'stamp'", "Updating", "w2"));
+    let found = loops(&lines);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!(f.check, CheckId::RuntimeHandlerLoop);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("Handler 'stamp'"), "{}", f.message);
+    assert!(f.message.contains("ns/w1"), "{}", f.message);
+    assert!(!f.message.contains("ns/w2"), "{}", f.message);
+    assert!(f.message.contains("10 or more times"), "{}", f.message);
+    assert!(
+        f.message.contains("every few seconds") || f.message.contains("more than once a second"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message.contains("only when the value differs"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn handler_loop_is_stable_as_the_loop_goes_on() {
+    let a = loops(&rounds(12, "Handler 'stamp'", "Updating", "w1"));
+    let b = loops(&rounds(40, "Handler 'stamp'", "Updating", "w1"));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn handler_loop_spares_timers_daemons_and_rare_or_other_causes() {
+    assert!(loops(&rounds(30, "Timer 'tick'", "Updating", "w1")).is_empty());
+    assert!(loops(&rounds(30, "Daemon 'watch'", "Updating", "w1")).is_empty());
+    assert!(loops(&rounds(9, "Handler 'stamp'", "Updating", "w1")).is_empty());
+    // Successes without updates processed as often: not the loop of a change handler.
+    assert!(loops(&rounds(30, "Handler 'stamp'", "Resuming", "w1")).is_empty());
+}
+
+#[test]
+fn handler_loop_counts_the_fast_scan_as_the_full_parse() {
+    let lines = rounds(12, "Handler 'stamp'", "Updating", "w1");
+    let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default())
+        .with_routine(kopf_log::Routine::Count);
+    for l in &lines {
+        assert!(parser.push_line(l.as_bytes()).is_none());
+    }
+    while parser.finish().is_some() {}
+    let logs = LogEvidence {
+        tally: parser.tally().clone(),
+        ..Default::default()
+    };
+    assert_eq!(handler_loop("op", &logs), loops(&lines));
 }
