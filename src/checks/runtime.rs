@@ -58,6 +58,17 @@ pub(crate) fn check(
         ),
         Err(_) => None,
     };
+    let stalled = match &kopf.objects {
+        Ok(objects) => startup_stalled(
+            name,
+            &objects.samples,
+            &target.pods,
+            &kopf.run.container,
+            logs,
+            settings,
+        ),
+        Err(_) => None,
+    };
     let foreign = match &kopf.peering {
         Ok(peerings) => foreign_peer(target, &kopf.run, peerings, logs, settings.now),
         Err(_) => Vec::new(),
@@ -65,6 +76,7 @@ pub(crate) fn check(
     let alone = [
         foreign,
         not_handling.into_iter().collect(),
+        stalled.into_iter().collect(),
         dead_watcher(name, logs),
         kopf_version(name, logs).into_iter().collect(),
         handler_failures(name, logs),
@@ -513,6 +525,89 @@ fn not_handling(
             waiting.len()
         )),
     ))
+}
+
+/// How long the operator's container may run with no handler outcome in its whole log
+/// and no mark of kopf on any handled object before `runtime.startup-stalled` fires (the
+/// catalogue's default).
+const STALLED_AFTER: jiff::SignedDuration = jiff::SignedDuration::from_secs(120);
+
+/// `runtime.startup-stalled`: the kopf container has run for longer than
+/// [`STALLED_AFTER`], all of its log since it started is in the window (so nothing was
+/// missed), that log holds no handler outcome (no success, no failure, no processed
+/// cause, no peering pause), and handled objects exist but none carries a mark of kopf
+/// (diff-base, progress, a finalizer, `status.kopf`, a change by kopf's field manager).
+/// kopf runs the startup activities, and waits until every `@kopf.index` has indexed
+/// every object, before any other handler (kopf 1.45.2 `_core/reactor/running.py`,
+/// `_core/engines/indexing.py`), so a startup handler that never returns, or an index
+/// starved by `settings.queueing.worker_limit` (kopf issue 1243), stops it there, its
+/// liveness probe still passing. Distinct from `runtime.not-handling`, which compares
+/// objects that kopf handled once with their diff-base.
+fn startup_stalled(
+    target: &str,
+    objects: &[ObjectSample],
+    pods: &[Pod],
+    container: &str,
+    logs: &LogEvidence,
+    settings: &CheckSettings,
+) -> Option<Finding> {
+    let started = latest_start(pods, container)?;
+    let window = jiff::SignedDuration::try_from(settings.window).unwrap_or_default();
+    let ran = settings.now.duration_since(started);
+    if ran <= STALLED_AFTER || ran > window || objects.is_empty() || logs.truncated {
+        return None;
+    }
+    // Activities (`Activity 'x' succeeded.`, the login and startup handlers) run
+    // before handling starts: they are the startup lines, not an outcome of handling.
+    let handled_something = !logs.tally.is_empty()
+        || logs.records.iter().any(|r| {
+            r.kind
+                .handler()
+                .is_some_and(|h| h.kind != HandlerKind::Activity)
+                || matches!(
+                    r.kind,
+                    EventKind::CauseProcessed { .. }
+                        | EventKind::PeeringPaused
+                        | EventKind::PeeringConflict
+                )
+        });
+    if handled_something || objects.iter().any(carries_kopf_marks) {
+        return None;
+    }
+    let mut names: Vec<String> = objects.iter().map(ObjectSample::qualified_name).collect();
+    names.sort();
+    Some(finding(
+        CheckId::RuntimeStartupStalled,
+        target,
+        format!(
+            "The operator has been running for over {} without handling anything: its log since it started shows no handler outcome, and no handled object ({}) carries kopf's marks. kopf never got past its startup: look for an @kopf.on.startup handler that never returns (give it a timeout, move long work into a daemon), @kopf.index handlers with settings.queueing.worker_limit (settings.batching before its rename) below the number of indexed objects (raise or remove the limit: indexing must finish before any handler runs), or a resource it waits for and cannot list. Restarting does not help while the cause stays.",
+            rounded(STALLED_AFTER),
+            listed(&names, ", ", NAMED_OBJECTS),
+        ),
+        logs.records.iter().rfind(|r| r.is_kopf()).map(quote),
+    ))
+}
+
+/// Whether kopf left any mark on an object: a diff-base, progress, a finalizer,
+/// `status.kopf`, or a change by its field manager.
+fn carries_kopf_marks(o: &ObjectSample) -> bool {
+    let h = &o.handling;
+    h.diffbase
+        || h.in_progress
+        || h.changed_by_kopf.is_some()
+        || !o.finalizers.is_empty()
+        || !o.status_kopf_keys.is_empty()
+}
+
+/// When the kopf container of the most recently started running pod started.
+fn latest_start(pods: &[Pod], container: &str) -> Option<jiff::Timestamp> {
+    pods.iter()
+        .flat_map(|p| p.status.iter())
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .filter(|cs| cs.name == container)
+        .filter_map(|cs| cs.state.as_ref()?.running.as_ref()?.started_at.as_ref())
+        .map(|t| t.0)
+        .max()
 }
 
 /// A duration as a message says it, rounded down to whole minutes (so that a finding's

@@ -170,31 +170,7 @@ async fn a_handler_that_patches_only_what_differs_rests_and_is_not_a_loop() {
         },
     )
     .await;
-    let settled = jiff::Timestamp::now();
-    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
-    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(
-        &client,
-        &ns.name,
-        crate::operator::audit_for("audit", &deployment, "30s"),
-    )
-    .await
-    .expect("creating the KopfAudit");
-    let audit = wait_status(
-        &client,
-        &ns.name,
-        "audit",
-        "an audit of the rested twin",
-        Duration::from_secs(180),
-        |s| {
-            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
-                && s.last_audit_time
-                    .as_ref()
-                    .is_some_and(|t| t.0.as_second() > settled.as_second())
-        },
-    )
-    .await;
-    let status = audit.status.expect("status");
+    let status = audit_after(&client, &ns.name, jiff::Timestamp::now()).await;
     let log = std::fs::read_to_string(&kopf.log).unwrap_or_default();
     assert!(
         log.matches("Handler 'stamp' succeeded.").count() < 10,
@@ -205,6 +181,88 @@ async fn a_handler_that_patches_only_what_differs_rests_and_is_not_a_loop() {
         "{:#?}",
         status.findings
     );
+}
+
+#[tokio::test]
+async fn a_startup_handler_that_never_returns_is_a_stalled_startup() {
+    let status = audit_fixture("startup-stalled", &ALL_AREAS, None).await;
+    let stalled = finding(&status, "runtime.startup-stalled");
+    assert!(
+        stalled.message.contains("/north") && stalled.message.contains("/south"),
+        "the unhandled objects are named: {}",
+        stalled.message
+    );
+    assert!(
+        stalled.message.contains("@kopf.on.startup"),
+        "the likely cause is named: {}",
+        stalled.message
+    );
+}
+
+#[tokio::test]
+async fn a_bounded_startup_wait_is_not_a_stalled_startup() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "startup-stalled-twin").await;
+    let _kopf = Fixture::start("startup-stalled-twin", &ns.name, None);
+    let started = kopf_started(&client, &ns.name).await;
+    // Judged only once the stalled fixture's operator would have been judged stalled.
+    let status = audit_after(&client, &ns.name, started + Duration::from_secs(150)).await;
+    assert!(
+        !found_checks(&status).contains("runtime.startup-stalled"),
+        "{:#?}",
+        status.findings
+    );
+}
+
+/// When the fixture's kopf container started running.
+async fn kopf_started(client: &Client, namespace: &str) -> jiff::Timestamp {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), namespace);
+    wait_for(
+        "the kopf container's start",
+        Duration::from_secs(60),
+        || async {
+            let list = pods.list(&Default::default()).await.ok()?;
+            list.items
+                .iter()
+                .flat_map(|p| p.status.iter())
+                .flat_map(|s| s.container_statuses.iter().flatten())
+                .find_map(|cs| Some(cs.state.as_ref()?.running.as_ref()?.started_at.as_ref()?.0))
+        },
+    )
+    .await
+}
+
+/// The status of the first audit of the namespace's fixture Deployment, by an auditor
+/// and a KopfAudit started after `moment` (an audit that changes nothing does not
+/// rewrite the status, so a later one cannot be waited for).
+async fn audit_after(client: &Client, namespace: &str, moment: jiff::Timestamp) -> KopfAuditStatus {
+    wait_for(&format!("{moment}"), Duration::from_secs(300), || async {
+        (jiff::Timestamp::now() > moment).then_some(())
+    })
+    .await;
+    let deployment = fixture_deployment(client, namespace).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), namespace, &[]);
+    create_audit(
+        client,
+        namespace,
+        crate::operator::audit_for("audit", &deployment, "30s"),
+    )
+    .await
+    .expect("creating the KopfAudit");
+    let audit = wait_status(
+        client,
+        namespace,
+        "audit",
+        &format!("an audit after {moment}"),
+        Duration::from_secs(300),
+        |s| {
+            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
+                && s.last_audit_time.as_ref().is_some_and(|t| t.0 > moment)
+        },
+    )
+    .await;
+    audit.status.expect("status")
 }
 
 fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
