@@ -28,7 +28,7 @@ use crate::redact::strip_ansi_into;
 use crate::tally::{RawOutcome, Tally};
 use crate::time::{HourCache, Timestamp};
 use crate::version::{self, VersionSignal};
-use crate::{EventKind, Level, LogFormat, Record};
+use crate::{EventKind, ExceptionOutcome, Level, LogFormat, Record};
 use basic::{BasicHeader, is_basic_header, parse_basic};
 use bounded::bounded_redacted;
 use full::{FullHeader, is_full_header, parse_full};
@@ -846,7 +846,8 @@ fn counted<'l>(
 /// An outcome with its object's namespace and name.
 type ObjectOutcome<'r> = (RawOutcome<'r>, Option<&'r [u8]>, &'r [u8]);
 
-/// The outcome of a built record that [`Tally`] counts, with its object.
+/// The outcome of a built record that [`Tally`] counts, with its object: a success,
+/// a processed cause, or a failure kopf retries.
 fn record_outcome(rec: &Record) -> Option<ObjectOutcome<'_>> {
     let object = rec.object.as_ref()?;
     let outcome = match &rec.kind {
@@ -854,6 +855,15 @@ fn record_outcome(rec: &Record) -> Option<ObjectOutcome<'_>> {
             RawOutcome::Succeeded(handler.kind, handler.id.as_bytes())
         }
         EventKind::CauseProcessed { cause, .. } => RawOutcome::Processed(cause.as_bytes()),
+        EventKind::HandlerFailedTemporarily {
+            handler,
+            final_attempt: false,
+        }
+        | EventKind::HandlerFailedWithException {
+            handler,
+            outcome: ExceptionOutcome::Retry,
+            ..
+        } => RawOutcome::Retried(handler.kind, handler.id.as_bytes()),
         _ => return None,
     };
     let ns = object.namespace.as_deref().map(str::as_bytes);

@@ -1,5 +1,6 @@
-//! Routine outcomes counted per object: how often each handler succeeded on
-//! each object, and how often each cause was processed on it.
+//! Handler outcomes counted per object: how often each handler succeeded on
+//! each object, failed there to be retried, and how often each cause was
+//! processed on it.
 //!
 //! Exists because these INFO lines (`Handler 'x' succeeded.`, `Updating is
 //! processed: 1 succeeded; 0 failed.`, kopf 1.38.0 to 1.45.2
@@ -25,6 +26,15 @@ pub enum Outcome {
     /// `{Kind} 'id' succeeded.`
     Succeeded {
         /// `Handler`, `Timer`, `Daemon`... (timers and daemons run on purpose).
+        kind: HandlerKind,
+        /// The handler id.
+        id: String,
+    },
+    /// `{Kind} 'id' failed temporarily: ...` (not the final attempt) or
+    /// `... failed with an exception and will try again in N seconds: ...`
+    /// (`... Will retry.` before kopf 1.40): kopf retries it.
+    Retried {
+        /// `Handler`, `Timer`, `Daemon`...
         kind: HandlerKind,
         /// The handler id.
         id: String,
@@ -57,6 +67,7 @@ pub struct Tallied {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum RawOutcome<'l> {
     Succeeded(HandlerKind, &'l [u8]),
+    Retried(HandlerKind, &'l [u8]),
     Processed(&'l [u8]),
 }
 
@@ -91,6 +102,7 @@ impl Tally {
         for t in &more.entries {
             let raw = match &t.outcome {
                 Outcome::Succeeded { kind, id } => RawOutcome::Succeeded(*kind, id.as_bytes()),
+                Outcome::Retried { kind, id } => RawOutcome::Retried(*kind, id.as_bytes()),
                 Outcome::Processed { cause } => RawOutcome::Processed(cause.as_bytes()),
             };
             let ns = t.namespace.as_deref().map(str::as_bytes);
@@ -149,6 +161,7 @@ impl Tally {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let outcome = match outcome {
             RawOutcome::Succeeded(kind, id) => Outcome::Succeeded { kind, id: text(id) },
+            RawOutcome::Retried(kind, id) => Outcome::Retried { kind, id: text(id) },
             RawOutcome::Processed(cause) => Outcome::Processed {
                 cause: text(cause).to_ascii_lowercase(),
             },
@@ -174,7 +187,8 @@ impl Tally {
         self.index.get(&hash)?.iter().copied().find(|&i| {
             let e = &self.entries[i];
             let same_outcome = match (&e.outcome, outcome) {
-                (Outcome::Succeeded { kind, id }, RawOutcome::Succeeded(k, raw)) => {
+                (Outcome::Succeeded { kind, id }, RawOutcome::Succeeded(k, raw))
+                | (Outcome::Retried { kind, id }, RawOutcome::Retried(k, raw)) => {
                     *kind == k && id.as_bytes() == raw
                 }
                 (Outcome::Processed { cause }, RawOutcome::Processed(raw)) => {
@@ -202,6 +216,11 @@ fn key_hash(outcome: RawOutcome<'_>, namespace: Option<&[u8]>, name: &[u8]) -> u
     let mut h = DefaultHasher::new();
     match outcome {
         RawOutcome::Succeeded(kind, id) => {
+            kind.hash(&mut h);
+            id.hash(&mut h);
+        }
+        RawOutcome::Retried(kind, id) => {
+            h.write_u8(0xfe);
             kind.hash(&mut h);
             id.hash(&mut h);
         }

@@ -79,7 +79,16 @@ fn check(name: &str, data: &[u8]) -> RoutineStats {
         .filter(|r| {
             matches!(
                 r.kind,
-                EventKind::HandlerSucceeded { .. } | EventKind::CauseProcessed { .. }
+                EventKind::HandlerSucceeded { .. }
+                    | EventKind::CauseProcessed { .. }
+                    | EventKind::HandlerFailedTemporarily {
+                        final_attempt: false,
+                        ..
+                    }
+                    | EventKind::HandlerFailedWithException {
+                        outcome: kopf_log::ExceptionOutcome::Retry,
+                        ..
+                    }
             )
         })
         .count() as u64;
