@@ -93,6 +93,9 @@ pub(crate) struct Handler {
     pub(crate) function: String,
     /// The decorator without `kopf.` (`on.create`, `timer`, `daemon`, `index`, `on.startup`).
     pub(crate) decorator: String,
+    /// The function's other kopf decorators, the same way (a function stacked under
+    /// `@kopf.on.create` and `@kopf.on.update` is both handlers).
+    pub(crate) also: Vec<String>,
     /// The resource, for resource handlers; `None` for startup, cleanup, login, probes,
     /// or a resource the linter cannot read (a variable).
     pub(crate) resource: Option<ResourceSpec>,
@@ -116,6 +119,11 @@ pub(crate) struct Handler {
     /// `kopf.exception`) in its body, and whether each runs on every call (a statement
     /// of the function's own body, under no condition or loop).
     pub(crate) posts: Vec<(Location, bool)>,
+    /// Writes through kopf's `patch` argument to what kopf diffs on the handler's own
+    /// object (`patch.spec…`, `patch.metadata.labels…`/`annotations…`) of a value that
+    /// differs on every call (the time, a random or unique id): the written path, where,
+    /// and whether it runs on every call (a statement of the function's own body).
+    pub(crate) self_patches: Vec<(String, Location, bool)>,
 }
 
 /// An assignment to kopf's settings (`settings.peering.standalone = True`).
