@@ -365,9 +365,9 @@ fn rate_limited(target: &str, logs: &LogEvidence) -> Option<Finding> {
 /// default).
 const LOOP_REPEATS: u64 = 10;
 
-/// The cause kopf titles `Updating` in `Updating is processed: ...` (kopf 1.38.0 to
-/// 1.45.2 `_core/reactor/processing.py`, `title.capitalize()`), lower-cased as the
-/// tally keeps it.
+/// The cause kopf titles `Updating` in `Updating is processed: ...` (the same in kopf
+/// 1.37.5, 1.38.0, 1.43.0, 1.44.6 and 1.45.2 `_core/reactor/processing.py`,
+/// `title.capitalize()`), lower-cased as the tally keeps it.
 const UPDATING: &str = "updating";
 
 /// `runtime.handler-loop`: a change handler (`Handler 'x'`, never a timer or a daemon,

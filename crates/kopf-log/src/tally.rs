@@ -3,11 +3,12 @@
 //! processed on it.
 //!
 //! Exists because these INFO lines (`Handler 'x' succeeded.`, `Updating is
-//! processed: 1 succeeded; 0 failed.`, kopf 1.38.0 to 1.45.2
-//! `_core/actions/execution.py` and `_core/reactor/processing.py`) are
-//! routine and never kept as records, yet a handler that succeeds on the
-//! same object again and again (it patches what kopf diffs, and its own
-//! patch is the next change) shows only in their counts.
+//! processed: 1 succeeded; 0 failed.`, the same in kopf 1.37.5, 1.38.0,
+//! 1.43.0, 1.44.6 and 1.45.2 `_core/actions/execution.py` and
+//! `_core/reactor/processing.py`) are routine and never kept as records,
+//! yet a handler that succeeds on the same object again and again (it
+//! patches what kopf diffs, and its own patch is the next change) shows
+//! only in their counts.
 
 use crate::{HandlerKind, Timestamp};
 use serde::Serialize;
