@@ -5,8 +5,8 @@
 //! fail closed.
 
 use crate::operator::{
-    audit_fixture, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
-    wait_status,
+    audit_fixture, audit_fixture_with, condition, create_audit, ensure_crd, fixture_deployment,
+    found_checks, wait_status,
 };
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
@@ -263,6 +263,83 @@ async fn audit_after(client: &Client, namespace: &str, moment: jiff::Timestamp) 
     )
     .await;
     audit.status.expect("status")
+}
+
+#[tokio::test]
+async fn kopf_1_37_posts_every_object_log_line_so_failures_are_not_silent() {
+    // The old-posting operator on kopf 1.37.5 (hack/requirements-kopf-1.37.5.txt), which
+    // has no posting.loggers either (its _core/engines/posting.py filters on
+    // posting.enabled and posting.level only): expect.yaml holds as on 1.38.
+    let status = audit_fixture_with(
+        "old-posting",
+        &ALL_AREAS,
+        None,
+        &["--kopf-version", "1.37.5"],
+    )
+    .await;
+    let flood = finding(&status, "events.logging-flood");
+    assert!(
+        flood.message.contains("1.40 and older") && flood.message.contains("posting.level"),
+        "{}",
+        flood.message
+    );
+    let version = finding(&status, "runtime.kopf-version");
+    assert!(version.message.contains("or older"), "{}", version.message);
+}
+
+#[tokio::test]
+async fn kopf_1_44_loops_on_a_self_stamping_handler_the_same_way() {
+    // kopf 1.44.6 (hack/requirements-kopf-1.44.6.txt) writes the same success and
+    // `is processed` lines as 1.45.2 (_core/actions/execution.py, _core/reactor/
+    // processing.py).
+    let status = audit_fixture_with(
+        "handler-loop",
+        &ALL_AREAS,
+        None,
+        &["--kopf-version", "1.44.6"],
+    )
+    .await;
+    let looping = finding(&status, "runtime.handler-loop");
+    assert!(
+        looping.message.contains("Handler 'stamp'"),
+        "{}",
+        looping.message
+    );
+}
+
+#[tokio::test]
+async fn a_warning_per_failed_attempt_of_a_retried_handler_is_not_spam() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "retry-warnings").await;
+    let kopf = Fixture::start("retry-warnings", &ns.name, None);
+    // Three failed attempts: three OpenFailed Warnings, as many as make spam.
+    wait_for(
+        "three failed attempts",
+        Duration::from_secs(120),
+        || async {
+            let log = std::fs::read_to_string(&kopf.log).unwrap_or_default();
+            (log.matches("Handler 'open_gate' failed temporarily")
+                .count()
+                >= 3)
+                .then_some(())
+        },
+    )
+    .await;
+    let status = audit_after(&client, &ns.name, jiff::Timestamp::now()).await;
+    let found = found_checks(&status);
+    assert!(
+        found.contains("runtime.handler-failures") && !found.contains("events.steady-state-spam"),
+        "{:#?}",
+        status.findings
+    );
+}
+
+#[tokio::test]
+async fn the_same_warning_on_every_tick_of_a_timer_is_spam() {
+    let status = audit_fixture("tick-warnings", &ALL_AREAS, None).await;
+    let spam = finding(&status, "events.steady-state-spam");
+    assert!(spam.message.contains("GateLocked"), "{}", spam.message);
 }
 
 fn finding<'a>(status: &'a KopfAuditStatus, id: &str) -> &'a Finding {
