@@ -84,7 +84,11 @@ pub(crate) fn check(
         unresolved_resources(name, logs).into_iter().collect(),
         throttling(name, logs).into_iter().collect(),
         rate_limited(name, logs).into_iter().collect(),
-        handler_loop(name, logs),
+        handler_loop(
+            name,
+            logs,
+            kopf.objects.as_ref().map_or(&[][..], |o| &o.samples[..]),
+        ),
         orphaned_daemons(name, logs).into_iter().collect(),
         unparsed_logs(name, logs).into_iter().collect(),
     ];
@@ -376,8 +380,24 @@ const UPDATING: &str = "updating";
 /// object in the window, that object's updates processed as often: each success
 /// followed an update. kopf stores the diff-base from before the handler ran, so a
 /// handler that patches what kopf diffs (spec, labels, annotations) causes the next
-/// update itself. One finding per handler, naming its objects, the busiest first.
-fn handler_loop(target: &str, logs: &LogEvidence) -> Vec<Finding> {
+/// update itself. An object that someone other than kopf changed after the handler's
+/// first success there (its `metadata.managedFields`, when it is sampled) is left out:
+/// those updates may be theirs. One finding per handler, naming its objects, the
+/// busiest first.
+fn handler_loop(target: &str, logs: &LogEvidence, objects: &[ObjectSample]) -> Vec<Finding> {
+    let changed_by_others = |t: &kopf_log::Tallied| {
+        let first = t
+            .first
+            .and_then(|f| jiff::Timestamp::new(f.secs, f.nanos as i32).ok());
+        objects
+            .iter()
+            .filter(|o| {
+                o.name == t.name
+                    && Some(o.namespace.as_str()) == t.namespace.as_deref().or(Some(""))
+            })
+            .filter_map(|o| o.handling.changed_by_others)
+            .any(|at| first.is_some_and(|first| at > first))
+    };
     let updates: BTreeMap<(Option<&str>, &str), u64> = logs
         .tally
         .iter()
@@ -393,7 +413,11 @@ fn handler_loop(target: &str, logs: &LogEvidence) -> Vec<Finding> {
         };
         let object = (t.namespace.as_deref(), t.name.as_str());
         let updated = updates.get(&object).copied().unwrap_or(0);
-        if *kind == HandlerKind::Handler && t.count >= LOOP_REPEATS && updated >= LOOP_REPEATS {
+        if *kind == HandlerKind::Handler
+            && t.count >= LOOP_REPEATS
+            && updated >= LOOP_REPEATS
+            && !changed_by_others(t)
+        {
             per_handler.entry(id).or_default().push(t);
         }
     }

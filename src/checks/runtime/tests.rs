@@ -583,7 +583,7 @@ fn rounds(n: usize, who: &str, cause: &str, obj: &str) -> Vec<String> {
 
 fn loops(lines: &[String]) -> Vec<Finding> {
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    handler_loop("op", &parse(&lines))
+    handler_loop("op", &parse(&lines), &[])
 }
 
 #[test]
@@ -640,7 +640,7 @@ fn handler_loop_counts_the_fast_scan_as_the_full_parse() {
         tally: parser.tally().clone(),
         ..Default::default()
     };
-    assert_eq!(handler_loop("op", &logs), loops(&lines));
+    assert_eq!(handler_loop("op", &logs, &[]), loops(&lines));
 }
 
 // --- runtime.startup-stalled ---------------------------------------------------------
@@ -734,4 +734,33 @@ fn startup_stalled_waits_and_needs_the_whole_life_and_unmarked_objects() {
         stalled(5, &objects, &failing).is_none(),
         "handler-failures' business"
     );
+}
+
+#[test]
+fn handler_loop_leaves_out_objects_others_keep_changing() {
+    let lines = rounds(12, "Handler 'stamp'", "Updating", "w1");
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let logs = parse(&lines);
+    let at = |s: &str| s.parse::<jiff::Timestamp>().expect("a time");
+    // Created before the loop began: still the handler's own loop.
+    let created = ObjectSample {
+        handling: Handling {
+            changed_by_others: Some(at("2026-12-02T09:59:00Z")),
+            ..Handling::default()
+        },
+        ..changed("w1", 0, Handling::default())
+    };
+    assert_eq!(
+        handler_loop("op", &logs, std::slice::from_ref(&created)).len(),
+        1
+    );
+    // Changed by someone else while the handler kept succeeding: maybe their updates.
+    let churned = ObjectSample {
+        handling: Handling {
+            changed_by_others: Some(at("2026-12-02T10:00:01Z")),
+            ..Handling::default()
+        },
+        ..created
+    };
+    assert!(handler_loop("op", &logs, &[churned]).is_empty());
 }
