@@ -581,20 +581,24 @@ fn startup_stalled(
     if ran <= STALLED_AFTER || ran > window || objects.is_empty() || logs.truncated {
         return None;
     }
-    // Activities (`Activity 'x' succeeded.`, the login and startup handlers) run
-    // before handling starts: they are the startup lines, not an outcome of handling.
-    let handled_something = !logs.tally.is_empty()
-        || logs.records.iter().any(|r| {
-            r.kind
-                .handler()
-                .is_some_and(|h| h.kind != HandlerKind::Activity)
-                || matches!(
-                    r.kind,
-                    EventKind::CauseProcessed { .. }
-                        | EventKind::PeeringPaused
-                        | EventKind::PeeringConflict
-                )
-        });
+    // Activities (login, startup) run before handling, and indexers while kopf waits for
+    // the indexing to finish (verbose: `Indexer 'x' succeeded.`, kopf 1.45.2
+    // `_core/actions/loggers.py` TerseObjectLogger): neither is an outcome of handling.
+    let handles = |kind: HandlerKind| !matches!(kind, HandlerKind::Activity | HandlerKind::Indexer);
+    let handled_something = logs.tally.iter().any(|t| match &t.outcome {
+        kopf_log::Outcome::Succeeded { kind, .. } | kopf_log::Outcome::Retried { kind, .. } => {
+            handles(*kind)
+        }
+        kopf_log::Outcome::Processed { .. } => true,
+    }) || logs.records.iter().any(|r| {
+        r.kind.handler().is_some_and(|h| handles(h.kind))
+            || matches!(
+                r.kind,
+                EventKind::CauseProcessed { .. }
+                    | EventKind::PeeringPaused
+                    | EventKind::PeeringConflict
+            )
+    });
     if handled_something || objects.iter().any(carries_kopf_marks) {
         return None;
     }

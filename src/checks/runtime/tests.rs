@@ -728,6 +728,13 @@ fn startup_stalled_waits_and_needs_the_whole_life_and_unmarked_objects() {
         "[2026-12-01 11:55:01,000] kopf.objects         [INFO    ] [ns/w1] Timer 'tick' succeeded.",
     );
     assert!(stalled(5, &objects, &handled).is_none(), "a handler ran");
+    // Indexers succeed while kopf waits for the indexing (verbose mode): still stalled.
+    let mut indexing = STARTUP_ONLY.to_vec();
+    indexing.push("[2026-12-01 11:55:01,000] kopf.objects         [INFO    ] [ns/w1] Indexer 'by_owner' succeeded.");
+    assert!(
+        stalled(5, &objects, &indexing).is_some(),
+        "indexing is not handling"
+    );
     let mut failing = STARTUP_ONLY.to_vec();
     failing.push(FULL_FAIL);
     assert!(
