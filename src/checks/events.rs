@@ -16,13 +16,12 @@ use crate::model::settings::CheckSettings;
 use kopf_log::{EventKind, HandlerKind, KopfVersion, Record};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The first release with `settings.posting.loggers`. kopf 1.38.0 has none
-/// (`_cogs/configs/configuration.py` `PostingSettings`: `enabled`, `level` and the
-/// reporting fields), and its `_core/engines/posting.py` `K8sPoster.filter` posts every
-/// object-logger record at or above `posting.level` (INFO by default); kopf 1.43.0 has
-/// `loggers: bool = True` and kopf 1.45.2 `loggers = False`, both checked in that filter.
-/// The releases between 1.38.0 and 1.43.0 were not read: the setting appears in one
-/// of them, assumed to be 1.41.
+/// The first release with `settings.posting.loggers`. kopf 1.37.5, 1.38.0 and 1.40.1
+/// have none (`_cogs/configs/configuration.py` `PostingSettings`: `enabled`, `level`
+/// and the reporting fields), and their `_core/engines/posting.py` `K8sPoster.filter`
+/// posts every object-logger record at or above `posting.level` (INFO by default);
+/// kopf 1.41.0 and 1.43.0 have `loggers: bool = True`, kopf 1.44.6 and 1.45.2
+/// `loggers = False`, each checked in that filter.
 const POSTING_LOGGERS: KopfVersion = KopfVersion::new(1, 41, 0);
 
 /// Whether the log's wording dates kopf before `settings.posting.loggers`: every
