@@ -171,6 +171,8 @@ define_checks! {
     RuntimeKopfVersion = "runtime.kopf-version", Runtime, Info, "The kopf version the log's wording shows (warning below 1.44: a watch can freeze silently without a timeout).";
     RuntimeForeignPeer = "runtime.foreign-peer", Runtime, Error, "The peering object lists live peers that are not the operator's pods (a `--dev` laptop, a higher priority): the operator pauses for them.";
     RuntimeRateLimited = "runtime.rate-limited", Runtime, Warning, "The API server answered the operator with HTTP 429 (API Priority and Fairness, max-inflight): kopf backs off and handling lags (error when a request gave up after its retries).";
+    RuntimeHandlerLoop = "runtime.handler-loop", Runtime, Warning, "A change handler succeeds on the same object again and again, each time after an update: it patches what kopf diffs, so its own patch is the next change (a loop for ever: API load and a log flood).";
+    RuntimeStartupStalled = "runtime.startup-stalled", Runtime, Error, "The operator's pod has been Running for minutes, yet its whole log shows no handler outcome and no handled object carries kopf's marks: kopf never got past its startup (an on.startup handler that never returns, kopf.index with a worker limit below the indexed objects).";
     SourceSyntaxError = "source.syntax-error", Source, Error, "A Python file does not parse with current Python syntax: nothing in it was linted, and kopf would not import it.";
     SourceHandlerKwargs = "source.handler-kwargs", Source, Error, "A kopf handler's signature has no `**kwargs`: kopf calls every handler with all its keyword arguments (`fn(**kwargs)`), so each call raises TypeError.";
     SourceBlockingCall = "source.blocking-call", Source, Warning, "A blocking call (time.sleep, requests, subprocess, the synchronous kubernetes client) in an `async def` handler: it stalls kopf's event loop and every other handler with it.";
@@ -268,6 +270,8 @@ mod tests {
             "runtime.orphaned-daemons",
             "runtime.unparsed-logs",
             "runtime.rate-limited",
+            "runtime.handler-loop",
+            "runtime.startup-stalled",
             "events.posting-level",
         ];
         for id in catalogue {

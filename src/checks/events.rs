@@ -13,16 +13,15 @@ use crate::api::Finding;
 use crate::catalog::{CheckId, EventType};
 use crate::model::evidence::{EventRecord, KopfEvidence, LogEvidence, Reporter, TargetEvidence};
 use crate::model::settings::CheckSettings;
-use kopf_log::{EventKind, KopfVersion, Record};
+use kopf_log::{EventKind, HandlerKind, KopfVersion, Record};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The first release with `settings.posting.loggers`. kopf 1.38.0 has none
-/// (`_cogs/configs/configuration.py` `PostingSettings`: `enabled`, `level` and the
-/// reporting fields), and its `_core/engines/posting.py` `K8sPoster.filter` posts every
-/// object-logger record at or above `posting.level` (INFO by default); kopf 1.43.0 has
-/// `loggers: bool = True` and kopf 1.45.2 `loggers = False`, both checked in that filter.
-/// The releases between 1.38.0 and 1.43.0 were not read: the setting appears in one
-/// of them, assumed to be 1.41.
+/// The first release with `settings.posting.loggers`. kopf 1.37.5, 1.38.0 and 1.40.1
+/// have none (`_cogs/configs/configuration.py` `PostingSettings`: `enabled`, `level`
+/// and the reporting fields), and their `_core/engines/posting.py` `K8sPoster.filter`
+/// posts every object-logger record at or above `posting.level` (INFO by default);
+/// kopf 1.41.0 and 1.43.0 have `loggers: bool = True`, kopf 1.44.6 and 1.45.2
+/// `loggers = False`, each checked in that filter.
 const POSTING_LOGGERS: KopfVersion = KopfVersion::new(1, 41, 0);
 
 /// Whether the log's wording dates kopf before `settings.posting.loggers`: every
@@ -62,7 +61,12 @@ pub(crate) fn check(
     }
     out.extend(logging_flood(name, &posted, mirrors_every_record(logs)));
     out.extend(posting_level(name, logs, &posted));
-    out.extend(steady_state_spam(name, &posted, settings.event_repeats));
+    out.extend(steady_state_spam(
+        name,
+        &posted,
+        logs,
+        settings.event_repeats,
+    ));
     out.extend(post_failures(name, logs));
     out.extend(duplicates(name, &posted));
     out.extend(truncated(name, &posted));
@@ -210,9 +214,18 @@ fn posting_level(target: &str, logs: &LogEvidence, posted: &[&EventRecord]) -> O
 /// What makes two Events the same: kind, namespace, name, reason, message.
 type SameEvent<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
 
-/// `events.steady-state-spam`: the same Event posted again and again on one object.
-fn steady_state_spam(target: &str, posted: &[&EventRecord], repeats: usize) -> Option<Finding> {
-    let mut counts: BTreeMap<SameEvent, (usize, &EventRecord)> = BTreeMap::new();
+/// `events.steady-state-spam`: the same Event posted again and again on one object. The
+/// conventions' own pattern is spared: a change handler that posts a Warning on each
+/// failed attempt and re-raises, so that kopf retries it ([`posted_per_retry`]); that
+/// is `runtime.handler-failures`' finding. A timer or daemon posting on every tick, or
+/// any handler posting a steady state, is not.
+fn steady_state_spam(
+    target: &str,
+    posted: &[&EventRecord],
+    logs: &LogEvidence,
+    repeats: usize,
+) -> Option<Finding> {
+    let mut groups: BTreeMap<SameEvent, Vec<&EventRecord>> = BTreeMap::new();
     for e in posted.iter().filter(|e| !is_logging(e)) {
         let key = (
             e.kind.as_str(),
@@ -221,10 +234,13 @@ fn steady_state_spam(target: &str, posted: &[&EventRecord], repeats: usize) -> O
             e.reason.as_str(),
             e.message.as_str(),
         );
-        let entry = counts.entry(key).or_insert((0, e));
-        entry.0 += e.count as usize;
+        groups.entry(key).or_default().push(e);
     }
-    let (_, (_, example)) = counts.iter().find(|(_, (n, _))| *n >= repeats)?;
+    let (_, same) = groups.iter().find(|(_, same)| {
+        same.iter().map(|e| e.count as usize).sum::<usize>() >= repeats
+            && !posted_per_retry(same, logs)
+    })?;
+    let example = same[0];
     Some(finding(
         CheckId::EventsSteadyStateSpam,
         target,
@@ -234,6 +250,55 @@ fn steady_state_spam(target: &str, posted: &[&EventRecord], repeats: usize) -> O
         ),
         Some(describe(example)),
     ))
+}
+
+/// How long after kopf's last retry line of an object a failed attempt's Event may
+/// still be posted: the last attempt fails after the last retry's delay, and then kopf
+/// writes no retry line for it.
+const RETRY_SLACK: jiff::SignedDuration = jiff::SignedDuration::from_secs(60);
+
+/// Whether repeated Events of one object are a retried change handler's, one per failed
+/// attempt: they are Warnings (or worse), the log shows a change handler
+/// (`Handler 'x'`, not a timer or daemon) failing on that object to be retried (`failed
+/// temporarily`, `will try again in N seconds`, `Will retry.` before kopf 1.40) at least
+/// as often as the Events but one (the last attempt's), and every Event lies within
+/// those retries' span.
+fn posted_per_retry(same: &[&EventRecord], logs: &LogEvidence) -> bool {
+    let first = same[0];
+    if !same.iter().all(|e| e.type_.is_problem()) {
+        return false;
+    }
+    let namespace = (!first.object_namespace.is_empty()).then_some(first.object_namespace.as_str());
+    let retries: Vec<&kopf_log::Tallied> = logs
+        .tally
+        .iter()
+        .filter(|t| {
+            matches!(&t.outcome, kopf_log::Outcome::Retried { kind, .. } if *kind == HandlerKind::Handler)
+                && t.namespace.as_deref() == namespace
+                && t.name == first.name
+        })
+        .collect();
+    let count: u64 = retries.iter().map(|t| t.count).sum();
+    let events: u64 = same.iter().map(|e| u64::from(e.count)).sum();
+    if count == 0 || count + 1 < events {
+        return false;
+    }
+    let to_jiff = |t: kopf_log::Timestamp| jiff::Timestamp::new(t.secs, t.nanos as i32).ok();
+    let since = retries
+        .iter()
+        .filter_map(|t| t.first.and_then(to_jiff))
+        .min();
+    let until = retries
+        .iter()
+        .filter_map(|t| t.last.and_then(to_jiff))
+        .max();
+    let (Some(since), Some(until)) = (since, until) else {
+        return true;
+    };
+    let slack = RETRY_SLACK.max(until.duration_since(since) / (count.max(2) - 1) as i32);
+    same.iter()
+        .filter_map(|e| e.time)
+        .all(|at| at >= since - jiff::SignedDuration::from_secs(10) && at <= until + slack)
 }
 
 /// `events.post-failures`: kopf failed to post Events and swallowed the error.

@@ -13,7 +13,9 @@ use crate::model::kopf_run::KopfRun;
 use crate::model::needs::{CRD_GROUP, CRD_RESOURCE};
 use crate::model::settings::CheckSettings;
 use k8s_openapi::api::core::v1::Pod;
-use kopf_log::{BackgroundTask, EventKind, KopfVersion, PermissionScope, Record, VersionRange};
+use kopf_log::{
+    BackgroundTask, EventKind, HandlerKind, KopfVersion, PermissionScope, Record, VersionRange,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// From kopf 1.45 a failed watcher stops the operator (`_core/reactor/orchestration.py`
@@ -56,6 +58,17 @@ pub(crate) fn check(
         ),
         Err(_) => None,
     };
+    let stalled = match &kopf.objects {
+        Ok(objects) => startup_stalled(
+            name,
+            &objects.samples,
+            &target.pods,
+            &kopf.run.container,
+            logs,
+            settings,
+        ),
+        Err(_) => None,
+    };
     let foreign = match &kopf.peering {
         Ok(peerings) => foreign_peer(target, &kopf.run, peerings, logs, settings.now),
         Err(_) => Vec::new(),
@@ -63,6 +76,7 @@ pub(crate) fn check(
     let alone = [
         foreign,
         not_handling.into_iter().collect(),
+        stalled.into_iter().collect(),
         dead_watcher(name, logs),
         kopf_version(name, logs).into_iter().collect(),
         handler_failures(name, logs),
@@ -70,6 +84,11 @@ pub(crate) fn check(
         unresolved_resources(name, logs).into_iter().collect(),
         throttling(name, logs).into_iter().collect(),
         rate_limited(name, logs).into_iter().collect(),
+        handler_loop(
+            name,
+            logs,
+            kopf.objects.as_ref().map_or(&[][..], |o| &o.samples[..]),
+        ),
         orphaned_daemons(name, logs).into_iter().collect(),
         unparsed_logs(name, logs).into_iter().collect(),
     ];
@@ -345,6 +364,114 @@ fn rate_limited(target: &str, logs: &LogEvidence) -> Option<Finding> {
     Some(f)
 }
 
+/// Successes of one change handler on one object in the window from which a loop is
+/// reported, when the object's updates were processed as often (the catalogue's
+/// default).
+const LOOP_REPEATS: u64 = 10;
+
+/// The cause kopf titles `Updating` in `Updating is processed: ...` (the same in kopf
+/// 1.37.5, 1.38.0, 1.43.0, 1.44.6 and 1.45.2 `_core/reactor/processing.py`,
+/// `title.capitalize()`), lower-cased as the tally keeps it.
+const UPDATING: &str = "updating";
+
+/// `runtime.handler-loop`: a change handler (`Handler 'x'`, never a timer or a daemon,
+/// which run on purpose and are named `Timer 'x'` and `Daemon 'x'`, kopf
+/// `_core/intents/handlers.py`) that succeeded at least [`LOOP_REPEATS`] times on one
+/// object in the window, that object's updates processed as often: each success
+/// followed an update. kopf stores the diff-base from before the handler ran, so a
+/// handler that patches what kopf diffs (spec, labels, annotations) causes the next
+/// update itself. An object that someone other than kopf changed after the handler's
+/// first success there (its `metadata.managedFields`, when it is sampled) is left out:
+/// those updates may be theirs. One finding per handler, naming its objects, the
+/// busiest first.
+fn handler_loop(target: &str, logs: &LogEvidence, objects: &[ObjectSample]) -> Vec<Finding> {
+    let changed_by_others = |t: &kopf_log::Tallied| {
+        let first = t
+            .first
+            .and_then(|f| jiff::Timestamp::new(f.secs, f.nanos as i32).ok());
+        objects
+            .iter()
+            .filter(|o| {
+                o.name == t.name
+                    && Some(o.namespace.as_str()) == t.namespace.as_deref().or(Some(""))
+            })
+            .filter_map(|o| o.handling.changed_by_others)
+            .any(|at| first.is_some_and(|first| at > first))
+    };
+    let updates: BTreeMap<(Option<&str>, &str), u64> = logs
+        .tally
+        .iter()
+        .filter(
+            |t| matches!(&t.outcome, kopf_log::Outcome::Processed { cause } if cause == UPDATING),
+        )
+        .map(|t| ((t.namespace.as_deref(), t.name.as_str()), t.count))
+        .collect();
+    let mut per_handler: BTreeMap<&str, Vec<&kopf_log::Tallied>> = BTreeMap::new();
+    for t in logs.tally.iter() {
+        let kopf_log::Outcome::Succeeded { kind, id } = &t.outcome else {
+            continue;
+        };
+        let object = (t.namespace.as_deref(), t.name.as_str());
+        let updated = updates.get(&object).copied().unwrap_or(0);
+        if *kind == HandlerKind::Handler
+            && t.count >= LOOP_REPEATS
+            && updated >= LOOP_REPEATS
+            && !changed_by_others(t)
+        {
+            per_handler.entry(id).or_default().push(t);
+        }
+    }
+    per_handler
+        .into_iter()
+        .map(|(id, mut looping)| {
+            looping.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
+            let busiest = looping[0];
+            let object = qualified(busiest.namespace.as_deref(), &busiest.name);
+            let others = match looping.len() - 1 {
+                0 => String::new(),
+                1 => " (and 1 more object)".to_string(),
+                n => format!(" (and {n} more objects)"),
+            };
+            finding(
+                CheckId::RuntimeHandlerLoop,
+                target,
+                format!(
+                    "Handler '{id}' succeeded {} on {object}{others} in the log window, {}, each time after an update: it most likely changes its own object (spec, a label or an annotation), and kopf handles its own patch as the next change, for ever. Patch only when the value differs, put what the handler writes into status (kopf does not diff status) or return it, let kopf.on.field watch only fields the handler does not write, or raise kopf.PermanentError when there is nothing to do.",
+                    times(busiest.count),
+                    rate(busiest),
+                ),
+                Some(format!("[{object}] Handler '{id}' succeeded. ({})", times(busiest.count))),
+            )
+        })
+        .collect()
+}
+
+/// How many times, as a bucket (stable from one audit to the next).
+fn times(count: u64) -> &'static str {
+    match count {
+        0..=99 => "10 or more times",
+        100..=999 => "100 or more times",
+        _ => "1000 or more times",
+    }
+}
+
+/// How often a pair was counted, as a bucket of the mean interval between its first and
+/// last record.
+fn rate(t: &kopf_log::Tallied) -> &'static str {
+    let (Some(first), Some(last)) = (t.first, t.last) else {
+        return "at a rate the log's timestamps do not show";
+    };
+    let span = (last.secs - first.secs).max(0) as f64 + f64::from(last.nanos) / 1e9
+        - f64::from(first.nanos) / 1e9;
+    let every = span / t.count.saturating_sub(1).max(1) as f64;
+    match every {
+        e if e < 1.0 => "more than once a second",
+        e if e < 10.0 => "every few seconds",
+        e if e < 60.0 => "several times a minute",
+        _ => "about once a minute or less often",
+    }
+}
+
 /// `runtime.orphaned-daemons`: `did not exit in time. Leaving it orphaned.`
 fn orphaned_daemons(target: &str, logs: &LogEvidence) -> Option<Finding> {
     first_of(
@@ -422,6 +549,93 @@ fn not_handling(
             waiting.len()
         )),
     ))
+}
+
+/// How long the operator's container may run with no handler outcome in its whole log
+/// and no mark of kopf on any handled object before `runtime.startup-stalled` fires (the
+/// catalogue's default).
+const STALLED_AFTER: jiff::SignedDuration = jiff::SignedDuration::from_secs(120);
+
+/// `runtime.startup-stalled`: the kopf container has run for longer than
+/// [`STALLED_AFTER`], all of its log since it started is in the window (so nothing was
+/// missed), that log holds no handler outcome (no success, no failure, no processed
+/// cause, no peering pause), and handled objects exist but none carries a mark of kopf
+/// (diff-base, progress, a finalizer, `status.kopf`, a change by kopf's field manager).
+/// kopf runs the startup activities, and waits until every `@kopf.index` has indexed
+/// every object, before any other handler (kopf 1.45.2 `_core/reactor/running.py`,
+/// `_core/engines/indexing.py`), so a startup handler that never returns, or an index
+/// starved by `settings.queueing.worker_limit` (kopf issue 1243), stops it there, its
+/// liveness probe still passing. Distinct from `runtime.not-handling`, which compares
+/// objects that kopf handled once with their diff-base.
+fn startup_stalled(
+    target: &str,
+    objects: &[ObjectSample],
+    pods: &[Pod],
+    container: &str,
+    logs: &LogEvidence,
+    settings: &CheckSettings,
+) -> Option<Finding> {
+    let started = latest_start(pods, container)?;
+    let window = jiff::SignedDuration::try_from(settings.window).unwrap_or_default();
+    let ran = settings.now.duration_since(started);
+    if ran <= STALLED_AFTER || ran > window || objects.is_empty() || logs.truncated {
+        return None;
+    }
+    // Activities (login, startup) run before handling, and indexers while kopf waits for
+    // the indexing to finish (verbose: `Indexer 'x' succeeded.`, kopf 1.45.2
+    // `_core/actions/loggers.py` TerseObjectLogger): neither is an outcome of handling.
+    let handles = |kind: HandlerKind| !matches!(kind, HandlerKind::Activity | HandlerKind::Indexer);
+    let handled_something = logs.tally.iter().any(|t| match &t.outcome {
+        kopf_log::Outcome::Succeeded { kind, .. } | kopf_log::Outcome::Retried { kind, .. } => {
+            handles(*kind)
+        }
+        kopf_log::Outcome::Processed { .. } => true,
+    }) || logs.records.iter().any(|r| {
+        r.kind.handler().is_some_and(|h| handles(h.kind))
+            || matches!(
+                r.kind,
+                EventKind::CauseProcessed { .. }
+                    | EventKind::PeeringPaused
+                    | EventKind::PeeringConflict
+            )
+    });
+    if handled_something || objects.iter().any(carries_kopf_marks) {
+        return None;
+    }
+    let mut names: Vec<String> = objects.iter().map(ObjectSample::qualified_name).collect();
+    names.sort();
+    Some(finding(
+        CheckId::RuntimeStartupStalled,
+        target,
+        format!(
+            "The operator has been running for over {} without handling anything: its log since it started shows no handler outcome, and no handled object ({}) carries kopf's marks. kopf never got past its startup: look for an @kopf.on.startup handler that never returns (give it a timeout, move long work into a daemon), @kopf.index handlers with settings.queueing.worker_limit (settings.batching before its rename) below the number of indexed objects (raise or remove the limit: indexing must finish before any handler runs), or a resource it waits for and cannot list. Restarting does not help while the cause stays.",
+            rounded(STALLED_AFTER),
+            listed(&names, ", ", NAMED_OBJECTS),
+        ),
+        logs.records.iter().rfind(|r| r.is_kopf()).map(quote),
+    ))
+}
+
+/// Whether kopf left any mark on an object: a diff-base, progress, a finalizer,
+/// `status.kopf`, or a change by its field manager.
+fn carries_kopf_marks(o: &ObjectSample) -> bool {
+    let h = &o.handling;
+    h.diffbase
+        || h.in_progress
+        || h.changed_by_kopf.is_some()
+        || !o.finalizers.is_empty()
+        || !o.status_kopf_keys.is_empty()
+}
+
+/// When the kopf container of the most recently started running pod started.
+fn latest_start(pods: &[Pod], container: &str) -> Option<jiff::Timestamp> {
+    pods.iter()
+        .flat_map(|p| p.status.iter())
+        .flat_map(|s| s.container_statuses.iter().flatten())
+        .filter(|cs| cs.name == container)
+        .filter_map(|cs| cs.state.as_ref()?.running.as_ref()?.started_at.as_ref())
+        .map(|t| t.0)
+        .max()
 }
 
 /// A duration as a message says it, rounded down to whole minutes (so that a finding's

@@ -32,6 +32,7 @@ pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
     for handler in &facts.handlers {
         out.extend(silent_failure(facts, handler));
         out.extend(timer_posting(handler));
+        out.extend(handler_loop(handler));
     }
     out.extend(index_worker_limit(facts));
     out.extend(no_resume(facts));
@@ -144,6 +145,35 @@ pub(crate) fn timer_posting(h: &Handler) -> Option<SourceFinding> {
     ))
 }
 
+/// The handlers kopf calls again on each change of their object (on.update for every
+/// change of what it diffs; on.field for changes of their field).
+const CHANGE_HANDLERS: [&str; 2] = ["on.update", "on.field"];
+
+/// `runtime.handler-loop`, from the source: an update or field handler that writes, on
+/// every call, a value that differs each time (the time, a random or unique id) into
+/// what kopf diffs of its own object (spec, labels, annotations) through its `patch`.
+/// kopf stores the diff-base from before the handler ran, so that write is the next
+/// change, and the handler runs again, for ever (kopf issues 1294, 935). A write under
+/// a condition (patch only when different) is not reported.
+pub(crate) fn handler_loop(h: &Handler) -> Option<SourceFinding> {
+    let decorator = std::iter::once(&h.decorator)
+        .chain(h.stacked.iter().map(|r| &r.decorator))
+        .find(|d| CHANGE_HANDLERS.contains(&d.as_str()))?;
+    let (path, at, _) = h
+        .self_patches
+        .iter()
+        .find(|(_, _, every_call)| *every_call)?;
+    Some(raise(
+        CheckId::RuntimeHandlerLoop,
+        &handler_target(h),
+        at,
+        format!(
+            "@kopf.{decorator} handler {}() writes patch.{path} on every call, with a value that differs each time: kopf diffs it, and stores the diff-base from before the handler ran, so the handler's own patch is the next change and it runs again, for ever (runtime.handler-loop once deployed). Patch only when the value differs, put it into status (kopf does not diff status), or return it as the handler's result.",
+            h.function
+        ),
+    ))
+}
+
 /// `source.index-worker-limit`.
 pub(crate) fn index_worker_limit(facts: &SourceFacts) -> Option<SourceFinding> {
     let index = facts
@@ -167,7 +197,7 @@ pub(crate) fn index_worker_limit(facts: &SourceFacts) -> Option<SourceFinding> {
         &handler_target(index),
         &at,
         format!(
-            "settings.{path} = {limit} with @kopf.index handler {}(): before any handler runs, kopf waits until every object is indexed, and with more than {limit} objects the worker limit keeps the rest from being indexed: the operator never starts handling, while its liveness probe passes (kopf issue 1243). Remove the limit, or keep it well above the number of indexed objects.",
+            "settings.{path} = {limit} with @kopf.index handler {}(): before any handler runs, kopf waits until every object is indexed, and with more than {limit} objects the worker limit keeps the rest from being indexed: the operator never starts handling, while its liveness probe passes (kopf issue 1243; runtime.startup-stalled once deployed). Remove the limit, or keep it well above the number of indexed objects.",
             index.function
         ),
     ))

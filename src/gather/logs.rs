@@ -109,6 +109,9 @@ struct ContainerLog {
     digest: Vec<Seen>,
     /// Each read's line counts, when it was made and whether the cap cut it.
     reads: VecDeque<(Timestamp, kopf_log::Stats, bool)>,
+    /// Each read's routine outcomes per object, when it was made (bounded by
+    /// [`kopf_log::MAX_TALLIED`] per read).
+    tallies: VecDeque<(Timestamp, kopf_log::Tally)>,
     /// When records of the window were read but not kept, and how many: past the
     /// bound of one read, or forgotten from the digest past its bound.
     dropped: VecDeque<(Timestamp, usize)>,
@@ -248,6 +251,9 @@ pub(crate) async fn gather(
         log.cursor = read.cursor.or(log.cursor);
         log.version.narrow(read.stats.kopf_version);
         log.reads.push_back((now, read.stats, read.cut));
+        if !read.tally.is_empty() {
+            log.tallies.push_back((now, read.tally));
+        }
         let forgotten = remember(&mut log.digest, read.records, now);
         if read.dropped + forgotten > 0 {
             log.dropped.push_back((now, read.dropped + forgotten));
@@ -438,6 +444,9 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
         evidence.stats.add(stats);
         evidence.truncated |= *cut;
     }
+    for (_, tally) in &log.tallies {
+        evidence.tally.add(tally);
+    }
     evidence.dropped += log.dropped.iter().map(|(_, n)| n).sum::<usize>();
     if let Some((_, previous)) = &log.previous {
         evidence.previous.insert(pod.to_string(), previous.clone());
@@ -531,6 +540,9 @@ fn expire(log: &mut ContainerLog, start: Timestamp) {
     while log.reads.front().is_some_and(|(at, _, _)| *at < start) {
         log.reads.pop_front();
     }
+    while log.tallies.front().is_some_and(|(at, _)| *at < start) {
+        log.tallies.pop_front();
+    }
     while log.dropped.front().is_some_and(|(at, _)| *at < start) {
         log.dropped.pop_front();
     }
@@ -541,6 +553,8 @@ fn expire(log: &mut ContainerLog, start: Timestamp) {
 struct Read {
     records: Vec<kopf_log::Record>,
     stats: kopf_log::Stats,
+    /// Routine outcomes per object.
+    tally: kopf_log::Tally,
     /// The kubelet timestamp of the last line read.
     cursor: Option<Timestamp>,
     bytes: u64,
@@ -601,6 +615,7 @@ async fn read_new(
         )
         .await?;
         first.stats.add(&tail.stats);
+        first.tally.add(&tail.tally);
         first.cursor = tail.cursor.or(first.cursor);
         first.bytes += tail.bytes;
     }
@@ -686,6 +701,7 @@ async fn stream(
         kept.keep(record);
     }
     out.stats = parser.stats();
+    out.tally = parser.tally().clone();
     out.cursor = lines.last;
     Ok(out)
 }

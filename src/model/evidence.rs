@@ -225,6 +225,10 @@ pub(crate) struct LogEvidence {
     pub(crate) previous_tail: BTreeMap<String, Vec<kopf_log::Record>>,
     /// Line counts, for `runtime.unparsed-logs`.
     pub(crate) stats: kopf_log::Stats,
+    /// How often each handler succeeded and each cause was processed per object in
+    /// the current containers' logs of the window (routine lines, not kept as
+    /// records), for `runtime.handler-loop`.
+    pub(crate) tally: kopf_log::Tally,
     /// The byte cap cut the log: the window was not fully read.
     pub(crate) truncated: bool,
     /// Distinct records of the window that were read but not kept (past the bound of

@@ -53,6 +53,8 @@ pub(crate) struct CheckSettings {
     pub(crate) event_repeats: usize,
     /// How long a changed object may stay unhandled.
     pub(crate) unhandled_after: Duration,
+    /// How far back the logs were read (`spec.logs.window`).
+    pub(crate) window: Duration,
     /// When the evidence was gathered.
     pub(crate) now: jiff::Timestamp,
 }
@@ -81,6 +83,7 @@ impl CheckSettings {
                 .as_deref()
                 .and_then(duration::parse)
                 .unwrap_or(DEFAULT_UNHANDLED_AFTER),
+            window: LogBounds::from_spec(&spec.logs).window,
             now,
         }
     }

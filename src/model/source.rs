@@ -121,6 +121,11 @@ pub(crate) struct Handler {
     /// `kopf.exception`) in its body, and whether each runs on every call (a statement
     /// of the function's own body, under no condition or loop).
     pub(crate) posts: Vec<(Location, bool)>,
+    /// Writes through kopf's `patch` argument to what kopf diffs on the handler's own
+    /// object (`patch.spec…`, `patch.metadata.labels…`/`annotations…`) of a value that
+    /// differs on every call (the time, a random or unique id): the written path, where,
+    /// and whether it runs on every call (a statement of the function's own body).
+    pub(crate) self_patches: Vec<(String, Location, bool)>,
 }
 
 /// One more kopf decorator on a handler's function.

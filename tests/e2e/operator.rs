@@ -144,10 +144,21 @@ pub async fn audit_fixture(
     prefixes: &[&str],
     log_format: Option<&str>,
 ) -> KopfAuditStatus {
+    audit_fixture_with(fixture, prefixes, log_format, &[]).await
+}
+
+/// [`audit_fixture`] with more hack/fixture.py options (e.g. `--kopf-version 1.37.5`:
+/// the same operator on another pinned kopf).
+pub async fn audit_fixture_with(
+    fixture: &str,
+    prefixes: &[&str],
+    log_format: Option<&str>,
+    options: &[&str],
+) -> KopfAuditStatus {
     let client = support::admin_client().await;
     ensure_crd(&client).await;
     let ns = TestNamespace::create(&client, fixture).await;
-    let _kopf = Fixture::start(fixture, &ns.name, log_format);
+    let _kopf = Fixture::start_with(fixture, &ns.name, log_format, options);
     let deployment = fixture_deployment(&client, &ns.name).await.name_any();
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
     create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))

@@ -71,6 +71,7 @@ mod parser;
 mod quick_json;
 mod redact;
 mod swar;
+mod tally;
 mod time;
 mod version;
 
@@ -80,6 +81,7 @@ pub use parser::{
     detect_format, records,
 };
 pub use redact::{MASK, excerpt, is_invisible, plain_text, redact, strip_ansi};
+pub use tally::{MAX_TALLIED, Outcome, Tallied, Tally};
 pub use time::Timestamp;
 pub use version::{KopfVersion, VersionClue, VersionRange, VersionSignal, version_signal};
 

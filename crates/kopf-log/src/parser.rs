@@ -25,9 +25,10 @@ pub use records::{Records, records};
 use crate::classify::{self, Finders, RoutineTag, forbidden_kind, own};
 use crate::quick_json::json_head;
 use crate::redact::strip_ansi_into;
+use crate::tally::{RawOutcome, Tally};
 use crate::time::{HourCache, Timestamp};
 use crate::version::{self, VersionSignal};
-use crate::{EventKind, Level, LogFormat, Record};
+use crate::{EventKind, ExceptionOutcome, Level, LogFormat, Record};
 use basic::{BasicHeader, is_basic_header, parse_basic};
 use bounded::bounded_redacted;
 use full::{FullHeader, is_full_header, parse_full};
@@ -69,7 +70,7 @@ struct Light {
 }
 
 /// What [`Parser::quick_head`] found out about a routine line.
-struct Quick {
+struct Quick<'l> {
     /// In one of kopf's formats (counts in [`Stats::kopf_lines`]).
     kopf: bool,
     /// Whether a traceback may attach ([`accepts_traceback`]).
@@ -80,7 +81,18 @@ struct Quick {
     succeeded: bool,
     /// What its wording tells of kopf's version.
     version: Option<VersionSignal>,
+    /// A success or a processed cause about an object, to count in [`Tally`].
+    outcome: Option<Counted<'l>>,
 }
+
+/// A routine outcome about an object, as the bytes of its line: the outcome,
+/// the object's namespace and name, and the time of the line's header.
+type Counted<'l> = (
+    RawOutcome<'l>,
+    Option<&'l [u8]>,
+    &'l [u8],
+    Option<Timestamp>,
+);
 
 /// Where the parser puts completed records.
 ///
@@ -194,6 +206,8 @@ pub struct Parser {
     asctime_hours: HourCache,
     /// The seconds of JSON records' `timestamp` (see `quick_fields` in [`json`]).
     json_hours: HourCache,
+    /// Successes and processed causes per object (in both [`Routine`] modes).
+    tally: Tally,
 }
 
 impl fmt::Debug for Parser {
@@ -231,12 +245,19 @@ impl Parser {
             kubelet_hours: HourCache::default(),
             asctime_hours: HourCache::default(),
             json_hours: HourCache::default(),
+            tally: Tally::default(),
         }
     }
 
     /// The counters so far.
     pub fn stats(&self) -> Stats {
         self.stats
+    }
+
+    /// How often each handler succeeded, and each cause was processed, on each
+    /// object so far (in both [`Routine`] modes, bounded).
+    pub fn tally(&self) -> &Tally {
+        &self.tally
     }
 
     /// The same parser with another [`Routine`] mode (the default is
@@ -398,6 +419,9 @@ impl Parser {
                     self.stats.debug_records -= u64::from(p.rec.level == Some(Level::Debug));
                     self.stats.successes -=
                         u64::from(matches!(p.rec.kind, EventKind::HandlerSucceeded { .. }));
+                    if let Some((outcome, ns, name)) = record_outcome(&p.rec) {
+                        self.tally.uncount(outcome, ns, name);
+                    }
                 }
                 Some(a)
             }
@@ -455,6 +479,9 @@ impl Parser {
             }
             if let Some(v) = q.version {
                 self.stats.kopf_version.narrow(v.range);
+            }
+            if let Some((outcome, ns, name, at)) = q.outcome {
+                self.tally.count(outcome, ns, name, kubelet.or(at));
             }
             // Only the next line can attach a traceback to a routine record.
             let accepts = q.accepts && hint.traceback_next;
@@ -524,7 +551,7 @@ impl Parser {
     /// (one [`Parser::head`] would build with a routine kind, no denial, and no
     /// traceback of its own) and tells its format and whether a traceback may
     /// attach. `None` when unsure: the line is then parsed in full.
-    fn quick_head(&self, l: &[u8]) -> Option<Quick> {
+    fn quick_head<'l>(&self, l: &'l [u8]) -> Option<Quick<'l>> {
         // Only [`RoutineTag::Other`] messages can tell a version (the
         // success and processed templates are the same in every release).
         let version = |tag: RoutineTag, rest: &[u8]| {
@@ -537,18 +564,31 @@ impl Parser {
         if l.first() == Some(&b'{') {
             // `Parser::json` would accept the line with this message and no `exc_info`.
             let (msg, level) = json_head(l)?;
-            let rest = split_prefix(msg).map_or(msg, |(_, _, rest)| rest);
+            let prefix = split_prefix(msg);
+            let rest = prefix.map_or(msg, |(_, _, rest)| rest);
             let tag = self.finders.quick_routine(rest)?;
+            // The object field first, else `--log-prefix`'s prefix (as `Parser::json`).
+            let outcome = match raw_outcome(tag, rest) {
+                Some(o) => {
+                    let refkey = self.opts.refkey.as_deref().unwrap_or("object");
+                    json::quick_object(l, refkey)
+                        .map(|(ns, name)| (o, ns, name, None))
+                        .or_else(|| counted(tag, prefix, None))
+                }
+                None => None,
+            };
             return Some(Quick {
                 kopf: true,
                 accepts: false,
                 debug: level == Some(Level::Debug),
                 succeeded: tag == RoutineTag::Succeeded,
                 version: version(tag, rest),
+                outcome,
             });
         }
         if let Some(h) = parse_full(l, &self.asctime_hours) {
-            let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
+            let prefix = split_prefix(h.msg);
+            let rest = prefix.map_or(h.msg, |(_, _, rest)| rest);
             let tag = self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
@@ -556,10 +596,12 @@ impl Parser {
                 debug: h.level == Some(Level::Debug),
                 succeeded: tag == RoutineTag::Succeeded,
                 version: version(tag, rest),
+                outcome: counted(tag, prefix, Some(h.ts)),
             });
         }
         if let Some(h) = parse_basic(l) {
-            let rest = split_prefix(h.msg).map_or(h.msg, |(_, _, rest)| rest);
+            let prefix = split_prefix(h.msg);
+            let rest = prefix.map_or(h.msg, |(_, _, rest)| rest);
             let tag = self.finders.quick_routine(rest)?;
             return Some(Quick {
                 kopf: true,
@@ -567,12 +609,14 @@ impl Parser {
                 debug: h.level == Level::Debug,
                 succeeded: tag == RoutineTag::Succeeded,
                 version: version(tag, rest),
+                outcome: counted(tag, prefix, None),
             });
         }
         if is_traceback_start(l) {
             return None;
         }
-        let (object, rest) = match split_prefix(l) {
+        let prefix = split_prefix(l);
+        let (object, rest) = match prefix {
             Some((_, _, rest)) => (true, rest),
             None => (false, l),
         };
@@ -583,6 +627,7 @@ impl Parser {
             debug: false,
             succeeded: tag == RoutineTag::Succeeded,
             version: version(tag, rest),
+            outcome: counted(tag, prefix, None),
         })
     }
 
@@ -602,6 +647,10 @@ impl Parser {
             let buf = std::mem::take(&mut self.light_line);
             let p = self.open(&buf, kubelet, line_no);
             self.light_line = buf;
+            // Counted when it was light; it is counted again when finalised.
+            if let Some((outcome, ns, name)) = record_outcome(&p.rec) {
+                self.tally.uncount(outcome, ns, name);
+            }
             self.pending = Some(Slot::Full(p));
         }
         let Some(Slot::Full(p)) = self.pending.as_mut() else {
@@ -685,6 +734,12 @@ impl Parser {
         self.stats.records += 1;
         self.stats.debug_records += u64::from(rec.level == Some(Level::Debug));
         self.stats.successes += u64::from(matches!(rec.kind, EventKind::HandlerSucceeded { .. }));
+        if let Some((outcome, ns, name)) = record_outcome(&rec) {
+            // The quick path reads no JSON `timestamp`: the kubelet's, as it does.
+            let own = (rec.format != Some(LogFormat::Json)).then_some(rec.timestamp);
+            let at = rec.kubelet_timestamp.or(own.flatten());
+            self.tally.count(outcome, ns, name, at);
+        }
         rec
     }
 
@@ -762,6 +817,57 @@ impl Parser {
         };
         (rec, trace)
     }
+}
+
+/// The outcome of a routine message that [`Tally`] counts (`rest` without
+/// the object prefix).
+fn raw_outcome(tag: RoutineTag, rest: &[u8]) -> Option<RawOutcome<'_>> {
+    match tag {
+        RoutineTag::Succeeded => {
+            classify::handler_span(rest).map(|(k, id, _)| RawOutcome::Succeeded(k, id))
+        }
+        RoutineTag::Processed => {
+            classify::first_word_end(rest).map(|end| RawOutcome::Processed(&rest[..end]))
+        }
+        RoutineTag::Other => None,
+    }
+}
+
+/// The [`Counted`] of a text line whose message has an object prefix.
+fn counted<'l>(
+    tag: RoutineTag,
+    prefix: Option<plain::PrefixParts<'l>>,
+    at: Option<Timestamp>,
+) -> Option<Counted<'l>> {
+    let (ns, name, rest) = prefix?;
+    Some((raw_outcome(tag, rest)?, ns, name, at))
+}
+
+/// An outcome with its object's namespace and name.
+type ObjectOutcome<'r> = (RawOutcome<'r>, Option<&'r [u8]>, &'r [u8]);
+
+/// The outcome of a built record that [`Tally`] counts, with its object: a success,
+/// a processed cause, or a failure kopf retries.
+fn record_outcome(rec: &Record) -> Option<ObjectOutcome<'_>> {
+    let object = rec.object.as_ref()?;
+    let outcome = match &rec.kind {
+        EventKind::HandlerSucceeded { handler } => {
+            RawOutcome::Succeeded(handler.kind, handler.id.as_bytes())
+        }
+        EventKind::CauseProcessed { cause, .. } => RawOutcome::Processed(cause.as_bytes()),
+        EventKind::HandlerFailedTemporarily {
+            handler,
+            final_attempt: false,
+        }
+        | EventKind::HandlerFailedWithException {
+            handler,
+            outcome: ExceptionOutcome::Retry,
+            ..
+        } => RawOutcome::Retried(handler.kind, handler.id.as_bytes()),
+        _ => return None,
+    };
+    let ns = object.namespace.as_deref().map(str::as_bytes);
+    Some((outcome, ns, object.name.as_bytes()))
 }
 
 /// A line cut short, up to its last space or tab: the word the cut split

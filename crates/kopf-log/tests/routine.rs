@@ -6,7 +6,9 @@
 #[path = "support/gen.rs"]
 mod generator;
 
-use kopf_log::{EventKind, Parser, ParserOptions, Record, Routine, RoutineStats, Stats, records};
+use kopf_log::{
+    EventKind, Parser, ParserOptions, Record, Routine, RoutineStats, Stats, Tallied, Tally, records,
+};
 use std::path::PathBuf;
 
 /// The auditor's filter, as written in `src/gather/logs.rs` (`keep`).
@@ -20,7 +22,7 @@ fn auditor_keeps(record: &Record) -> bool {
 }
 
 /// Every record and the stats, line by line (as the auditor feeds the parser).
-fn by_line(data: &[u8], routine: Routine) -> (Vec<Record>, Stats, RoutineStats) {
+fn by_line(data: &[u8], routine: Routine) -> (Vec<Record>, Stats, RoutineStats, Tally) {
     let mut p = Parser::new(ParserOptions::default()).with_routine(routine);
     let mut out = Vec::new();
     for line in data.split_inclusive(|&b| b == b'\n') {
@@ -29,7 +31,14 @@ fn by_line(data: &[u8], routine: Routine) -> (Vec<Record>, Stats, RoutineStats) 
     while let Some(r) = p.finish() {
         out.push(r);
     }
-    (out, p.stats(), p.routine_stats())
+    (out, p.stats(), p.routine_stats(), p.tally().clone())
+}
+
+/// A tally's pairs in a fixed order (the modes may count them in another).
+fn sorted(tally: &Tally) -> Vec<Tallied> {
+    let mut all: Vec<Tallied> = tally.iter().cloned().collect();
+    all.sort_by_key(|t| format!("{:?}", (&t.outcome, &t.namespace, &t.name)));
+    all
 }
 
 /// The same through `push_chunk`, in chunks of `size` bytes.
@@ -54,7 +63,7 @@ fn by_reader(data: &[u8], routine: Routine) -> (Vec<Record>, Stats) {
 
 /// Asserts the equivalence on `data`; returns the fast mode's routine stats.
 fn check(name: &str, data: &[u8]) -> RoutineStats {
-    let (full, full_stats, none) = by_line(data, Routine::Keep);
+    let (full, full_stats, none, full_tally) = by_line(data, Routine::Keep);
     assert_eq!(none, RoutineStats::default(), "{name}: Keep drops nothing");
     assert_eq!(full_stats.records as usize, full.len(), "{name}");
     let expected: Vec<Record> = full.iter().filter(|r| auditor_keeps(r)).cloned().collect();
@@ -62,7 +71,33 @@ fn check(name: &str, data: &[u8]) -> RoutineStats {
         assert_eq!(r.is_routine(), !auditor_keeps(r), "{name}: line {}", r.line);
     }
 
-    let (fast, fast_stats, dropped) = by_line(data, Routine::Count);
+    let (fast, fast_stats, dropped, fast_tally) = by_line(data, Routine::Count);
+    assert_eq!(sorted(&fast_tally), sorted(&full_tally), "{name}: tally");
+    let with_object = full
+        .iter()
+        .filter(|r| r.object.is_some())
+        .filter(|r| {
+            matches!(
+                r.kind,
+                EventKind::HandlerSucceeded { .. }
+                    | EventKind::CauseProcessed { .. }
+                    | EventKind::HandlerFailedTemporarily {
+                        final_attempt: false,
+                        ..
+                    }
+                    | EventKind::HandlerFailedWithException {
+                        outcome: kopf_log::ExceptionOutcome::Retry,
+                        ..
+                    }
+            )
+        })
+        .count() as u64;
+    let tallied: u64 = full_tally.iter().map(|t| t.count).sum();
+    assert_eq!(
+        tallied + full_tally.untallied,
+        with_object,
+        "{name}: every outcome is tallied"
+    );
     assert_eq!(fast.len(), expected.len(), "{name}: kept records");
     for (a, b) in fast.iter().zip(&expected) {
         assert_eq!(a, b, "{name}: line {}", b.line);

@@ -32,6 +32,7 @@ fn logs(lines: &[&str]) -> LogEvidence {
     LogEvidence {
         records,
         stats: parser.stats(),
+        tally: parser.tally().clone(),
         ..Default::default()
     }
 }
@@ -107,9 +108,9 @@ fn logging_events_spam_duplicates_and_post_failures() {
     let p = posted(&events);
     assert!(logging_flood("op", &p, false).is_some());
     assert!(duplicates("op", &p).is_some());
-    let spam = steady_state_spam("op", &p, 3).expect("spam");
+    let spam = steady_state_spam("op", &p, &LogEvidence::default(), 3).expect("spam");
     assert!(spam.message.contains("Tick"));
-    assert!(steady_state_spam("op", &p, 4).is_none());
+    assert!(steady_state_spam("op", &p, &LogEvidence::default(), 4).is_none());
     let l = logs(&[
         "[2026-11-30 02:41:55,039] kopf.objects         [WARNING ] [ns/a] Failed to post an event. Ignoring and continuing. Code: 403. Message: events is forbidden.",
     ]);
@@ -129,10 +130,10 @@ fn events_of_others_never_count_against_the_operator() {
         .collect();
     let p = posted(&events);
     assert!(p.is_empty(), "{p:?}");
-    assert!(steady_state_spam("op", &p, 3).is_none());
+    assert!(steady_state_spam("op", &p, &LogEvidence::default(), 3).is_none());
     assert!(logging_flood("op", &p, false).is_none());
     let own = vec![event("b", "Normal", "Tick", "op"); 3];
-    assert!(steady_state_spam("op", &posted(&own), 3).is_some());
+    assert!(steady_state_spam("op", &posted(&own), &LogEvidence::default(), 3).is_some());
 }
 
 #[test]
@@ -140,7 +141,7 @@ fn quiet_operator_has_no_event_findings() {
     let events = vec![event("a", "Normal", "Provisioned", "kopf")];
     let p = posted(&events);
     assert!(logging_flood("op", &p, false).is_none());
-    assert!(steady_state_spam("op", &p, 3).is_none());
+    assert!(steady_state_spam("op", &p, &LogEvidence::default(), 3).is_none());
     assert!(duplicates("op", &p).is_none());
     assert!(truncated("op", &p).is_none());
 }
@@ -220,4 +221,74 @@ fn a_normal_event_or_no_success_or_no_mirroring_is_no_posting_level_finding() {
     // A Warning posted by someone else never counts.
     let foreign = [event("a", "Warning", "Logging", "kubelet")];
     assert!(posting_level("op", &l, &posted(&foreign)).is_none());
+}
+
+/// `n` Warning Events `ReconcileFailed` on `ns/a`, 15 s apart from 10:00:00.
+fn attempts(n: usize, type_: &str) -> Vec<EventRecord> {
+    (0..n)
+        .map(|i| EventRecord {
+            time: Some(
+                format!("2026-12-02T10:{:02}:{:02}Z", i * 15 / 60, i * 15 % 60)
+                    .parse()
+                    .expect("a time"),
+            ),
+            message: "Backend down; retrying.".into(),
+            ..event("a", type_, "ReconcileFailed", "kopf")
+        })
+        .collect()
+}
+
+/// kopf 1.45.2's retry lines of `who` on `ns/a`, 15 s apart from 10:00:00 (`_core/
+/// actions/execution.py`: `failed with an exception and will try again in N seconds`).
+fn retried(n: usize, who: &str) -> LogEvidence {
+    let lines: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                "[2026-12-02 10:{:02}:{:02},100] kopf.objects         [ERROR   ] [ns/a] {who} failed with an exception and will try again in 15 seconds: Backend down",
+                i * 15 / 60,
+                i * 15 % 60
+            )
+        })
+        .collect();
+    logs(&lines.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn a_warning_per_failed_attempt_of_a_retried_handler_is_not_spam() {
+    let events = attempts(5, "Warning");
+    let p = posted(&events);
+    assert!(steady_state_spam("op", &p, &retried(5, "Handler 'reconcile'"), 3).is_none());
+    // The last attempt fails for good: kopf writes no retry line for it.
+    assert!(steady_state_spam("op", &p, &retried(4, "Handler 'reconcile'"), 3).is_none());
+}
+
+#[test]
+fn the_same_warning_on_every_tick_or_beyond_the_retries_is_spam() {
+    let events = attempts(5, "Warning");
+    let p = posted(&events);
+    // A timer failing and posting on each tick: timers run on purpose.
+    assert!(steady_state_spam("op", &p, &retried(5, "Timer 'check'"), 3).is_some());
+    // A timer posting the same Warning every tick, with no failure at all.
+    assert!(steady_state_spam("op", &p, &LogEvidence::default(), 3).is_some());
+    // Fewer retries than Events: not one Event per attempt.
+    assert!(steady_state_spam("op", &p, &retried(2, "Handler 'reconcile'"), 3).is_some());
+    // A steady state reported as Normal Events beside a retried failure is still spam.
+    let normal = attempts(5, "Normal");
+    assert!(
+        steady_state_spam(
+            "op",
+            &posted(&normal),
+            &retried(5, "Handler 'reconcile'"),
+            3
+        )
+        .is_some()
+    );
+    // Events long after the retries stopped are not the retries'.
+    let mut late = attempts(5, "Warning");
+    for e in &mut late {
+        e.time = e.time.map(|t| t + jiff::SignedDuration::from_hours(1));
+    }
+    assert!(
+        steady_state_spam("op", &posted(&late), &retried(5, "Handler 'reconcile'"), 3).is_some()
+    );
 }

@@ -20,6 +20,7 @@ pub(crate) fn parse(lines: &[&str]) -> LogEvidence {
         records,
         version: stats.kopf_version,
         stats,
+        tally: parser.tally().clone(),
         ..Default::default()
     }
 }
@@ -562,4 +563,211 @@ fn other_retried_errors_are_not_rate_limiting() {
     );
     assert!(rate_limited("op", &parse(&[&server, FULL_FORBIDDEN, FULL_FAIL])).is_none());
     assert!(!ids(&[&server]).contains(&CheckId::RuntimeRateLimited));
+}
+
+/// `n` rounds of kopf 1.45.2's lines for one handled update of `ns/obj`, 0.2 s apart:
+/// `who` succeeded, then the cause was processed.
+fn rounds(n: usize, who: &str, cause: &str, obj: &str) -> Vec<String> {
+    (0..n)
+        .flat_map(|i| {
+            let at = format!("2026-12-02 10:00:{:02},{:03}", i / 5, (i % 5) * 200);
+            [
+                format!("[{at}] kopf.objects         [INFO    ] [ns/{obj}] {who} succeeded."),
+                format!(
+                    "[{at}] kopf.objects         [INFO    ] [ns/{obj}] {cause} is processed: 1 succeeded; 0 failed."
+                ),
+            ]
+        })
+        .collect()
+}
+
+fn loops(lines: &[String]) -> Vec<Finding> {
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    handler_loop("op", &parse(&lines), &[])
+}
+
+#[test]
+fn handler_loop_names_the_handler_the_object_and_the_rate() {
+    let mut lines = rounds(12, "Handler 'stamp'", "Updating", "w1");
+    lines.extend(rounds(3, "Handler 'stamp'", "Updating", "w2"));
+    let found = loops(&lines);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!(f.check, CheckId::RuntimeHandlerLoop);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("Handler 'stamp'"), "{}", f.message);
+    assert!(f.message.contains("ns/w1"), "{}", f.message);
+    assert!(!f.message.contains("ns/w2"), "{}", f.message);
+    assert!(f.message.contains("10 or more times"), "{}", f.message);
+    assert!(
+        f.message.contains("every few seconds") || f.message.contains("more than once a second"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message.contains("only when the value differs"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn handler_loop_is_stable_as_the_loop_goes_on() {
+    let a = loops(&rounds(12, "Handler 'stamp'", "Updating", "w1"));
+    let b = loops(&rounds(40, "Handler 'stamp'", "Updating", "w1"));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn handler_loop_spares_timers_daemons_and_rare_or_other_causes() {
+    assert!(loops(&rounds(30, "Timer 'tick'", "Updating", "w1")).is_empty());
+    assert!(loops(&rounds(30, "Daemon 'watch'", "Updating", "w1")).is_empty());
+    assert!(loops(&rounds(9, "Handler 'stamp'", "Updating", "w1")).is_empty());
+    // Successes without updates processed as often: not the loop of a change handler.
+    assert!(loops(&rounds(30, "Handler 'stamp'", "Resuming", "w1")).is_empty());
+}
+
+#[test]
+fn handler_loop_counts_the_fast_scan_as_the_full_parse() {
+    let lines = rounds(12, "Handler 'stamp'", "Updating", "w1");
+    let mut parser = kopf_log::Parser::new(kopf_log::ParserOptions::default())
+        .with_routine(kopf_log::Routine::Count);
+    for l in &lines {
+        assert!(parser.push_line(l.as_bytes()).is_none());
+    }
+    while parser.finish().is_some() {}
+    let logs = LogEvidence {
+        tally: parser.tally().clone(),
+        ..Default::default()
+    };
+    assert_eq!(handler_loop("op", &logs, &[]), loops(&lines));
+}
+
+// --- runtime.startup-stalled ---------------------------------------------------------
+
+fn pod_started(minutes_ago: i64) -> Pod {
+    let at = now() - jiff::SignedDuration::from_mins(minutes_ago);
+    let mut pod = running_pod("operator", true);
+    if let Some(cs) = pod
+        .status
+        .as_mut()
+        .and_then(|s| s.container_statuses.as_mut())
+        .and_then(|c| c.first_mut())
+    {
+        cs.state =
+            serde_json::from_value(serde_json::json!({"running": {"startedAt": at.to_string()}}))
+                .expect("a state");
+    }
+    pod
+}
+
+fn never_touched(name: &str) -> ObjectSample {
+    ObjectSample {
+        handling: Handling::default(),
+        ..changed(name, 30, Handling::default())
+    }
+}
+
+/// What kopf 1.45.2 logged when its second startup handler never returned.
+const STARTUP_ONLY: [&str; 4] = [
+    "[2026-12-01 11:55:00,001] kopf.activities.star [INFO    ] Activity 'configure' succeeded.",
+    "[2026-12-01 11:55:00,010] kopf._core.engines.a [INFO    ] Initial authentication has been initiated.",
+    "[2026-12-01 11:55:00,020] kopf.activities.auth [INFO    ] Activity 'login_with_kubeconfig' succeeded.",
+    "[2026-12-01 11:55:00,021] kopf._core.engines.a [INFO    ] Initial authentication has finished.",
+];
+
+fn stalled(minutes: i64, objects: &[ObjectSample], lines: &[&str]) -> Option<Finding> {
+    let pods = [pod_started(minutes)];
+    startup_stalled("op", objects, &pods, "operator", &parse(lines), &settings())
+}
+
+#[test]
+fn a_startup_that_never_ends_is_startup_stalled() {
+    let objects = [never_touched("w1"), never_touched("w2")];
+    let f = stalled(5, &objects, &STARTUP_ONLY).expect("a finding");
+    assert_eq!(f.check, CheckId::RuntimeStartupStalled);
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.message.contains("ns/w1, ns/w2"), "{}", f.message);
+    assert!(
+        f.message.contains("@kopf.on.startup") && f.message.contains("worker_limit"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("Initial authentication has finished")),
+        "{f:?}"
+    );
+    // The same log, minutes later: the same finding.
+    assert_eq!(stalled(8, &objects, &STARTUP_ONLY), Some(f));
+}
+
+#[test]
+fn startup_stalled_waits_and_needs_the_whole_life_and_unmarked_objects() {
+    let objects = [never_touched("w1")];
+    assert!(stalled(1, &objects, &STARTUP_ONLY).is_none(), "too early");
+    assert!(
+        stalled(30, &objects, &STARTUP_ONLY).is_none(),
+        "started before the window"
+    );
+    assert!(
+        stalled(5, &[], &STARTUP_ONLY).is_none(),
+        "nothing to handle"
+    );
+    let marked = [ObjectSample {
+        finalizers: vec!["example.com/finalizer".into()],
+        ..never_touched("w1")
+    }];
+    assert!(
+        stalled(5, &marked, &STARTUP_ONLY).is_none(),
+        "kopf was there"
+    );
+    let mut handled = STARTUP_ONLY.to_vec();
+    handled.push(
+        "[2026-12-01 11:55:01,000] kopf.objects         [INFO    ] [ns/w1] Timer 'tick' succeeded.",
+    );
+    assert!(stalled(5, &objects, &handled).is_none(), "a handler ran");
+    // Indexers succeed while kopf waits for the indexing (verbose mode): still stalled.
+    let mut indexing = STARTUP_ONLY.to_vec();
+    indexing.push("[2026-12-01 11:55:01,000] kopf.objects         [INFO    ] [ns/w1] Indexer 'by_owner' succeeded.");
+    assert!(
+        stalled(5, &objects, &indexing).is_some(),
+        "indexing is not handling"
+    );
+    let mut failing = STARTUP_ONLY.to_vec();
+    failing.push(FULL_FAIL);
+    assert!(
+        stalled(5, &objects, &failing).is_none(),
+        "handler-failures' business"
+    );
+}
+
+#[test]
+fn handler_loop_leaves_out_objects_others_keep_changing() {
+    let lines = rounds(12, "Handler 'stamp'", "Updating", "w1");
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let logs = parse(&lines);
+    let at = |s: &str| s.parse::<jiff::Timestamp>().expect("a time");
+    // Created before the loop began: still the handler's own loop.
+    let created = ObjectSample {
+        handling: Handling {
+            changed_by_others: Some(at("2026-12-02T09:59:00Z")),
+            ..Handling::default()
+        },
+        ..changed("w1", 0, Handling::default())
+    };
+    assert_eq!(
+        handler_loop("op", &logs, std::slice::from_ref(&created)).len(),
+        1
+    );
+    // Changed by someone else while the handler kept succeeding: maybe their updates.
+    let churned = ObjectSample {
+        handling: Handling {
+            changed_by_others: Some(at("2026-12-02T10:00:01Z")),
+            ..Handling::default()
+        },
+        ..created
+    };
+    assert!(handler_loop("op", &logs, &[churned]).is_empty());
 }

@@ -20,6 +20,7 @@ fn handler(decorator: &str, resource: Option<&str>) -> Handler {
         kopf_logger_calls: Vec::new(),
         raises: Vec::new(),
         posts: Vec::new(),
+        self_patches: Vec::new(),
     }
 }
 
@@ -236,4 +237,44 @@ fn no_resume_fires_per_resource_unless_resume_or_a_handler_of_existing_objects_i
     }
     let elsewhere = of(vec![create, handler("on.resume", Some("gadgets"))]);
     assert_eq!(ids(&no_resume(&elsewhere)), vec!["source.no-resume"]);
+}
+
+#[test]
+fn an_update_handler_patching_a_changing_value_on_every_call_loops() {
+    let at = Location::new("op.py", 14);
+    let mut h = handler("on.update", Some("stamps"));
+    h.self_patches = vec![("metadata.annotations.x/at".into(), at.clone(), true)];
+    let f = handler_loop(&h).expect("a loop");
+    assert_eq!(f.finding.check, CheckId::RuntimeHandlerLoop);
+    assert_eq!(f.location, at);
+    assert!(
+        f.finding
+            .message
+            .contains("patch.metadata.annotations.x/at"),
+        "{}",
+        f.finding.message
+    );
+    assert!(
+        f.finding.message.contains("only when the value differs"),
+        "{}",
+        f.finding.message
+    );
+    // Under a condition: the handler patches only when different.
+    h.self_patches[0].2 = false;
+    assert!(handler_loop(&h).is_none());
+    // The same function stacked under on.create and on.update is an update handler.
+    let mut stacked = handler("on.create", Some("stamps"));
+    stacked.stacked = vec![Registration {
+        decorator: "on.update".into(),
+        resource: stacked.resource.clone(),
+        text: "@kopf.on.update('stamps')".into(),
+    }];
+    stacked.self_patches = vec![("spec.at".into(), Location::new("op.py", 3), true)];
+    assert!(handler_loop(&stacked).is_some());
+    // A creation handler runs once per object; a timer on purpose.
+    for decorator in ["on.create", "timer"] {
+        let mut other = handler(decorator, Some("stamps"));
+        other.self_patches = vec![("spec.at".into(), Location::new("op.py", 3), true)];
+        assert!(handler_loop(&other).is_none(), "{decorator}");
+    }
 }

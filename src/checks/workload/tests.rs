@@ -105,6 +105,7 @@ fn settings() -> CheckSettings {
         workload: WorkloadThresholds::default(),
         event_repeats: 3,
         unhandled_after: crate::model::settings::DEFAULT_UNHANDLED_AFTER,
+        window: crate::model::settings::DEFAULT_WINDOW,
         now: jiff::Timestamp::UNIX_EPOCH,
     }
 }

@@ -102,6 +102,7 @@ pub(crate) fn read(path: &str, text: &str) -> SourceFacts {
         startup: false,
         shadowed: BTreeSet::new(),
         top_level_call: None,
+        top_level_stmt: None,
     };
     for stmt in &module.body {
         walker.visit_stmt(stmt);
@@ -310,6 +311,8 @@ struct Walker<'a> {
     /// The start of the call that is a statement of the current handler's own body (so
     /// it runs on every call of the handler), while that statement is walked.
     top_level_call: Option<TextSize>,
+    /// The start of the statement of the current handler's own body being walked.
+    top_level_stmt: Option<TextSize>,
 }
 
 impl Walker<'_> {
@@ -383,6 +386,7 @@ impl Walker<'_> {
             kopf_logger_calls: Vec::new(),
             raises: Vec::new(),
             posts: Vec::new(),
+            self_patches: Vec::new(),
         })
     }
 
@@ -446,6 +450,24 @@ impl Walker<'_> {
         }
     }
 
+    /// An assignment through kopf's `patch` to what kopf diffs, of a value that differs
+    /// on every call.
+    fn self_patch(&mut self, targets: &[&Expr], value: &Expr, offset: TextSize) {
+        let Some(at) = self.handler else { return };
+        if !self.shadowed.contains("patch") || !varies(value) {
+            return;
+        }
+        for target in targets {
+            if let Some(path) = diffed_patch_path(target) {
+                let every_call = self.top_level_stmt == Some(offset);
+                let location = self.location(offset);
+                self.facts.handlers[at]
+                    .self_patches
+                    .push((path, location, every_call));
+            }
+        }
+    }
+
     /// An assignment to `settings.…`.
     fn assignment(&mut self, targets: &[&Expr], value: &Expr, offset: TextSize) {
         for target in targets {
@@ -465,6 +487,95 @@ impl Walker<'_> {
             });
         }
     }
+}
+
+/// The functions whose result differs on every call (by their last dotted name):
+/// the time, random values, unique ids.
+const VARYING: [&str; 12] = [
+    "now",
+    "utcnow",
+    "today",
+    "time",
+    "time_ns",
+    "monotonic",
+    "perf_counter",
+    "uuid1",
+    "uuid4",
+    "random",
+    "randint",
+    "token_hex",
+];
+
+/// Whether an expression calls one of [`VARYING`].
+fn varies(expr: &Expr) -> bool {
+    struct Finder(bool);
+    impl<'a> Visitor<'a> for Finder {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(call) = expr
+                && let Expr::Attribute(_) | Expr::Name(_) = &*call.func
+                && dotted(&call.func)
+                    .is_some_and(|f| VARYING.contains(&f.rsplit('.').next().unwrap_or(&f)))
+            {
+                self.0 = true;
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut finder = Finder(false);
+    finder.visit_expr(expr);
+    finder.0
+}
+
+/// `spec…`, `metadata.labels…` or `metadata.annotations…` (also `meta.…`, and
+/// `["key"]` for `.key`) of an assignment target rooted at the name `patch`: what kopf
+/// diffs of the object (not `status`, which it does not).
+fn diffed_patch_path(target: &Expr) -> Option<String> {
+    // (the name, whether it is a subscript), from the root outwards.
+    let mut parts: Vec<(String, bool)> = Vec::new();
+    let mut at = target;
+    loop {
+        match at {
+            Expr::Attribute(a) => {
+                parts.push((a.attr.as_str().to_string(), false));
+                at = &a.value;
+            }
+            Expr::Subscript(s) => {
+                let key = match &*s.slice {
+                    Expr::StringLiteral(k) => format!("{:?}", k.value.to_str()),
+                    _ => "…".to_string(),
+                };
+                parts.push((key, true));
+                at = &s.value;
+            }
+            Expr::Name(n) if n.id.as_str() == "patch" => break,
+            _ => return None,
+        }
+    }
+    parts.reverse();
+    let name = |i: usize| {
+        parts
+            .get(i)
+            .map(|(n, _)| n.trim_matches('"').to_string())
+            .unwrap_or_default()
+    };
+    let (first, second) = (name(0), name(1));
+    let diffed = first == "spec"
+        || ((first == "metadata" || first == "meta")
+            && (second == "labels" || second == "annotations"));
+    diffed.then(|| {
+        parts
+            .iter()
+            .map(|(n, subscript)| {
+                if *subscript {
+                    format!("[{n}]")
+                } else {
+                    format!(".{n}")
+                }
+            })
+            .collect::<String>()
+            .trim_start_matches('.')
+            .to_string()
+    })
 }
 
 /// What a blocking call is, if the dotted function is one.
@@ -521,6 +632,7 @@ impl<'a> Visitor<'a> for Walker<'_> {
                 }
                 let own_body = found_here(self.handler, outer.0);
                 for s in &def.body {
+                    self.top_level_stmt = own_body.then(|| s.range().start());
                     self.top_level_call = match s {
                         Stmt::Expr(e) if own_body => match &*e.value {
                             Expr::Call(c) => Some(c.range().start()),
@@ -535,11 +647,13 @@ impl<'a> Visitor<'a> for Walker<'_> {
                     self.visit_stmt(s);
                 }
                 self.top_level_call = None;
+                self.top_level_stmt = None;
                 (self.handler, self.startup, self.shadowed) = outer;
             }
             Stmt::Assign(a) => {
                 let targets: Vec<&Expr> = a.targets.iter().collect();
                 self.assignment(&targets, &a.value, a.range.start());
+                self.self_patch(&targets, &a.value, a.range.start());
                 walk_stmt(self, stmt);
             }
             Stmt::AnnAssign(a) => {

@@ -357,6 +357,20 @@ fn quick_fields(text: &str, refkey: &str, hours: &HourCache) -> Option<JsonField
     })
 }
 
+/// The namespace and name of a simple JSON line's object reference, as raw
+/// bytes of the line (see [`quick_json::walk`]); `None` when the line is not
+/// simple or has no object name. Exists to count a routine record per object
+/// without building it.
+pub(super) fn quick_object<'a>(l: &'a [u8], refkey: &str) -> Option<(Option<&'a [u8]>, &'a [u8])> {
+    let mut q = QuickFields {
+        refkey,
+        ..QuickFields::default()
+    };
+    quick_json::walk(l, &mut q)?;
+    let [name, namespace, ..] = q.object?;
+    Some((namespace, name?))
+}
+
 /// `part` (a slice of `text`'s bytes between two quotes) as text, without
 /// validating its UTF-8 again.
 fn within<'t>(text: &'t str, part: &[u8]) -> Option<&'t str> {

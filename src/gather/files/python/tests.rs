@@ -192,3 +192,30 @@ fn raises_posts_and_kopfs_logger_are_read_per_handler() {
         )]
     );
 }
+
+#[test]
+fn self_patches_of_changing_values_to_what_kopf_diffs_are_read() {
+    let facts = read(
+        "op.py",
+        "import datetime, uuid, kopf\n\n@kopf.on.update('stamps')\nasync def stamp(spec, patch, meta, **_):\n    patch.metadata.annotations['x/at'] = datetime.datetime.now().isoformat()\n    patch.spec['token'] = str(uuid.uuid4())\n    patch.status['at'] = datetime.datetime.now().isoformat()\n    patch.metadata.labels['size'] = str(spec['size'])\n    if meta.annotations.get('x/at') is None:\n        patch.meta.annotations['x/first'] = datetime.datetime.now().isoformat()\n",
+    );
+    let found: Vec<(&str, u32, bool)> = facts.handlers[0]
+        .self_patches
+        .iter()
+        .map(|(p, l, every)| (p.as_str(), l.line, *every))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (r#"metadata.annotations["x/at"]"#, 5, true),
+            (r#"spec["token"]"#, 6, true),
+            (r#"meta.annotations["x/first"]"#, 10, false),
+        ]
+    );
+    // Without kopf's `patch` argument, `patch` is someone else's.
+    let other = read(
+        "op.py",
+        "import time, kopf\npatch = {}\n@kopf.on.update('stamps')\ndef stamp(spec, **_):\n    patch.spec['at'] = time.time()\n",
+    );
+    assert!(other.handlers[0].self_patches.is_empty());
+}
