@@ -551,4 +551,8 @@ pub(crate) fn clean_finding(finding: &mut Finding) {
         .evidence
         .as_deref()
         .map(|e| clean_lines(e, MAX_EVIDENCE_BYTES));
+    finding.fix = finding
+        .fix
+        .as_deref()
+        .map(|f| clean_lines(f, MAX_EVIDENCE_BYTES));
 }

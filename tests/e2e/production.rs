@@ -199,6 +199,26 @@ async fn a_startup_handler_that_never_returns_is_a_stalled_startup() {
     );
 }
 
+/// kopf issue 1243 as it happens: `@kopf.index` with `settings.queueing.worker_limit`
+/// below the number of objects deadlocks the start; the check sees it from outside.
+#[tokio::test]
+async fn an_index_under_a_worker_limit_is_a_stalled_startup() {
+    let status = audit_fixture("index-stalled", &ALL_AREAS, None).await;
+    let stalled = finding(&status, "runtime.startup-stalled");
+    assert!(
+        ["/north", "/south", "/east"]
+            .iter()
+            .any(|name| stalled.message.contains(name)),
+        "the unhandled objects are named: {}",
+        stalled.message
+    );
+    assert!(
+        stalled.message.contains("worker_limit"),
+        "the cause is among those named: {}",
+        stalled.message
+    );
+}
+
 #[tokio::test]
 async fn a_bounded_startup_wait_is_not_a_stalled_startup() {
     let client = support::admin_client().await;
