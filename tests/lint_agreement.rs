@@ -17,9 +17,10 @@ const LIVE_ONLY: [&str; 4] = [
     "workload.debug-logging",
 ];
 
-/// The live checks of other areas that lint decides from the Python source of the
-/// fixtures: what their handlers write shows the cause.
-const FROM_SOURCE: [&str; 1] = ["runtime.handler-loop"];
+/// The live checks of other areas that lint decides from the fixtures' files: what
+/// their handlers write shows the cause of a loop, and their CRDs' schemas what status
+/// keeps.
+const FROM_SOURCE: [&str; 2] = ["runtime.handler-loop", "persistence.status-schema"];
 
 /// Whether lint decides a check from files: the workload and RBAC areas, but for the
 /// checks that read pods or logs, and [`FROM_SOURCE`].

@@ -25,17 +25,28 @@ pub(crate) fn check(
     kopf: &KopfEvidence,
     settings: &CheckSettings,
 ) -> Vec<Finding> {
-    let (Ok(handled), Ok(objects)) = (&kopf.handled, &kopf.objects) else {
+    let Ok(handled) = &kopf.handled else {
         return Vec::new();
     };
-    let objects = &objects.samples;
     let name = target.name();
+    let version = kopf.logs.as_ref().ok().map(|l| l.version);
+    let declared_status = kopf.declared_storage.is_some_and(|s| s.uses_status());
+    let Ok(objects) = &kopf.objects else {
+        // From files: the CRDs' schemas are known, the objects are not.
+        return status_schema(name, handled, &[], version, declared_status);
+    };
+    let objects = &objects.samples;
     let mut out = Vec::new();
     out.extend(progress_annotations(name, objects));
     out.extend(diffbase_annotation(name, objects));
     out.extend(default_finalizer(name, objects));
-    let version = kopf.logs.as_ref().ok().map(|l| l.version);
-    out.extend(status_schema(name, handled, objects, version));
+    out.extend(status_schema(
+        name,
+        handled,
+        objects,
+        version,
+        declared_status,
+    ));
     out.extend(stuck_finalizer(name, objects, settings.now));
     out.extend(annotation_size(name, objects));
     out.extend(orphaned_finalizers(target, handled, objects));
@@ -217,6 +228,7 @@ fn status_schema(
     handled: &[HandledResource],
     objects: &[ObjectSample],
     version: Option<VersionRange>,
+    declared_status: bool,
 ) -> Vec<Finding> {
     handled
         .iter()
@@ -231,9 +243,9 @@ fn status_schema(
             let problem = "has a status schema that prunes unknown fields";
             // Status storage in use: kopf's keys in status, and no progress annotations.
             let mine = objects.iter().filter(|o| o.resource == index);
-            let status_storage = mine.clone().any(|o| !o.status_kopf_keys.is_empty())
-                || mine.clone().count() > 0
-                    && !mine.clone().any(has_kopf_annotations);
+            let status_storage = declared_status
+                || mine.clone().any(|o| !o.status_kopf_keys.is_empty())
+                || mine.clone().count() > 0 && !mine.clone().any(has_kopf_annotations);
             let mut f = finding(
                 CheckId::PersistenceStatusSchema,
                 target,

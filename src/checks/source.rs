@@ -36,6 +36,9 @@ pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
     }
     out.extend(index_worker_limit(facts));
     out.extend(no_resume(facts));
+    out.extend(storage::progress_annotations(facts));
+    out.extend(storage::diffbase_annotation(facts));
+    out.extend(storage::default_finalizer(facts));
     out
 }
 
@@ -372,6 +375,8 @@ pub(crate) fn settings_outside_startup(facts: &SourceFacts) -> Vec<SourceFinding
         })
         .collect()
 }
+
+mod storage;
 
 #[cfg(test)]
 mod tests;

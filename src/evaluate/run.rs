@@ -140,7 +140,12 @@ fn evaluate_target(
                         }
                         partial(area, kopf)
                     }
-                    Err(why) => AreaState::Unavailable(why),
+                    Err(why) => {
+                        if decided_in_part_from_files(area, kopf, &why) {
+                            raised.extend(checks::run_area(area, target, kopf, settings));
+                        }
+                        AreaState::Unavailable(why)
+                    }
                 };
                 eval.areas.insert((name.clone(), area), state);
             }
@@ -219,6 +224,13 @@ fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluat
             )),
         }
     }
+}
+
+/// Whether files decide part of an area whose evidence is otherwise only in a cluster:
+/// the persistence area's CRD schemas (`persistence.status-schema`) come with the
+/// handled resources. The area stays undecided for the checks that read objects.
+fn decided_in_part_from_files(area: Area, kopf: &KopfEvidence, why: &Unavailable) -> bool {
+    area == Area::Persistence && why.why == Obstacle::NotInFiles && kopf.handled.is_ok()
 }
 
 /// Whether the evidence an area needs was gathered, or why not.

@@ -530,6 +530,7 @@ async fn gather_kopf(
         objects,
         peering,
         webhooks,
+        declared_storage: None,
     }
 }
 

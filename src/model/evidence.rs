@@ -7,6 +7,7 @@ pub(crate) use super::handled::{CrdInfo, HandledResource, HandledSource};
 use super::kopf_run::{KopfRun, Scope, find_kopf, template_containers};
 use super::needs::Need;
 use super::rbac::{Binding, PeeringCrds, Permission, ServiceAccountRef};
+use super::source::StateStorage;
 use crate::catalog::{ConditionReason, EventType, REPORTING_CONTROLLER};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -149,6 +150,9 @@ pub(crate) struct KopfEvidence {
     pub(crate) peering: Gathered<Vec<PeeringObject>>,
     /// The admission webhook configurations kopf manages for the handled resources.
     pub(crate) webhooks: Gathered<Vec<WebhookConfig>>,
+    /// Where the operator's source makes kopf keep its state, when its source was read
+    /// (lint); live, only the marks on the objects tell.
+    pub(crate) declared_storage: Option<StateStorage>,
 }
 
 impl KopfEvidence {
@@ -164,6 +168,7 @@ impl KopfEvidence {
             objects: Err(unread()),
             peering: Err(unread()),
             webhooks: Err(unread()),
+            declared_storage: None,
         }
     }
 }

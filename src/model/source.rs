@@ -46,6 +46,9 @@ pub(crate) enum Literal {
     None,
     /// A dotted name (`logging.WARNING`), as written.
     Name(String),
+    /// A call, by the dotted name of what is called (`kopf.StatusProgressStorage`);
+    /// its arguments are not read.
+    Call(String),
     /// Anything else: not evaluated.
     Other,
 }
@@ -220,11 +223,74 @@ impl SourceFacts {
 
     /// The last value a startup handler writes to a setting, if one does.
     pub(crate) fn setting(&self, path: &str) -> Option<&Literal> {
+        self.setting_write(path).map(|s| &s.value)
+    }
+
+    /// The last write of a startup handler to a setting, with where it is.
+    pub(crate) fn setting_write(&self, path: &str) -> Option<&SettingWrite> {
         self.settings
             .iter()
             .rev()
             .find(|s| s.in_startup && s.path == path)
-            .map(|s| &s.value)
+    }
+
+    /// Where kopf keeps its state, as the startup handlers choose it: kopf's defaults
+    /// (annotations) where they set nothing.
+    pub(crate) fn storage(&self) -> StateStorage {
+        StateStorage {
+            progress: StorageKind::of(self.setting("persistence.progress_storage")),
+            diffbase: StorageKind::of(self.setting("persistence.diffbase_storage")),
+        }
+    }
+}
+
+/// Where kopf keeps a handled object's progress and diff-base (kopf 1.45
+/// `_cogs/configs/configuration.py` `PersistenceSettings`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StateStorage {
+    /// `persistence.progress_storage`.
+    pub(crate) progress: StorageKind,
+    /// `persistence.diffbase_storage`.
+    pub(crate) diffbase: StorageKind,
+}
+
+impl StateStorage {
+    /// Whether kopf writes either into the objects' status (then their CRD's status
+    /// schema must keep it).
+    pub(crate) fn uses_status(&self) -> bool {
+        self.progress == StorageKind::Status || self.diffbase == StorageKind::Status
+    }
+}
+
+/// One of kopf's storages, by what it writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StorageKind {
+    /// Annotations under kopf's prefix: `AnnotationsProgressStorage`,
+    /// `AnnotationsDiffBaseStorage`, and the defaults (`SmartProgressStorage` writes
+    /// annotations only since kopf 1.44, annotations and status before).
+    Annotations,
+    /// `status.kopf`: `StatusProgressStorage`, `StatusDiffBaseStorage`.
+    Status,
+    /// A storage the linter does not know (`MultiProgressStorage`, the operator's own
+    /// class, a variable).
+    Other,
+}
+
+impl StorageKind {
+    /// The storage a setting's value builds; kopf's default annotations when unset.
+    fn of(value: Option<&Literal>) -> StorageKind {
+        let class = match value {
+            None => return StorageKind::Annotations,
+            Some(Literal::Call(class)) => class,
+            Some(_) => return StorageKind::Other,
+        };
+        match class.rsplit('.').next().unwrap_or(class) {
+            "StatusProgressStorage" | "StatusDiffBaseStorage" => StorageKind::Status,
+            "AnnotationsProgressStorage"
+            | "AnnotationsDiffBaseStorage"
+            | "SmartProgressStorage" => StorageKind::Annotations,
+            _ => StorageKind::Other,
+        }
     }
 }
 

@@ -61,13 +61,22 @@ fn annotations_storage_and_default_finalizer() {
 fn pruning_status_schema_is_an_error_when_status_storage_is_used() {
     let mut with_status = object(&[], &[]);
     with_status.status_kopf_keys = vec!["progress".into()];
-    let f = status_schema("op", &[resource(true, false)], &[with_status], None);
+    let f = status_schema("op", &[resource(true, false)], &[with_status], None, false);
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].severity, Severity::Error);
     let annotated = object(&[(DIFFBASE, 10)], &[]);
-    let f = status_schema("op", &[resource(false, false)], &[annotated], None);
+    let f = status_schema("op", &[resource(false, false)], &[annotated], None, false);
     assert_eq!(f[0].severity, Severity::Warning);
-    assert!(status_schema("op", &[resource(true, true)], &[], None).is_empty());
+    assert!(status_schema("op", &[resource(true, true)], &[], None, false).is_empty());
+}
+
+#[test]
+fn status_storage_declared_in_the_source_makes_a_pruning_schema_an_error() {
+    // From files there are no objects: the source's storage settings decide.
+    let declared = status_schema("op", &[resource(true, false)], &[], None, true);
+    assert_eq!(declared[0].severity, Severity::Error);
+    let default = status_schema("op", &[resource(true, false)], &[], None, false);
+    assert_eq!(default[0].severity, Severity::Warning);
 }
 
 #[test]
@@ -76,7 +85,7 @@ fn a_schema_that_keeps_status_is_fine_without_a_status_subresource() {
     // (`_cogs/clients/patching.py`): what the schema keeps stays, nothing is pruned.
     let mut with_status = object(&[], &[]);
     with_status.status_kopf_keys = vec!["progress".into()];
-    let kept = status_schema("op", &[resource(false, true)], &[with_status], None);
+    let kept = status_schema("op", &[resource(false, true)], &[with_status], None, false);
     assert_eq!(kept, Vec::new());
 }
 
@@ -219,6 +228,7 @@ fn the_status_schema_message_says_what_this_kopf_writes() {
             &[resource(true, false)],
             std::slice::from_ref(&annotated),
             Some(v),
+            false,
         )[0]
         .message
         .clone()

@@ -40,8 +40,18 @@ fn ids(found: &[SourceFinding]) -> Vec<&str> {
 fn a_clean_handler_raises_nothing() {
     let mut h = handler("on.create", Some("kopfexamples"));
     h.stacked = vec![resume(h.resource.clone())];
+    let status = |path: &str, class: &str| SettingWrite {
+        location: Location::new("op.py", 3),
+        path: path.into(),
+        value: Literal::Call(class.into()),
+        in_startup: true,
+    };
     let facts = SourceFacts {
         handlers: vec![h],
+        settings: vec![
+            status("persistence.progress_storage", "kopf.StatusProgressStorage"),
+            status("persistence.diffbase_storage", "kopf.StatusDiffBaseStorage"),
+        ],
         ..SourceFacts::default()
     };
     assert!(check(&facts).is_empty());

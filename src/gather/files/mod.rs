@@ -407,15 +407,30 @@ fn from_source(deployment: &Deployment, images: &[Image], source: &SourceFacts) 
     Some(from_python(container, start))
 }
 
-/// The run after the settings the startup handlers write: `peering.standalone`.
+/// The run after the peering settings the startup handlers write, which kopf applies
+/// over the command line's (kopf 1.45 `_core/reactor/running.py` maps `--peering` to
+/// `peering.name` and `peering.mandatory = True` before the startup handlers run):
+/// `peering.standalone = True` turns peering off; `peering.mandatory = True` makes it
+/// mandatory under `peering.name` (`default` unless set).
 fn with_settings(mut run: KopfRun, source: &SourceFacts) -> KopfRun {
-    if run.peering == Peering::Auto
-        && source.setting("peering.standalone") == Some(&Literal::Bool(true))
-    {
+    let is_true = |path| source.setting(path) == Some(&Literal::Bool(true));
+    let name = match source.setting("peering.name") {
+        Some(Literal::Str(name)) => Some(name.clone()),
+        _ => None,
+    };
+    if is_true("peering.standalone") && run.peering == Peering::Auto {
         run.peering = Peering::Standalone;
+    } else if is_true("peering.mandatory") && run.peering == Peering::Auto {
+        run.peering = Peering::Named(name.unwrap_or_else(|| DEFAULT_PEERING.to_string()));
+    } else if let (Peering::Named(current), Some(name)) = (&mut run.peering, name) {
+        *current = name;
     }
     run
 }
+
+/// The peering name kopf uses when none is given (kopf 1.45
+/// `_cogs/configs/configuration.py` `PeeringSettings.name`).
+const DEFAULT_PEERING: &str = "default";
 
 /// Why an area has no evidence from files.
 fn not_in_files(what: &str) -> Unavailable {
@@ -470,6 +485,7 @@ fn kopf_evidence(
         objects: Err(not_in_files("Handled objects")),
         peering: Err(not_in_files("Peering objects")),
         webhooks: Err(not_in_files("kopf-managed webhook configurations")),
+        declared_storage: (source.files > 0).then(|| source.storage()),
     }
 }
 

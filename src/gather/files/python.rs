@@ -178,6 +178,7 @@ fn literal(expr: &Expr) -> Literal {
         Expr::Tuple(t) => strings(&t.elts),
         Expr::Set(s) => strings(&s.elts),
         Expr::Name(_) | Expr::Attribute(_) => dotted(expr).map_or(Literal::Other, Literal::Name),
+        Expr::Call(c) => dotted(&c.func).map_or(Literal::Other, Literal::Call),
         _ => Literal::Other,
     }
 }

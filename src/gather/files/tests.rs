@@ -48,6 +48,54 @@ fn the_startup_settings_make_peering_standalone() {
 }
 
 #[test]
+fn the_startup_settings_make_peering_mandatory_under_its_name() {
+    let read = |body: &str| {
+        python::read(
+            "op.py",
+            &format!("import kopf\n@kopf.on.startup()\ndef c(settings, **_):\n{body}"),
+        )
+    };
+    let auto =
+        || crate::model::testing::run(crate::model::kopf_run::Scope::ClusterWide, Peering::Auto);
+    let mandatory = read("    settings.peering.mandatory = True\n");
+    assert_eq!(
+        with_settings(auto(), &mandatory).peering,
+        Peering::Named("default".into())
+    );
+    let named = read("    settings.peering.mandatory = True\n    settings.peering.name = 'ops'\n");
+    assert_eq!(
+        with_settings(auto(), &named).peering,
+        Peering::Named("ops".into())
+    );
+    let renamed = read("    settings.peering.name = 'ops'\n");
+    let from_flag = crate::model::testing::run(
+        crate::model::kopf_run::Scope::ClusterWide,
+        Peering::Named("cli".into()),
+    );
+    assert_eq!(
+        with_settings(from_flag, &renamed).peering,
+        Peering::Named("ops".into())
+    );
+    // A name alone does not make peering mandatory.
+    assert_eq!(with_settings(auto(), &renamed).peering, Peering::Auto);
+}
+
+#[test]
+fn the_source_storage_settings_reach_the_evidence() {
+    let facts = python::read(
+        "op.py",
+        "import kopf\n@kopf.on.startup()\ndef c(settings, **_):\n    settings.persistence.progress_storage = kopf.StatusProgressStorage(field='status.kopf')\n",
+    );
+    let storage = facts.storage();
+    assert_eq!(storage.progress, crate::model::source::StorageKind::Status);
+    assert_eq!(
+        storage.diffbase,
+        crate::model::source::StorageKind::Annotations
+    );
+    assert!(storage.uses_status());
+}
+
+#[test]
 fn links_are_not_followed_and_files_that_are_not_text_are_noted() {
     let dir = std::env::temp_dir().join(format!("kopf-audit-files-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
