@@ -111,7 +111,7 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
             .targets
             .iter()
             .find(|t| t.name() == finding.target)
-            .and_then(|t| location_of(finding.check, t, &linted.manifests));
+            .and_then(|t| location_of(finding, t, &linted.manifests));
         let duplicate = report.findings.iter().any(|f| {
             f.location == location
                 && f.finding.check == finding.check
@@ -167,10 +167,17 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
 }
 
 /// Where a finding about a Deployment points: its RBAC findings at the binding that
-/// grants its ServiceAccount (or the ServiceAccount), the others at the Deployment.
-fn location_of(check: CheckId, target: &TargetEvidence, m: &Manifests) -> Option<Location> {
+/// grants its ServiceAccount (or the ServiceAccount), a CRD's schema at the CRD, the
+/// others at the Deployment.
+fn location_of(finding: &Finding, target: &TargetEvidence, m: &Manifests) -> Option<Location> {
+    let check = finding.check;
     let namespace = target.deployment.metadata.namespace.as_deref();
     let deployment = m.location("Deployment", namespace, target.name()).cloned();
+    if check == CheckId::PersistenceStatusSchema
+        && let Some(crd) = crd_named_by(finding, m)
+    {
+        return Some(crd);
+    }
     if check.area() != Area::Rbac {
         return deployment;
     }
@@ -188,6 +195,18 @@ fn location_of(check: CheckId, target: &TargetEvidence, m: &Manifests) -> Option
         .or_else(|| m.location("ServiceAccount", Some(&sa.namespace), &sa.name))
         .cloned()
         .or(deployment)
+}
+
+/// Where the CRD a `persistence.status-schema` finding is about is defined: its
+/// evidence starts with `CRD <name>:`.
+fn crd_named_by(finding: &Finding, m: &Manifests) -> Option<Location> {
+    let evidence = finding.evidence.as_deref()?;
+    m.crds
+        .iter()
+        .filter_map(|c| c.metadata.name.as_deref())
+        .find(|name| evidence.starts_with(&format!("CRD {name}:")))
+        .and_then(|name| m.location("CustomResourceDefinition", None, name))
+        .cloned()
 }
 
 /// The marker of a Python exemption comment.
