@@ -118,7 +118,9 @@ pub(crate) fn acknowledge_request(
     requested: Option<&str>,
     now: &Time,
 ) {
-    let requested = requested.map(str::to_string);
+    // The annotation is the tenant's to write, up to the API server's 256 KiB: status
+    // echoes it cleaned and bounded, as it shows names.
+    let requested = requested.map(crate::model::bounded::clean_name);
     if requested.is_none() || stored.last_handled_requested_at == requested {
         return;
     }

@@ -137,6 +137,34 @@ fn a_requested_audit_is_echoed_once_and_then_writes_nothing_more() {
 }
 
 #[test]
+fn a_huge_or_hostile_request_is_echoed_bounded_and_only_once() {
+    let first = audit(None, evidence(&["-A"], &[]), 10);
+    let hostile = format!("now\u{202e}{}", "x".repeat(100_000));
+    let mut asked = audit(Some(&first.status), evidence(&["-A"], &[]), 40);
+    acknowledge_request(&mut asked, &first.status, Some(&hostile), &at(40));
+    let echoed = asked
+        .status
+        .last_handled_requested_at
+        .clone()
+        .expect("echoed");
+    assert!(
+        echoed.len() <= crate::model::bounded::MAX_NAME_BYTES,
+        "{}",
+        echoed.len()
+    );
+    assert!(
+        !echoed.contains('\u{202e}'),
+        "no invisible controls in status"
+    );
+    let mut again = audit(Some(&asked.status), evidence(&["-A"], &[]), 70);
+    acknowledge_request(&mut again, &asked.status, Some(&hostile), &at(70));
+    assert!(
+        !again.changed,
+        "the bounded echo still matches: no write per audit"
+    );
+}
+
+#[test]
 fn a_new_finding_raises_one_event_and_keeps_since_of_others() {
     let first = audit(None, evidence(&["-A"], &[]), 10);
     let second = audit(Some(&first.status), evidence(&[], &[]), 40);
