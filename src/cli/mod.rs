@@ -11,6 +11,7 @@ use crate::api::KopfAudit;
 use crate::catalog::Severity;
 use crate::evaluate::Policy;
 use crate::publish::metrics::Metrics;
+use crate::publish::reports::ReportOutput;
 use crate::reconcile::leader::{Leadership, Mandate};
 use crate::reconcile::metrics_auth::MetricsAuth;
 use crate::reconcile::readiness::Readiness;
@@ -209,6 +210,11 @@ struct RunArgs {
     /// that lost some say they saw part of the window.
     #[arg(long, env = "KOPF_AUDIT_LOG_MEMORY_MIB", default_value_t = DEFAULT_LOG_MEMORY_MIB, value_parser = clap::value_parser!(u16).range(1..=4096))]
     log_memory_mib: u16,
+    /// The report objects written beside each KopfAudit's status, in its namespace, where
+    /// their CRD is installed: `wgpolicyk8s.io` PolicyReports, `openreports.io` Reports,
+    /// both or none.
+    #[arg(long, env = "KOPF_AUDIT_REPORTS", value_enum, default_value_t = ReportOutput::PolicyReport)]
+    reports: ReportOutput,
 }
 
 /// `--log-memory-mib`'s default: the process's log budget in MiB (64).
@@ -413,6 +419,7 @@ async fn run(args: RunArgs) -> ExitCode {
         instance: args.instance,
         max_concurrent_audits: args.max_concurrent_audits,
         log_memory_bytes: usize::from(args.log_memory_mib) << 20,
+        reports: args.reports,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
     let code = if args.leader_election {

@@ -3,8 +3,8 @@
 //! optional PolicyReport; the metrics.
 
 pub(crate) mod metrics;
-pub(crate) mod policy_report;
 mod process;
+pub(crate) mod reports;
 
 use crate::api::{KopfAudit, KopfAuditStatus};
 use crate::catalog::{EventType, FIELD_MANAGER, REPORTING_CONTROLLER};

@@ -53,6 +53,8 @@ pub(crate) struct Settings {
     pub(crate) max_concurrent_audits: u16,
     /// What all KopfAudits together keep of their logs, in bytes (`--log-memory-mib`).
     pub(crate) log_memory_bytes: usize,
+    /// The report objects written beside the status (`--reports`).
+    pub(crate) reports: crate::publish::reports::ReportOutput,
 }
 
 impl Default for Settings {
@@ -64,6 +66,7 @@ impl Default for Settings {
             instance: "kopf-audit".into(),
             max_concurrent_audits: DEFAULT_MAX_CONCURRENT_AUDITS,
             log_memory_bytes: crate::gather::logs::DEFAULT_PROCESS_BUDGET_BYTES,
+            reports: crate::publish::reports::ReportOutput::default(),
         }
     }
 }

@@ -261,6 +261,24 @@ struct Published {
     events_owed: usize,
 }
 
+/// Writes the report objects `--reports` asks for; owed again, all of them, when one
+/// fails (server-side apply makes rewriting the others harmless).
+async fn write_reports(audit: &KopfAudit, update: &StatusUpdate, ctx: &Context) {
+    let mut all_written = true;
+    for kind in ctx.settings.reports.kinds() {
+        match publish::reports::write(&ctx.client, *kind, audit, &update.status).await {
+            Ok(written) => tracing::debug!(written, kind = kind.name(), "report"),
+            Err(e) => {
+                all_written = false;
+                tracing::warn!(error = %e, kind = kind.name(), "report not written: retried at the next audit");
+            }
+        }
+    }
+    if all_written {
+        ctx.memory.owe_policy_report(audit, false);
+    }
+}
+
 /// Writes what changed: the status, then the PolicyReport, then the transition Events;
 /// with them whatever earlier audits could not publish after their status was written
 /// (their Events first, in order). What fails now is owed to the next audit.
@@ -288,15 +306,7 @@ async fn publish_update(
         ctx.metrics.events_given_up(given_up);
     }
     if ctx.memory.policy_report_owed(audit) && ctx.mandate.holds() {
-        match publish::policy_report::write(&ctx.client, audit, &update.status).await {
-            Ok(written) => {
-                ctx.memory.owe_policy_report(audit, false);
-                tracing::debug!(written, "policy report");
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "policy report not written: retried at the next audit");
-            }
-        }
+        write_reports(audit, update, ctx).await;
     }
     Ok(Published {
         events: deliver_events(audit, ctx).await,

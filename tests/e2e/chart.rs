@@ -171,6 +171,8 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         grant("apiextensions.k8s.io", "customresourcedefinitions", "get"),
         grant("wgpolicyk8s.io", "policyreports", "create"),
         grant("wgpolicyk8s.io", "policyreports", "patch"),
+        grant("openreports.io", "reports", "create"),
+        grant("openreports.io", "reports", "patch"),
         grant("kopf.dev", "kopfpeerings", "get"),
         grant("zalando.org", "clusterkopfpeerings", "list"),
         grant(
@@ -209,7 +211,8 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
             "--log-level=info",
             "--http-addr=0.0.0.0:8080",
             "--max-concurrent-audits=8",
-            "--log-memory-mib=64"
+            "--log-memory-mib=64",
+            "--reports=policy-report"
         ],
         "the image's entrypoint is `/kopf-audit run`"
     );

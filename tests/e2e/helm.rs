@@ -508,3 +508,13 @@ async fn the_schema_refuses_an_unknown_log_level() {
     )
     .await;
 }
+
+/// `--reports` takes one of four words; a misspelt one would stop the auditor at start.
+#[tokio::test]
+async fn the_schema_refuses_an_unknown_report_kind() {
+    refused(
+        "reports=openreports",
+        "at '/reports': value must be one of 'policy-report', 'open-reports', 'both', 'none'",
+    )
+    .await;
+}

@@ -21,5 +21,6 @@ mod prometheus;
 mod rbac;
 mod recognition;
 mod redaction;
+mod reports;
 mod support;
 mod tenancy;
