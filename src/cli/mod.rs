@@ -3,12 +3,14 @@
 //! (generated files).
 
 mod check;
+mod ci;
 mod discover;
-mod lint;
+mod html;
 mod log_filter;
+mod output;
+mod table;
 
 use crate::api::KopfAudit;
-use crate::catalog::Severity;
 use crate::evaluate::Policy;
 use crate::publish::metrics::Metrics;
 use crate::reconcile::leader::{Leadership, Mandate};
@@ -18,6 +20,7 @@ use crate::reconcile::{self, Settings, http};
 use check::CheckTarget;
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::CustomResourceExt;
+use output::{OutputArgs, Results, Source, Subject};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -82,11 +85,14 @@ enum Command {
     /// Run the operator: watch KopfAudits and keep their status current.
     Run(RunArgs),
     /// Audit once against the current kubeconfig and print the findings.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
     /// Print the stored results of existing KopfAudits, as a person would read them.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Lint an operator's repository, chart or rendered manifests before deploy: the
     /// same checks, with the same IDs, plus those only the source shows.
+    #[command(after_help = LINT_EXAMPLES)]
     Lint(LintArgs),
     /// Find every kopf operator among the Deployments and print them as a table, JSON,
     /// or KopfAudits to commit (`-o yaml`).
@@ -110,6 +116,54 @@ enum Command {
     Reference,
 }
 
+/// `kopf-audit check --help`'s examples.
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  # Audit a Deployment with default settings; exit 1 on an error finding
+  kopf-audit check -n team-a --deployment my-operator
+
+  # Audit with an existing KopfAudit's spec, fail on warnings too
+  kopf-audit check -n team-a --audit my-operator --fail-on warning
+
+  # SARIF for code scanning, JUnit for the CI's test view, a page for people
+  kopf-audit check -n team-a --deployment my-operator -o sarif > kopf-audit.sarif
+  kopf-audit check -n team-a --deployment my-operator -o junit > kopf-audit.xml
+  kopf-audit check -n team-a --deployment my-operator -o html > kopf-audit.html
+
+Exit status: 0 no finding at --fail-on, 1 a finding at --fail-on or above, 2 the audit could not run.";
+
+/// `kopf-audit report --help`'s examples.
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  # The KopfAudits of the kubeconfig's namespace, as a table
+  kopf-audit report
+
+  # Every namespace, as one HTML page
+  kopf-audit report -A -o html > kopf-audit.html
+
+  # In CI or a cron job: exit 1 when any stored audit has an error finding
+  kopf-audit report -A --fail-on error
+
+Exit status: 0 (or, with --fail-on, no finding at it), 1 a finding at --fail-on or above, 2 the KopfAudits could not be read.";
+
+/// `kopf-audit lint --help`'s examples.
+const LINT_EXAMPLES: &str = "\
+Examples:
+  # A repository: Python, Dockerfile, manifests, charts
+  kopf-audit lint .
+
+  # Rendered manifests on stdin
+  helm template op ./chart | kopf-audit lint -f -
+
+  # For GitHub code scanning or GitLab Code Quality, without failing the job
+  kopf-audit lint . -o sarif --fail-on none > kopf-audit.sarif
+  kopf-audit lint . -o codeclimate > gl-code-quality-report.json
+
+  # A page to read or attach to a review
+  kopf-audit lint . -o html > kopf-audit.html
+
+Exit status: 0 no finding at --fail-on, 1 a finding at --fail-on or above, 2 the input could not be read.";
+
 #[derive(clap::Args)]
 struct ReportArgs {
     /// Namespace of the KopfAudits (default: the kubeconfig's).
@@ -118,6 +172,8 @@ struct ReportArgs {
     /// Report the KopfAudits of every namespace.
     #[arg(short = 'A', long)]
     all_namespaces: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(clap::Args)]
@@ -228,24 +284,11 @@ struct LintArgs {
     /// The namespace of objects that name none (as `helm install -n`).
     #[arg(short, long, default_value = "default")]
     namespace: String,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    output: LintOutput,
-    /// Exit 1 when a finding is at least this severe.
-    #[arg(long, value_enum, default_value = "error")]
-    fail_on: FailOn,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Ignore `skip.kopfaudit.dev/<check>` annotations and `# kopf-audit: ignore[...]` comments.
     #[arg(long)]
     refuse_exemptions: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum LintOutput {
-    Text,
-    Json,
-    Sarif,
-    Junit,
-    Codeclimate,
 }
 
 #[derive(clap::Args)]
@@ -259,12 +302,8 @@ struct CheckArgs {
     /// Audit with the spec of this existing KopfAudit.
     #[arg(long)]
     audit: Option<String>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "table")]
-    output: Output,
-    /// Exit 1 when a finding is at least this severe.
-    #[arg(long, value_enum, default_value = "error")]
-    fail_on: FailOn,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Ignore exemption annotations.
     #[arg(long)]
     refuse_exemptions: bool,
@@ -274,38 +313,6 @@ struct CheckArgs {
 enum LogFormat {
     Json,
     Text,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    Table,
-    Json,
-    /// SARIF 2.1.0, as `kopf-audit lint -o sarif` (findings point at the repository root:
-    /// a live audit has no file).
-    Sarif,
-    /// JUnit XML, one test case per check.
-    Junit,
-    /// GitLab Code Quality.
-    Codeclimate,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum FailOn {
-    Error,
-    Warning,
-    Info,
-    Never,
-}
-
-impl FailOn {
-    fn threshold(self) -> Option<Severity> {
-        match self {
-            FailOn::Error => Some(Severity::Error),
-            FailOn::Warning => Some(Severity::Warning),
-            FailOn::Info => Some(Severity::Info),
-            FailOn::Never => None,
-        }
-    }
 }
 
 /// Parses the command line and runs the command; the binary's `main`.
@@ -696,13 +703,20 @@ async fn counting_client(
     Ok((client, namespace))
 }
 
+/// A client and the kubeconfig's namespace, or exit 2 with the reason on stderr.
+async fn connect() -> Result<(kube::Client, String), ExitCode> {
+    client_and_namespace().await.map_err(|e| {
+        eprintln!("kopf-audit: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// `kopf-audit report`: 0 (or 1 at `--fail-on`, which defaults to `none`), 2 when the
+/// KopfAudits cannot be listed.
 async fn report(args: ReportArgs) -> ExitCode {
-    let (client, default_ns) = match client_and_namespace().await {
+    let (client, default_ns) = match connect().await {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let api: kube::Api<KopfAudit> = if args.all_namespaces {
         kube::Api::all(client)
@@ -716,33 +730,47 @@ async fn report(args: ReportArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    for audit in audits {
-        let name = format!(
-            "{}/{}",
-            audit.metadata.namespace.as_deref().unwrap_or(""),
-            audit.metadata.name.as_deref().unwrap_or("")
-        );
-        out(format_args!("=== KopfAudit {name}\n"));
-        match &audit.status {
-            Some(status) => out(format_args!("{}\n", check::table(status))),
-            None => out("(not audited yet)\n\n"),
-        }
-    }
-    ExitCode::SUCCESS
+    output::finish(&report_results(audits), &args.output)
 }
 
+/// The stored KopfAudits as results: one subject each, and for `-o json`/`yaml` a
+/// list of their namespace, name and status.
+fn report_results(audits: Vec<KopfAudit>) -> Results {
+    let mut subjects = Vec::with_capacity(audits.len());
+    let mut items = Vec::with_capacity(audits.len());
+    for audit in audits {
+        let namespace = audit.metadata.namespace.unwrap_or_default();
+        let name = audit.metadata.name.unwrap_or_default();
+        let title = format!("{namespace}/{name}");
+        subjects.push(match &audit.status {
+            Some(status) => Subject::from_status(title, status),
+            None => Subject {
+                name: title,
+                ..Subject::default()
+            },
+        });
+        items.push(serde_json::json!({
+            "namespace": namespace, "name": name, "status": audit.status,
+        }));
+    }
+    Results {
+        source: Source::Report,
+        subjects,
+        data: serde_json::json!({ "items": items }),
+    }
+}
+
+/// `kopf-audit check`: 0 clean, 1 a finding at `--fail-on` or above, 2 when the audit
+/// cannot run.
 async fn check(args: CheckArgs) -> ExitCode {
-    let (client, default_ns) = match client_and_namespace().await {
+    let (client, default_ns) = match connect().await {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let namespace = args.namespace.clone().unwrap_or(default_ns);
-    let target = match (args.deployment, args.audit) {
-        (_, Some(a)) => CheckTarget::Audit(a),
-        (Some(d), None) => CheckTarget::Deployment(d),
+    let (target, name) = match (args.deployment, args.audit) {
+        (_, Some(a)) => (CheckTarget::Audit(a.clone()), a),
+        (Some(d), None) => (CheckTarget::Deployment(d.clone()), d),
         (None, None) => return ExitCode::from(2),
     };
     let policy = Policy {
@@ -755,17 +783,19 @@ async fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = || lint::from_status(&status);
-    let printed = match args.output {
-        Output::Table => Ok(check::table(&status)),
-        Output::Json => serde_json::to_string_pretty(&status).map(|s| s + "\n"),
-        Output::Sarif => serde_json::to_string_pretty(&lint::sarif(&report())).map(|s| s + "\n"),
-        Output::Junit => Ok(lint::junit(&report())),
-        Output::Codeclimate => {
-            serde_json::to_string_pretty(&lint::code_quality(&report())).map(|s| s + "\n")
+    let data = match serde_json::to_value(&status) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            return ExitCode::from(2);
         }
     };
-    finish(printed, args.fail_on, check::worst(&status))
+    let results = Results {
+        source: Source::Check,
+        subjects: vec![Subject::from_status(format!("{namespace}/{name}"), &status)],
+        data,
+    };
+    output::finish(&results, &args.output)
 }
 
 /// `kopf-audit lint`: 0 clean, 1 a finding at `--fail-on` or above, 2 unreadable input.
@@ -794,6 +824,11 @@ fn lint_command(args: LintArgs) -> ExitCode {
         (None, None) => Some(std::path::PathBuf::from(".")),
         (None, Some(_)) => None,
     };
+    let name = match (&path, &args.filename) {
+        (Some(p), _) => p.display().to_string(),
+        (None, Some(f)) if f == "-" => "(stdin)".to_string(),
+        (None, f) => f.clone().unwrap_or_default(),
+    };
     let input = FilesInput {
         path,
         stdin,
@@ -811,36 +846,17 @@ fn lint_command(args: LintArgs) -> ExitCode {
         refuse_exemptions: args.refuse_exemptions,
     };
     let report = crate::evaluate::lint::lint(&linted, &policy);
-    let printed = match args.output {
-        LintOutput::Text => Ok(lint::text(&report)),
-        LintOutput::Json => serde_json::to_string_pretty(&lint::json(&report)).map(|s| s + "\n"),
-        LintOutput::Sarif => serde_json::to_string_pretty(&lint::sarif(&report)).map(|s| s + "\n"),
-        LintOutput::Junit => Ok(lint::junit(&report)),
-        LintOutput::Codeclimate => {
-            serde_json::to_string_pretty(&lint::code_quality(&report)).map(|s| s + "\n")
-        }
+    let results = Results {
+        source: Source::Lint,
+        data: ci::json(&report),
+        subjects: vec![Subject {
+            name,
+            audited: true,
+            report,
+            ..Subject::default()
+        }],
     };
-    finish(printed, args.fail_on, report.worst())
-}
-
-/// Prints a command's output and returns its exit code: 2 when the output could not be
-/// made, 1 when the worst finding is at `--fail-on` or above, else 0.
-fn finish(
-    printed: Result<String, serde_json::Error>,
-    fail_on: FailOn,
-    worst: Option<Severity>,
-) -> ExitCode {
-    match printed {
-        Ok(text) => out(text),
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    match (fail_on.threshold(), worst) {
-        (Some(threshold), Some(worst)) if worst >= threshold => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    }
+    output::finish(&results, &args.output)
 }
 
 #[cfg(test)]
@@ -897,6 +913,76 @@ mod tests {
             ] {
                 assert!(script.contains(command), "{shell}: {command} missing");
             }
+        }
+    }
+
+    /// The output flags of `command`'s parsed arguments.
+    fn output_args(argv: &[&str]) -> OutputArgs {
+        match Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}")) {
+            Cli {
+                command: Command::Check(a),
+                ..
+            } => a.output,
+            Cli {
+                command: Command::Report(a),
+                ..
+            } => a.output,
+            Cli {
+                command: Command::Lint(a),
+                ..
+            } => a.output,
+            _ => panic!("{argv:?}: not check, report or lint"),
+        }
+    }
+
+    #[test]
+    fn check_report_and_lint_share_formats_fail_on_and_color_and_show_examples() {
+        use clap::CommandFactory;
+        let commands: [&[&str]; 3] = [
+            &["kopf-audit", "check", "--deployment", "op"],
+            &["kopf-audit", "report", "-A"],
+            &["kopf-audit", "lint", "."],
+        ];
+        for command in commands {
+            for (word, format) in [
+                ("table", output::Format::Table),
+                ("text", output::Format::Table),
+                ("json", output::Format::Json),
+                ("yaml", output::Format::Yaml),
+                ("sarif", output::Format::Sarif),
+                ("junit", output::Format::Junit),
+                ("codeclimate", output::Format::Codeclimate),
+                ("html", output::Format::Html),
+            ] {
+                let argv: Vec<&str> = command
+                    .iter()
+                    .copied()
+                    .chain(["-o", word, "--fail-on", "warning", "--color", "never"])
+                    .collect();
+                let args = output_args(&argv);
+                assert_eq!(args.output, format, "{argv:?}");
+                assert_eq!(args.fail_on, Some(output::FailOn::Warning));
+                assert_eq!(args.color, output::ColorChoice::Never);
+            }
+            let never: Vec<&str> = command
+                .iter()
+                .copied()
+                .chain(["--fail-on", "never"])
+                .collect();
+            assert_eq!(output_args(&never).fail_on, Some(output::FailOn::None));
+            assert_eq!(output_args(command).fail_on, None, "each command's default");
+            let mut cli = Cli::command();
+            let help = cli
+                .find_subcommand_mut(command[1])
+                .expect("subcommand")
+                .render_long_help()
+                .to_string();
+            assert!(
+                help.contains("Examples:")
+                    && help.contains("-o html")
+                    && help.contains("--fail-on"),
+                "{help}"
+            );
         }
     }
 
