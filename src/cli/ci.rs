@@ -215,8 +215,8 @@ pub(crate) fn code_quality(report: &LintReport) -> Value {
     )
 }
 
-/// Text escaped for XML.
-fn xml(text: &str) -> String {
+/// Text escaped for XML and HTML, text and attribute values alike.
+pub(super) fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

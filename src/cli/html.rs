@@ -37,7 +37,8 @@ h2{font-size:19px;margin:12px 0 4px;overflow-wrap:anywhere}
 h3{font-size:16px;margin:18px 0 6px;border-bottom:1px solid var(--line);padding-bottom:2px}
 h4{font-size:14px;margin:12px 0 4px;color:var(--mute);text-transform:uppercase;letter-spacing:.04em}
 table{border-collapse:collapse;width:100%;font-size:14px}
-th,td{text-align:left;vertical-align:top;padding:4px 8px;border-bottom:1px solid #eaecf0;overflow-wrap:anywhere}
+th,td{text-align:left;vertical-align:top;padding:4px 8px;border-bottom:1px solid #eaecf0;overflow-wrap:break-word}
+.conditions td:nth-child(-n+3),.exemptions td:nth-child(3){white-space:nowrap}
 th{color:var(--mute);font-weight:600}
 code,pre{font-family:ui-monospace,'SFMono-Regular',Menlo,Consolas,monospace;font-size:13px}
 pre{background:#f2f4f7;border-radius:4px;padding:6px 8px;margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -83,20 +84,10 @@ pub(crate) fn render(results: &Results) -> String {
     out
 }
 
-/// `text` escaped for HTML text and attribute values.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+/// `text` escaped for HTML text and attribute values (XML's escaping, which HTML5
+/// reads alike; controls become spaces).
+fn esc(text: &str) -> String {
+    super::ci::xml(text)
 }
 
 /// A one-line text from the cluster or the files: cleaned, bounded, escaped.
@@ -402,7 +393,7 @@ mod tests {
         for field in ["message", "evidence", "fix", "reason", "condition", "ns/"] {
             assert!(
                 page.contains(&format!(
-                    "{field} &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"
+                    "{field} &lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;"
                 )),
                 "{field} escaped: {page}"
             );

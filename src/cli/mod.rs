@@ -703,34 +703,39 @@ async fn counting_client(
     Ok((client, namespace))
 }
 
-/// A client and the kubeconfig's namespace, or exit 2 with the reason on stderr.
-async fn connect() -> Result<(kube::Client, String), ExitCode> {
-    client_and_namespace().await.map_err(|e| {
-        eprintln!("kopf-audit: {e}");
-        ExitCode::from(2)
-    })
+/// Prints a command's results as its output flags ask and returns its exit code: 0
+/// clean, 1 a finding at `--fail-on` or above, 2 (with the reason on stderr) when the
+/// command could not produce results.
+fn print_results(results: Result<Results, String>, args: &OutputArgs) -> ExitCode {
+    match results {
+        Ok(results) => output::finish(&results, args),
+        Err(e) => {
+            eprintln!("kopf-audit: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
-/// `kopf-audit report`: 0 (or 1 at `--fail-on`, which defaults to `none`), 2 when the
-/// KopfAudits cannot be listed.
+/// `kopf-audit report`: 2 when the KopfAudits cannot be listed; `--fail-on` defaults to
+/// `none`.
 async fn report(args: ReportArgs) -> ExitCode {
-    let (client, default_ns) = match connect().await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    print_results(report_audits(&args).await, &args.output)
+}
+
+/// The KopfAudits of one namespace or all, as results.
+async fn report_audits(args: &ReportArgs) -> Result<Results, String> {
+    let (client, default_ns) = client_and_namespace().await?;
     let api: kube::Api<KopfAudit> = if args.all_namespaces {
         kube::Api::all(client)
     } else {
-        kube::Api::namespaced(client, &args.namespace.unwrap_or(default_ns))
+        let namespace = args.namespace.clone().unwrap_or(default_ns);
+        kube::Api::namespaced(client, &namespace)
     };
-    let audits = match api.list(&Default::default()).await {
-        Ok(list) => list.items,
-        Err(e) => {
-            eprintln!("kopf-audit: listing KopfAudits: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    output::finish(&report_results(audits), &args.output)
+    let audits = api
+        .list(&Default::default())
+        .await
+        .map_err(|e| format!("listing KopfAudits: {e}"))?;
+    Ok(report_results(audits.items))
 }
 
 /// The stored KopfAudits as results: one subject each, and for `-o json`/`yaml` a
@@ -760,93 +765,80 @@ fn report_results(audits: Vec<KopfAudit>) -> Results {
     }
 }
 
-/// `kopf-audit check`: 0 clean, 1 a finding at `--fail-on` or above, 2 when the audit
-/// cannot run.
+/// `kopf-audit check`: 2 when the audit cannot run.
 async fn check(args: CheckArgs) -> ExitCode {
-    let (client, default_ns) = match connect().await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    print_results(check_audit(&args).await, &args.output)
+}
+
+/// One audit, as results.
+async fn check_audit(args: &CheckArgs) -> Result<Results, String> {
+    let (client, default_ns) = client_and_namespace().await?;
     let namespace = args.namespace.clone().unwrap_or(default_ns);
-    let (target, name) = match (args.deployment, args.audit) {
+    let (target, name) = match (&args.deployment, &args.audit) {
         (_, Some(a)) => (CheckTarget::Audit(a.clone()), a),
         (Some(d), None) => (CheckTarget::Deployment(d.clone()), d),
-        (None, None) => return ExitCode::from(2),
+        (None, None) => return Err("--deployment or --audit is required".into()),
     };
     let policy = Policy {
         refuse_exemptions: args.refuse_exemptions,
     };
-    let status = match check::check(&client, &namespace, &target, &policy).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let data = match serde_json::to_value(&status) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let results = Results {
+    let status = check::check(&client, &namespace, &target, &policy)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Results {
         source: Source::Check,
         subjects: vec![Subject::from_status(format!("{namespace}/{name}"), &status)],
-        data,
-    };
-    output::finish(&results, &args.output)
+        data: serde_json::to_value(&status).map_err(|e| e.to_string())?,
+    })
 }
 
-/// `kopf-audit lint`: 0 clean, 1 a finding at `--fail-on` or above, 2 unreadable input.
+/// `kopf-audit lint`: 2 when the input cannot be read.
 fn lint_command(args: LintArgs) -> ExitCode {
-    use crate::gather::files::{self, FilesInput};
-    let stdin = match args.filename.as_deref() {
+    print_results(lint_files(&args), &args.output)
+}
+
+/// What `--filename` names: stdin (`-`) or a file, read whole.
+fn read_filename(filename: Option<&str>) -> Result<Option<String>, String> {
+    match filename {
         Some("-") => {
             let mut text = String::new();
-            if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
-                eprintln!("kopf-audit: reading stdin: {e}");
-                return ExitCode::from(2);
-            }
-            Some(text)
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| format!("reading stdin: {e}"))?;
+            Ok(Some(text))
         }
-        Some(file) => match std::fs::read_to_string(file) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                eprintln!("kopf-audit: reading {file}: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => None,
-    };
+        Some(file) => std::fs::read_to_string(file)
+            .map(Some)
+            .map_err(|e| format!("reading {file}: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// The files linted, as results.
+fn lint_files(args: &LintArgs) -> Result<Results, String> {
+    use crate::gather::files::{self, FilesInput};
+    let stdin = read_filename(args.filename.as_deref())?;
     let path = match (&args.path, &stdin) {
         (Some(p), _) => Some(p.clone()),
         (None, None) => Some(std::path::PathBuf::from(".")),
         (None, Some(_)) => None,
     };
-    let name = match (&path, &args.filename) {
+    let name = match (&path, args.filename.as_deref()) {
         (Some(p), _) => p.display().to_string(),
-        (None, Some(f)) if f == "-" => "(stdin)".to_string(),
-        (None, f) => f.clone().unwrap_or_default(),
+        (None, Some("-")) => "(stdin)".to_string(),
+        (None, f) => f.unwrap_or_default().to_string(),
     };
     let input = FilesInput {
         path,
         stdin,
-        values: args.values,
-        namespace: args.namespace,
+        values: args.values.clone(),
+        namespace: args.namespace.clone(),
     };
-    let linted = match files::read(&input) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let linted = files::read(&input).map_err(|e| e.to_string())?;
     let policy = Policy {
         refuse_exemptions: args.refuse_exemptions,
     };
     let report = crate::evaluate::lint::lint(&linted, &policy);
-    let results = Results {
+    Ok(Results {
         source: Source::Lint,
         data: ci::json(&report),
         subjects: vec![Subject {
@@ -855,8 +847,7 @@ fn lint_command(args: LintArgs) -> ExitCode {
             report,
             ..Subject::default()
         }],
-    };
-    output::finish(&results, &args.output)
+    })
 }
 
 #[cfg(test)]
