@@ -125,14 +125,19 @@ fn findings_text(out: &mut String, subject: &Subject, paint: Paint) {
     );
     for f in findings {
         let finding = &f.finding;
+        let mut message = finding.message.lines();
         let _ = writeln!(
             out,
             "{} {:<36} {:<24} {}",
             paint.severity(finding.severity),
             finding.check.as_str(),
             finding.target,
-            finding.message
+            message.next().unwrap_or_default()
         );
+        // A message's further lines (an RBAC rule to paste) under the finding, indented.
+        for line in message {
+            let _ = writeln!(out, "{INDENT}  {line}");
+        }
         if let Some(at) = &f.location {
             let _ = writeln!(out, "{INDENT}at: {at}");
         }
@@ -197,7 +202,7 @@ mod tests {
                     ..finding(
                         CheckId::SourceBlockingCall,
                         "op.py:create_fn",
-                        "async handler create_fn() calls time.sleep()".into(),
+                        "async handler create_fn() calls time.sleep():\nawait instead".into(),
                         Some("time.sleep(1)".into()),
                     )
                 },
@@ -222,6 +227,10 @@ mod tests {
     fn a_finding_shows_where_its_evidence_and_its_fix_and_a_count() {
         let text = render(&results(Source::Lint), false);
         assert!(text.contains("source.blocking-call"), "{text}");
+        assert!(
+            text.contains("time.sleep():\n            await instead\n"),
+            "{text}"
+        );
         assert!(text.contains("at: op.py:20\n"), "{text}");
         assert!(text.contains("evidence: time.sleep(1)\n"), "{text}");
         assert!(text.contains("fix:\n            line one\n"), "{text}");
