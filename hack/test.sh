@@ -17,19 +17,21 @@ cargo --version
 go version
 python3 --version
 
-step "system packages: podman, runc, busybox-static (the image tests), prometheus + promtool (the alert tests), from Debian"
+step "system packages: podman, runc, busybox-static (the image tests), prometheus + promtool (the alert tests), chromium (the HTML report test), from Debian"
 missing=()
-for tool in podman runc prometheus promtool; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+for tool in podman runc prometheus promtool chromium; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 [ -x /bin/busybox ] || missing+=(busybox)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "missing: ${missing[*]}: apt-get install -y podman runc prometheus busybox-static (about a minute)"
+  echo "missing: ${missing[*]}: apt-get install -y podman runc prometheus busybox-static chromium (a minute or two)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq podman runc prometheus busybox-static >/dev/null
+  apt-get install -y -qq podman runc prometheus busybox-static chromium >/dev/null
 fi
 podman --version
 runc --version | head -n 1
 prometheus --version 2>&1 | head -n 1
+# tests/html_report.rs fails, never skips, without it.
+chromium --version
 
 step "format and lint: cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all -- --check
@@ -85,3 +87,4 @@ cargo test --manifest-path hack/argocd/Cargo.toml
 
 step "all tests: cargo test --workspace (end-to-end tests print their progress)"
 cargo test --workspace --features e2e --no-fail-fast -- --test-threads="${KOPF_AUDIT_TEST_THREADS:-4}"
+echo "HTML report rendered by Chromium (tests/html_report.rs): target/test-artifacts/report.html, its screenshot target/test-artifacts/report.png"

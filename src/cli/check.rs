@@ -1,8 +1,7 @@
-//! `kopf-audit check` and `kopf-audit report`: the operator's audit run once against the
-//! current kubeconfig, for laptops and CI, and the stored results as a person reads them.
+//! `kopf-audit check`: the operator's audit run once against the current kubeconfig,
+//! for laptops and CI.
 
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
-use crate::catalog::Severity;
 use crate::evaluate::{self, Policy};
 use crate::gather::{self, Candidates, GatherError, Reach, Resolution, Shared};
 use crate::model::settings;
@@ -11,7 +10,6 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
 use kube::api::Api;
-use std::fmt::Write as _;
 
 /// What `check` should audit.
 #[derive(Clone, Debug)]
@@ -85,80 +83,4 @@ pub(crate) async fn check(
     let now = Time(Timestamp::now());
     let resolve_after = settings::resolve_after(&spec);
     Ok(evaluate::next_status(None, &outcome, None, &now, resolve_after).status)
-}
-
-/// The most severe finding, for `--fail-on`.
-pub(crate) fn worst(status: &KopfAuditStatus) -> Option<Severity> {
-    status.findings.iter().map(|f| f.severity).max()
-}
-
-/// A table for people: findings, then skipped checks, then conditions.
-pub(crate) fn table(status: &KopfAuditStatus) -> String {
-    let mut out = String::new();
-    for t in &status.targets {
-        let _ = writeln!(
-            out,
-            "TARGET {}  kopf={}  mode={}  namespaces={}  peering={}  log-format={}  serviceAccount={}",
-            t.name,
-            t.kopf,
-            t.mode.as_deref().unwrap_or("-"),
-            if t.namespaces.is_empty() {
-                "-".to_string()
-            } else {
-                t.namespaces.join(",")
-            },
-            t.peering.as_deref().unwrap_or("-"),
-            t.log_format.as_deref().unwrap_or("-"),
-            t.service_account.as_deref().unwrap_or("-"),
-        );
-    }
-    if status.findings.is_empty() {
-        out.push_str("No findings.\n");
-    } else {
-        let _ = writeln!(
-            out,
-            "{:<8} {:<36} {:<24} MESSAGE",
-            "SEVERITY", "CHECK", "TARGET"
-        );
-        for f in &status.findings {
-            let _ = writeln!(
-                out,
-                "{:<8} {:<36} {:<24} {}",
-                f.severity.as_str(),
-                f.check.as_str(),
-                f.target,
-                f.message
-            );
-            if let Some(e) = &f.evidence {
-                let _ = writeln!(out, "{:<70}   evidence: {e}", "");
-            }
-            if let Some(fix) = &f.fix {
-                let _ = writeln!(out, "{:<70}   fix:", "");
-                for line in fix.lines() {
-                    let _ = writeln!(out, "{:<70}     {line}", "");
-                }
-            }
-        }
-    }
-    for s in &status.skipped {
-        let state = if s.honoured {
-            "skipped"
-        } else {
-            "exemption refused"
-        };
-        let _ = writeln!(out, "{state}: {} on {}: {}", s.check, s.target, s.reason);
-    }
-    let _ = writeln!(
-        out,
-        "{:<22} {:<8} {:<20} MESSAGE",
-        "CONDITION", "STATUS", "REASON"
-    );
-    for c in &status.conditions {
-        let _ = writeln!(
-            out,
-            "{:<22} {:<8} {:<20} {}",
-            c.type_, c.status, c.reason, c.message
-        );
-    }
-    out
 }

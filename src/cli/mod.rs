@@ -3,12 +3,14 @@
 //! (generated files).
 
 mod check;
+mod ci;
 mod discover;
-mod lint;
+mod html;
 mod log_filter;
+mod output;
+mod table;
 
 use crate::api::KopfAudit;
-use crate::catalog::Severity;
 use crate::evaluate::Policy;
 use crate::publish::metrics::Metrics;
 use crate::publish::reports::ReportOutput;
@@ -19,6 +21,7 @@ use crate::reconcile::{self, Settings, http};
 use check::CheckTarget;
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::CustomResourceExt;
+use output::{OutputArgs, Results, Source, Subject};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -83,11 +86,14 @@ enum Command {
     /// Run the operator: watch KopfAudits and keep their status current.
     Run(RunArgs),
     /// Audit once against the current kubeconfig and print the findings.
+    #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
     /// Print the stored results of existing KopfAudits, as a person would read them.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Lint an operator's repository, chart or rendered manifests before deploy: the
     /// same checks, with the same IDs, plus those only the source shows.
+    #[command(after_help = LINT_EXAMPLES)]
     Lint(LintArgs),
     /// Find every kopf operator among the Deployments and print them as a table, JSON,
     /// or KopfAudits to commit (`-o yaml`).
@@ -111,6 +117,54 @@ enum Command {
     Reference,
 }
 
+/// `kopf-audit check --help`'s examples.
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  # Audit a Deployment with default settings; exit 1 on an error finding
+  kopf-audit check -n team-a --deployment my-operator
+
+  # Audit with an existing KopfAudit's spec, fail on warnings too
+  kopf-audit check -n team-a --audit my-operator --fail-on warning
+
+  # SARIF for code scanning, JUnit for the CI's test view, a page for people
+  kopf-audit check -n team-a --deployment my-operator -o sarif > kopf-audit.sarif
+  kopf-audit check -n team-a --deployment my-operator -o junit > kopf-audit.xml
+  kopf-audit check -n team-a --deployment my-operator -o html > kopf-audit.html
+
+Exit status: 0 no finding at --fail-on, 1 a finding at --fail-on or above, 2 the audit could not run.";
+
+/// `kopf-audit report --help`'s examples.
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  # The KopfAudits of the kubeconfig's namespace, as a table
+  kopf-audit report
+
+  # Every namespace, as one HTML page
+  kopf-audit report -A -o html > kopf-audit.html
+
+  # In CI or a cron job: exit 1 when any stored audit has an error finding
+  kopf-audit report -A --fail-on error
+
+Exit status: 0 (or, with --fail-on, no finding at it), 1 a finding at --fail-on or above, 2 the KopfAudits could not be read.";
+
+/// `kopf-audit lint --help`'s examples.
+const LINT_EXAMPLES: &str = "\
+Examples:
+  # A repository: Python, Dockerfile, manifests, charts
+  kopf-audit lint .
+
+  # Rendered manifests on stdin
+  helm template op ./chart | kopf-audit lint -f -
+
+  # For GitHub code scanning or GitLab Code Quality, without failing the job
+  kopf-audit lint . -o sarif --fail-on none > kopf-audit.sarif
+  kopf-audit lint . -o codeclimate > gl-code-quality-report.json
+
+  # A page to read or attach to a review
+  kopf-audit lint . -o html > kopf-audit.html
+
+Exit status: 0 no finding at --fail-on, 1 a finding at --fail-on or above, 2 the input could not be read.";
+
 #[derive(clap::Args)]
 struct ReportArgs {
     /// Namespace of the KopfAudits (default: the kubeconfig's).
@@ -119,6 +173,8 @@ struct ReportArgs {
     /// Report the KopfAudits of every namespace.
     #[arg(short = 'A', long)]
     all_namespaces: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(clap::Args)]
@@ -234,24 +290,11 @@ struct LintArgs {
     /// The namespace of objects that name none (as `helm install -n`).
     #[arg(short, long, default_value = "default")]
     namespace: String,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    output: LintOutput,
-    /// Exit 1 when a finding is at least this severe.
-    #[arg(long, value_enum, default_value = "error")]
-    fail_on: FailOn,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Ignore `skip.kopfaudit.dev/<check>` annotations and `# kopf-audit: ignore[...]` comments.
     #[arg(long)]
     refuse_exemptions: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum LintOutput {
-    Text,
-    Json,
-    Sarif,
-    Junit,
-    Codeclimate,
 }
 
 #[derive(clap::Args)]
@@ -265,12 +308,8 @@ struct CheckArgs {
     /// Audit with the spec of this existing KopfAudit.
     #[arg(long)]
     audit: Option<String>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "table")]
-    output: Output,
-    /// Exit 1 when a finding is at least this severe.
-    #[arg(long, value_enum, default_value = "error")]
-    fail_on: FailOn,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Ignore exemption annotations.
     #[arg(long)]
     refuse_exemptions: bool,
@@ -280,38 +319,6 @@ struct CheckArgs {
 enum LogFormat {
     Json,
     Text,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    Table,
-    Json,
-    /// SARIF 2.1.0, as `kopf-audit lint -o sarif` (findings point at the repository root:
-    /// a live audit has no file).
-    Sarif,
-    /// JUnit XML, one test case per check.
-    Junit,
-    /// GitLab Code Quality.
-    Codeclimate,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum FailOn {
-    Error,
-    Warning,
-    Info,
-    Never,
-}
-
-impl FailOn {
-    fn threshold(self) -> Option<Severity> {
-        match self {
-            FailOn::Error => Some(Severity::Error),
-            FailOn::Warning => Some(Severity::Warning),
-            FailOn::Info => Some(Severity::Info),
-            FailOn::Never => None,
-        }
-    }
 }
 
 /// Parses the command line and runs the command; the binary's `main`.
@@ -703,151 +710,151 @@ async fn counting_client(
     Ok((client, namespace))
 }
 
-async fn report(args: ReportArgs) -> ExitCode {
-    let (client, default_ns) = match client_and_namespace().await {
-        Ok(c) => c,
+/// Prints a command's results as its output flags ask and returns its exit code: 0
+/// clean, 1 a finding at `--fail-on` or above, 2 (with the reason on stderr) when the
+/// command could not produce results.
+fn print_results(results: Result<Results, String>, args: &OutputArgs) -> ExitCode {
+    match results {
+        Ok(results) => output::finish(&results, args),
         Err(e) => {
             eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
-    };
+    }
+}
+
+/// `kopf-audit report`: 2 when the KopfAudits cannot be listed; `--fail-on` defaults to
+/// `none`.
+async fn report(args: ReportArgs) -> ExitCode {
+    print_results(report_audits(&args).await, &args.output)
+}
+
+/// The KopfAudits of one namespace or all, as results.
+async fn report_audits(args: &ReportArgs) -> Result<Results, String> {
+    let (client, default_ns) = client_and_namespace().await?;
     let api: kube::Api<KopfAudit> = if args.all_namespaces {
         kube::Api::all(client)
     } else {
-        kube::Api::namespaced(client, &args.namespace.unwrap_or(default_ns))
+        let namespace = args.namespace.clone().unwrap_or(default_ns);
+        kube::Api::namespaced(client, &namespace)
     };
-    let audits = match api.list(&Default::default()).await {
-        Ok(list) => list.items,
-        Err(e) => {
-            eprintln!("kopf-audit: listing KopfAudits: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    for audit in audits {
-        let name = format!(
-            "{}/{}",
-            audit.metadata.namespace.as_deref().unwrap_or(""),
-            audit.metadata.name.as_deref().unwrap_or("")
-        );
-        out(format_args!("=== KopfAudit {name}\n"));
-        match &audit.status {
-            Some(status) => out(format_args!("{}\n", check::table(status))),
-            None => out("(not audited yet)\n\n"),
-        }
-    }
-    ExitCode::SUCCESS
+    let audits = api
+        .list(&Default::default())
+        .await
+        .map_err(|e| format!("listing KopfAudits: {e}"))?;
+    Ok(report_results(audits.items))
 }
 
+/// The stored KopfAudits as results: one subject each, and for `-o json`/`yaml` a
+/// list of their namespace, name and status.
+fn report_results(audits: Vec<KopfAudit>) -> Results {
+    let mut subjects = Vec::with_capacity(audits.len());
+    let mut items = Vec::with_capacity(audits.len());
+    for audit in audits {
+        let namespace = audit.metadata.namespace.unwrap_or_default();
+        let name = audit.metadata.name.unwrap_or_default();
+        let title = format!("{namespace}/{name}");
+        subjects.push(match &audit.status {
+            Some(status) => Subject::from_status(title, status),
+            None => Subject {
+                name: title,
+                ..Subject::default()
+            },
+        });
+        items.push(serde_json::json!({
+            "namespace": namespace, "name": name, "status": audit.status,
+        }));
+    }
+    Results {
+        source: Source::Report,
+        subjects,
+        data: serde_json::json!({ "items": items }),
+    }
+}
+
+/// `kopf-audit check`: 2 when the audit cannot run.
 async fn check(args: CheckArgs) -> ExitCode {
-    let (client, default_ns) = match client_and_namespace().await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    print_results(check_audit(&args).await, &args.output)
+}
+
+/// One audit, as results.
+async fn check_audit(args: &CheckArgs) -> Result<Results, String> {
+    let (client, default_ns) = client_and_namespace().await?;
     let namespace = args.namespace.clone().unwrap_or(default_ns);
-    let target = match (args.deployment, args.audit) {
-        (_, Some(a)) => CheckTarget::Audit(a),
-        (Some(d), None) => CheckTarget::Deployment(d),
-        (None, None) => return ExitCode::from(2),
+    let (target, name) = match (&args.deployment, &args.audit) {
+        (_, Some(a)) => (CheckTarget::Audit(a.clone()), a),
+        (Some(d), None) => (CheckTarget::Deployment(d.clone()), d),
+        (None, None) => return Err("--deployment or --audit is required".into()),
     };
     let policy = Policy {
         refuse_exemptions: args.refuse_exemptions,
     };
-    let status = match check::check(&client, &namespace, &target, &policy).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let report = || lint::from_status(&status);
-    let printed = match args.output {
-        Output::Table => Ok(check::table(&status)),
-        Output::Json => serde_json::to_string_pretty(&status).map(|s| s + "\n"),
-        Output::Sarif => serde_json::to_string_pretty(&lint::sarif(&report())).map(|s| s + "\n"),
-        Output::Junit => Ok(lint::junit(&report())),
-        Output::Codeclimate => {
-            serde_json::to_string_pretty(&lint::code_quality(&report())).map(|s| s + "\n")
-        }
-    };
-    finish(printed, args.fail_on, check::worst(&status))
+    let status = check::check(&client, &namespace, &target, &policy)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Results {
+        source: Source::Check,
+        subjects: vec![Subject::from_status(format!("{namespace}/{name}"), &status)],
+        data: serde_json::to_value(&status).map_err(|e| e.to_string())?,
+    })
 }
 
-/// `kopf-audit lint`: 0 clean, 1 a finding at `--fail-on` or above, 2 unreadable input.
+/// `kopf-audit lint`: 2 when the input cannot be read.
 fn lint_command(args: LintArgs) -> ExitCode {
-    use crate::gather::files::{self, FilesInput};
-    let stdin = match args.filename.as_deref() {
+    print_results(lint_files(&args), &args.output)
+}
+
+/// What `--filename` names: stdin (`-`) or a file, read whole.
+fn read_filename(filename: Option<&str>) -> Result<Option<String>, String> {
+    match filename {
         Some("-") => {
             let mut text = String::new();
-            if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
-                eprintln!("kopf-audit: reading stdin: {e}");
-                return ExitCode::from(2);
-            }
-            Some(text)
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| format!("reading stdin: {e}"))?;
+            Ok(Some(text))
         }
-        Some(file) => match std::fs::read_to_string(file) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                eprintln!("kopf-audit: reading {file}: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => None,
-    };
+        Some(file) => std::fs::read_to_string(file)
+            .map(Some)
+            .map_err(|e| format!("reading {file}: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// The files linted, as results.
+fn lint_files(args: &LintArgs) -> Result<Results, String> {
+    use crate::gather::files::{self, FilesInput};
+    let stdin = read_filename(args.filename.as_deref())?;
     let path = match (&args.path, &stdin) {
         (Some(p), _) => Some(p.clone()),
         (None, None) => Some(std::path::PathBuf::from(".")),
         (None, Some(_)) => None,
     };
+    let name = match (&path, args.filename.as_deref()) {
+        (Some(p), _) => p.display().to_string(),
+        (None, Some("-")) => "(stdin)".to_string(),
+        (None, f) => f.unwrap_or_default().to_string(),
+    };
     let input = FilesInput {
         path,
         stdin,
-        values: args.values,
-        namespace: args.namespace,
+        values: args.values.clone(),
+        namespace: args.namespace.clone(),
     };
-    let linted = match files::read(&input) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let linted = files::read(&input).map_err(|e| e.to_string())?;
     let policy = Policy {
         refuse_exemptions: args.refuse_exemptions,
     };
     let report = crate::evaluate::lint::lint(&linted, &policy);
-    let printed = match args.output {
-        LintOutput::Text => Ok(lint::text(&report)),
-        LintOutput::Json => serde_json::to_string_pretty(&lint::json(&report)).map(|s| s + "\n"),
-        LintOutput::Sarif => serde_json::to_string_pretty(&lint::sarif(&report)).map(|s| s + "\n"),
-        LintOutput::Junit => Ok(lint::junit(&report)),
-        LintOutput::Codeclimate => {
-            serde_json::to_string_pretty(&lint::code_quality(&report)).map(|s| s + "\n")
-        }
-    };
-    finish(printed, args.fail_on, report.worst())
-}
-
-/// Prints a command's output and returns its exit code: 2 when the output could not be
-/// made, 1 when the worst finding is at `--fail-on` or above, else 0.
-fn finish(
-    printed: Result<String, serde_json::Error>,
-    fail_on: FailOn,
-    worst: Option<Severity>,
-) -> ExitCode {
-    match printed {
-        Ok(text) => out(text),
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    match (fail_on.threshold(), worst) {
-        (Some(threshold), Some(worst)) if worst >= threshold => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    }
+    Ok(Results {
+        source: Source::Lint,
+        data: ci::json(&report),
+        subjects: vec![Subject {
+            name,
+            audited: true,
+            report,
+            ..Subject::default()
+        }],
+    })
 }
 
 #[cfg(test)]
@@ -904,6 +911,76 @@ mod tests {
             ] {
                 assert!(script.contains(command), "{shell}: {command} missing");
             }
+        }
+    }
+
+    /// The output flags of `command`'s parsed arguments.
+    fn output_args(argv: &[&str]) -> OutputArgs {
+        match Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}")) {
+            Cli {
+                command: Command::Check(a),
+                ..
+            } => a.output,
+            Cli {
+                command: Command::Report(a),
+                ..
+            } => a.output,
+            Cli {
+                command: Command::Lint(a),
+                ..
+            } => a.output,
+            _ => panic!("{argv:?}: not check, report or lint"),
+        }
+    }
+
+    #[test]
+    fn check_report_and_lint_share_formats_fail_on_and_color_and_show_examples() {
+        use clap::CommandFactory;
+        let commands: [&[&str]; 3] = [
+            &["kopf-audit", "check", "--deployment", "op"],
+            &["kopf-audit", "report", "-A"],
+            &["kopf-audit", "lint", "."],
+        ];
+        for command in commands {
+            for (word, format) in [
+                ("table", output::Format::Table),
+                ("text", output::Format::Table),
+                ("json", output::Format::Json),
+                ("yaml", output::Format::Yaml),
+                ("sarif", output::Format::Sarif),
+                ("junit", output::Format::Junit),
+                ("codeclimate", output::Format::Codeclimate),
+                ("html", output::Format::Html),
+            ] {
+                let argv: Vec<&str> = command
+                    .iter()
+                    .copied()
+                    .chain(["-o", word, "--fail-on", "warning", "--color", "never"])
+                    .collect();
+                let args = output_args(&argv);
+                assert_eq!(args.output, format, "{argv:?}");
+                assert_eq!(args.fail_on, Some(output::FailOn::Warning));
+                assert_eq!(args.color, output::ColorChoice::Never);
+            }
+            let never: Vec<&str> = command
+                .iter()
+                .copied()
+                .chain(["--fail-on", "never"])
+                .collect();
+            assert_eq!(output_args(&never).fail_on, Some(output::FailOn::None));
+            assert_eq!(output_args(command).fail_on, None, "each command's default");
+            let mut cli = Cli::command();
+            let help = cli
+                .find_subcommand_mut(command[1])
+                .expect("subcommand")
+                .render_long_help()
+                .to_string();
+            assert!(
+                help.contains("Examples:")
+                    && help.contains("-o html")
+                    && help.contains("--fail-on"),
+                "{help}"
+            );
         }
     }
 

@@ -132,6 +132,60 @@ async fn kubectl_kopf_audit_check_and_report_work_as_a_kubectl_plugin() {
         .find(|l| l.contains(&ns.name) && l.contains("audit"))
         .unwrap_or_else(|| panic!("the report lists {}/audit:\n{out}", ns.name));
     say(format!("report -A: {line}"));
+
+    // The shared output flags: report of one namespace as HTML fails at --fail-on error
+    // (bad-resources has error findings), and the page names the KopfAudit, its
+    // conditions and a finding's check ID with its fix.
+    let (code, page, err) = kubectl(
+        &plugins,
+        &[
+            "kopf-audit",
+            "report",
+            "-n",
+            &ns.name,
+            "-o",
+            "html",
+            "--fail-on",
+            "error",
+        ],
+    );
+    assert_eq!(code, 1, "report --fail-on error with error findings: {err}");
+    let must = expectations("bad-resources").must;
+    let shown = must
+        .iter()
+        .find(|id| page.contains(&format!("<code>{id}</code>")));
+    assert!(
+        page.contains(&format!("<h2>{}/audit</h2>", ns.name))
+            && page.contains("<h3>Conditions</h3>")
+            && page.contains("<td>Ready</td>")
+            && page.contains("class=\"fix\"")
+            && shown.is_some()
+            && !page.contains("<script"),
+        "the HTML report of {}/audit shows its conditions, findings and a fix:\n{page}",
+        ns.name
+    );
+    // Rendered by Chromium: the KopfAudit, its Ready condition and a check, as text.
+    let artifacts = crate::browser::artifacts();
+    let html = artifacts.join("report-live.html");
+    std::fs::write(&html, &page).expect("writing the page");
+    let (_, text) = crate::browser::render(&html, &artifacts.join("report-live.png"));
+    let id = shown.expect("a check shown");
+    assert!(
+        text.contains(&format!("{}/audit", ns.name))
+            && text.contains("Ready True")
+            && text.contains(&format!("{id} on ")),
+        "the rendered report shows the KopfAudit, Ready and {id}:\n{text}"
+    );
+    say(format!("report -o html: {}", html.display()));
+    let (code, yaml, err) = kubectl(
+        &plugins,
+        &["kopf-audit", "report", "-n", &ns.name, "-o", "yaml"],
+    );
+    assert_eq!(code, 0, "report fails only with --fail-on: {err}");
+    assert!(
+        yaml.contains("name: audit") && yaml.contains("findings:"),
+        "{yaml}"
+    );
     let (code, out, _) = kubectl(&plugins, &["kopf-audit", "--version"]);
     assert_eq!(code, 0);
     assert!(out.contains(env!("CARGO_PKG_VERSION")), "{out}");

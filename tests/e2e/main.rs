@@ -3,6 +3,9 @@
 
 mod accuracy;
 mod bounds;
+// Headless Chromium, shared with tests/html_report.rs.
+#[path = "../browser/mod.rs"]
+mod browser;
 mod chart;
 mod delivery;
 mod discover;

@@ -1,7 +1,7 @@
-//! `kopf-audit lint`: the catalogue run before deploy on an operator's repository, chart
-//! or rendered manifests, printed for people (grouped by file), as JSON, or as SARIF
-//! 2.1.0 for code scanning (GitHub, GitLab).
+//! The formats CI platforms read, for `check`, `report` and `lint` alike: SARIF 2.1.0
+//! for code scanning (GitHub, GitLab), JUnit XML, GitLab Code Quality; and lint's JSON.
 
+use super::output::Results;
 use crate::catalog::{CheckId, Severity};
 use crate::evaluate::lint::{LintFinding, LintReport};
 use crate::model::source::Location;
@@ -28,86 +28,6 @@ pub(crate) fn from_status(status: &crate::api::KopfAuditStatus) -> LintReport {
         targets: status.targets.clone(),
         ..LintReport::default()
     }
-}
-
-/// A report for people: findings grouped by file, then what lint could not decide.
-pub(crate) fn text(report: &LintReport) -> String {
-    let mut out = String::new();
-    for t in &report.targets {
-        let _ = writeln!(
-            out,
-            "Deployment {}: kopf={} mode={} peering={}",
-            t.name,
-            t.kopf,
-            t.mode.as_deref().unwrap_or("-"),
-            t.peering.as_deref().unwrap_or("-"),
-        );
-    }
-    let mut file: Option<&str> = None;
-    for f in &report.findings {
-        let here = f.location.as_ref().map_or("(no file)", |l| l.file.as_str());
-        if file != Some(here) {
-            let _ = writeln!(out, "\n{here}");
-            file = Some(here);
-        }
-        let line = f.location.as_ref().map_or(0, |l| l.line);
-        let _ = writeln!(
-            out,
-            "  {line:>5}  {:<7}  {:<34}  {}",
-            f.finding.severity.as_str(),
-            f.finding.check.as_str(),
-            f.finding.message
-        );
-        if let Some(e) = &f.finding.evidence {
-            let _ = writeln!(out, "{:>52}evidence: {e}", "");
-        }
-        if let Some(fix) = &f.finding.fix {
-            let _ = writeln!(out, "{:>52}fix:", "");
-            for line in fix.lines() {
-                let _ = writeln!(out, "{:>54}{line}", "");
-            }
-        }
-    }
-    if report.findings.is_empty() {
-        out.push_str("\nNo findings.\n");
-    } else {
-        let count = |s: Severity| {
-            report
-                .findings
-                .iter()
-                .filter(|f| f.finding.severity == s)
-                .count()
-        };
-        let _ = writeln!(
-            out,
-            "\n{} finding(s): {} error, {} warning, {} info.",
-            report.findings.len(),
-            count(Severity::Error),
-            count(Severity::Warning),
-            count(Severity::Info)
-        );
-    }
-    for s in &report.skipped {
-        let state = if s.honoured {
-            "skipped"
-        } else {
-            "exemption refused"
-        };
-        let _ = writeln!(out, "{state}: {} on {}: {}", s.check, s.target, s.reason);
-    }
-    for u in &report.undecided {
-        let _ = writeln!(
-            out,
-            "not decided from files: {} of {}: {}",
-            u.area.prefix(),
-            u.targets.join(", "),
-            u.why
-        );
-    }
-    for note in &report.notes {
-        let _ = writeln!(out, "note: {note}");
-    }
-    out
 }
 
 /// The report as JSON.
@@ -167,10 +87,7 @@ pub(crate) fn sarif(report: &LintReport) -> Value {
         .findings
         .iter()
         .map(|f| {
-            let (file, line) = f
-                .location
-                .as_ref()
-                .map_or((".", 1), |l| (l.file.as_str(), l.line.max(1)));
+            let (file, line) = file_and_line(f);
             let index = CheckId::ALL.iter().position(|c| *c == f.finding.check);
             let mut result = json!({
                 "ruleId": f.finding.check.as_str(),
@@ -206,6 +123,14 @@ pub(crate) fn sarif(report: &LintReport) -> Value {
             "results": results,
         }],
     })
+}
+
+/// Where a finding points: its file and line (at least 1), else the root: the CI
+/// platforms drop a finding without a location.
+fn file_and_line(f: &LintFinding) -> (&str, u32) {
+    f.location
+        .as_ref()
+        .map_or((".", 1), |l| (l.file.as_str(), l.line.max(1)))
 }
 
 /// A result's message: the text, and with a fix also Markdown that shows it as code.
@@ -275,10 +200,7 @@ pub(crate) fn code_quality(report: &LintReport) -> Value {
             .findings
             .iter()
             .map(|f| {
-                let (path, line) = f
-                    .location
-                    .as_ref()
-                    .map_or((".", 1), |l| (l.file.as_str(), l.line.max(1)));
+                let (path, line) = file_and_line(f);
                 json!({
                     "type": "issue",
                     "check_name": f.finding.check.as_str(),
@@ -293,8 +215,8 @@ pub(crate) fn code_quality(report: &LintReport) -> Value {
     )
 }
 
-/// Text escaped for XML.
-fn xml(text: &str) -> String {
+/// Text escaped for XML and HTML, text and attribute values alike.
+pub(super) fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -311,27 +233,52 @@ fn xml(text: &str) -> String {
     out
 }
 
-/// The report as JUnit XML, which CI platforms show as tests: one test case per check
-/// of the catalogue, failed when it found something, with every finding in its failure.
-pub(crate) fn junit(report: &LintReport) -> String {
-    let failed: Vec<CheckId> = CheckId::ALL
+/// The results as JUnit XML, which CI platforms show as tests: one test suite per
+/// audited operator, with one test case per check of the catalogue, failed when it found
+/// something, with every finding in its failure.
+pub(crate) fn junit(results: &Results) -> String {
+    let suites: Vec<(String, &LintReport)> = results
+        .subjects
         .iter()
-        .copied()
-        .filter(|c| report.findings.iter().any(|f| f.finding.check == *c))
+        .map(|s| {
+            let name = match results.source {
+                super::output::Source::Lint => format!("kopf-audit lint {}", s.name),
+                source => format!("kopf-audit {} {}", source.command(), s.name),
+            };
+            (name, &s.report)
+        })
         .collect();
+    let failed = |report: &LintReport| {
+        CheckId::ALL
+            .iter()
+            .filter(|c| report.findings.iter().any(|f| f.finding.check == **c))
+            .count()
+    };
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"kopf-audit lint\" tests=\"{}\" failures=\"{}\">",
-        CheckId::ALL.len(),
-        failed.len()
+        "<testsuites name=\"kopf-audit {}\" tests=\"{}\" failures=\"{}\">",
+        results.source.command(),
+        CheckId::ALL.len() * suites.len(),
+        suites.iter().map(|(_, r)| failed(r)).sum::<usize>()
     );
-    let _ = writeln!(
-        out,
-        "  <testsuite name=\"kopf-audit lint\" tests=\"{}\" failures=\"{}\">",
-        CheckId::ALL.len(),
-        failed.len()
-    );
+    for (name, report) in suites {
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">",
+            xml(&name),
+            CheckId::ALL.len(),
+            failed(report)
+        );
+        junit_cases(&mut out, report);
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// One test case per check of the catalogue, failed by the report's findings of it.
+fn junit_cases(out: &mut String, report: &LintReport) {
     for check in CheckId::ALL {
         let findings: Vec<&LintFinding> = report
             .findings
@@ -366,8 +313,6 @@ pub(crate) fn junit(report: &LintReport) -> String {
             xml(&body.join("\n"))
         );
     }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
 }
 
 #[cfg(test)]

@@ -1,4 +1,19 @@
 use super::*;
+use crate::cli::output::{Source, Subject};
+
+/// `report` as lint's results, one subject.
+fn lint_results(report: LintReport) -> Results {
+    Results {
+        source: Source::Lint,
+        subjects: vec![Subject {
+            name: ".".into(),
+            audited: true,
+            report,
+            ..Subject::default()
+        }],
+        data: serde_json::Value::Null,
+    }
+}
 use crate::checks::finding;
 use crate::model::source::Location;
 
@@ -75,17 +90,6 @@ fn fingerprints_ignore_the_line_but_not_the_finding() {
 }
 
 #[test]
-fn text_groups_findings_by_file_and_counts_them() {
-    let text = text(&report());
-    assert!(text.contains("\nop.py\n"), "{text}");
-    assert!(text.contains("source.blocking-call"));
-    assert!(
-        text.contains("2 finding(s): 1 error, 1 warning, 0 info."),
-        "{text}"
-    );
-}
-
-#[test]
 fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
     let mut schema: serde_json::Value =
         serde_json::from_str(include_str!("../../../tests/data/sarif-schema-2.1.0.json"))
@@ -137,7 +141,7 @@ fn a_gitlab_code_quality_report_has_one_located_issue_per_finding() {
 fn junit_has_a_test_case_per_check_failed_by_its_findings_and_escaped() {
     let mut r = report();
     r.findings[0].finding.message = "calls <time.sleep> & \"blocks\"".into();
-    let xml = junit(&r);
+    let xml = junit(&lint_results(r));
     assert!(xml.starts_with("<?xml"));
     assert_eq!(xml.matches("<testcase ").count(), CheckId::ALL.len());
     assert_eq!(xml.matches("<failure ").count(), 2);
@@ -164,7 +168,7 @@ fn a_live_audits_status_gives_the_same_findings_to_the_ci_formats() {
         sarif["runs"][0]["results"].as_array().map(Vec::len),
         Some(2)
     );
-    assert_eq!(junit(&live).matches("<failure ").count(), 2);
+    assert_eq!(junit(&lint_results(live)).matches("<failure ").count(), 2);
 }
 
 #[test]
@@ -196,6 +200,31 @@ fn a_mechanical_fix_is_shown_and_an_insertion_becomes_a_sarif_fix() {
         "{}",
         results[1]["message"]
     );
-    assert!(text(&r).contains("fix:"));
     assert_eq!(json(&r)["findings"][0]["fix"], decorator);
+}
+
+#[test]
+fn junit_has_a_suite_per_audited_operator() {
+    let mut results = lint_results(report());
+    results.source = Source::Report;
+    let mut second = results.subjects[0].clone();
+    second.name = "team-b/op".into();
+    second.report.findings.truncate(1);
+    results.subjects.push(second);
+    let xml = junit(&results);
+    assert_eq!(xml.matches("<testsuite ").count(), 2);
+    assert!(
+        xml.contains("<testsuite name=\"kopf-audit report team-b/op\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(&format!(
+            "<testsuites name=\"kopf-audit report\" tests=\"{}\" failures=\"3\">",
+            2 * CheckId::ALL.len()
+        )),
+        "{xml}"
+    );
+    let merged = results.merged();
+    assert_eq!(merged.findings.len(), 3);
+    assert!(merged.findings[2].finding.target.starts_with("team-b/op: "));
 }
