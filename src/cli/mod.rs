@@ -545,12 +545,23 @@ async fn shutdown_signal() {
     tracing::info!("shutdown requested");
 }
 
-/// A client from the current kubeconfig and its default namespace, or a message.
-async fn client_and_namespace() -> Result<(kube::Client, String), String> {
+/// A client from the current kubeconfig and its default namespace, or a message; its
+/// requests are counted in `requests` when given (`discover` reports what it cost).
+async fn client_and_namespace(
+    requests: Option<Arc<std::sync::atomic::AtomicU64>>,
+) -> Result<(kube::Client, String), String> {
     let config = cluster_config().await?;
     let namespace = config.default_namespace.clone();
+    let counter =
+        tower::util::MapRequestLayer::new(move |request: ::http::Request<kube::client::Body>| {
+            if let Some(requests) = &requests {
+                requests.fetch_add(1, Ordering::Relaxed);
+            }
+            request
+        });
     let client = with_bounded_retries(config)
         .map_err(|e| format!("cannot build a client: {e}"))?
+        .with_layer(&counter)
         .build();
     Ok((client, namespace))
 }
@@ -593,7 +604,7 @@ fn with_bounded_retries(
 async fn audit_now(args: AuditNowArgs) -> ExitCode {
     use crate::catalog::REQUESTED_AT_ANNOTATION;
     use kube::api::{Api, Patch, PatchParams};
-    let (client, default_ns) = match client_and_namespace().await {
+    let (client, default_ns) = match client_and_namespace(None).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("kopf-audit: {e}");
@@ -650,7 +661,7 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
 async fn discover_command(args: DiscoverArgs) -> ExitCode {
     use crate::gather::discover::{Scope, discover};
     let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (client, default_ns) = match counting_client(requests.clone()).await {
+    let (client, default_ns) = match client_and_namespace(Some(requests.clone())).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("kopf-audit: {e}");
@@ -691,25 +702,6 @@ async fn discover_command(args: DiscoverArgs) -> ExitCode {
     }
 }
 
-/// A client from the current kubeconfig and its default namespace, counting its
-/// requests in `requests`.
-async fn counting_client(
-    requests: Arc<std::sync::atomic::AtomicU64>,
-) -> Result<(kube::Client, String), String> {
-    let config = cluster_config().await?;
-    let namespace = config.default_namespace.clone();
-    let counter =
-        tower::util::MapRequestLayer::new(move |request: ::http::Request<kube::client::Body>| {
-            requests.fetch_add(1, Ordering::Relaxed);
-            request
-        });
-    let client = with_bounded_retries(config)
-        .map_err(|e| format!("cannot build a client: {e}"))?
-        .with_layer(&counter)
-        .build();
-    Ok((client, namespace))
-}
-
 /// Prints a command's results as its output flags ask and returns its exit code: 0
 /// clean, 1 a finding at `--fail-on` or above, 2 (with the reason on stderr) when the
 /// command could not produce results.
@@ -731,7 +723,7 @@ async fn report(args: ReportArgs) -> ExitCode {
 
 /// The KopfAudits of one namespace or all, as results.
 async fn report_audits(args: &ReportArgs) -> Result<Results, String> {
-    let (client, default_ns) = client_and_namespace().await?;
+    let (client, default_ns) = client_and_namespace(None).await?;
     let api: kube::Api<KopfAudit> = if args.all_namespaces {
         kube::Api::all(client)
     } else {
@@ -779,7 +771,7 @@ async fn check(args: CheckArgs) -> ExitCode {
 
 /// One audit, as results.
 async fn check_audit(args: &CheckArgs) -> Result<Results, String> {
-    let (client, default_ns) = client_and_namespace().await?;
+    let (client, default_ns) = client_and_namespace(None).await?;
     let namespace = args.namespace.clone().unwrap_or(default_ns);
     let (target, name) = match (&args.deployment, &args.audit) {
         (_, Some(a)) => (CheckTarget::Audit(a.clone()), a),
