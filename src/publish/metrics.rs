@@ -126,6 +126,7 @@ pub(crate) struct Metrics {
     api_responses: Family<ResponseLabels, Counter>,
     api_latency: Family<LatencyLabels, Histogram, fn() -> Histogram>,
     audits_running: Gauge,
+    audits_queued: Gauge,
     max_concurrent_audits: Gauge,
     leader: Gauge,
     in_flight: Gauge,
@@ -164,6 +165,7 @@ impl Metrics {
                 latency_histogram,
             );
         let audits_running = Gauge::default();
+        let audits_queued = Gauge::default();
         let max_concurrent_audits = Gauge::default();
         let leader = Gauge::default();
         let build = Family::<BuildLabels, Gauge>::default();
@@ -234,6 +236,11 @@ impl Metrics {
             audits_running.clone(),
         );
         registry.register(
+            "audits_queued",
+            "Audits due that wait for one of the max_concurrent_audits slots",
+            audits_queued.clone(),
+        );
+        registry.register(
             "max_concurrent_audits",
             "How many audits may run at once (--max-concurrent-audits)",
             max_concurrent_audits.clone(),
@@ -273,6 +280,7 @@ impl Metrics {
             api_responses,
             api_latency,
             audits_running,
+            audits_queued,
             max_concurrent_audits,
             leader,
             events_given_up,
@@ -343,6 +351,12 @@ impl Metrics {
     pub(crate) fn audit_running(self: &std::sync::Arc<Self>) -> RunningAudit {
         self.audits_running.inc();
         RunningAudit(self.clone())
+    }
+
+    /// Counts an audit as queued for a slot until the guard is dropped.
+    pub(crate) fn audit_queued(&self) -> QueuedAudit<'_> {
+        self.audits_queued.inc();
+        QueuedAudit(self)
     }
 
     /// Exports `--max-concurrent-audits`.
@@ -506,6 +520,15 @@ pub(crate) struct RunningAudit(std::sync::Arc<Metrics>);
 impl Drop for RunningAudit {
     fn drop(&mut self) {
         self.0.audits_running.dec();
+    }
+}
+
+/// One audit waiting for a slot, counted in `audits_queued` until dropped.
+pub(crate) struct QueuedAudit<'a>(&'a Metrics);
+
+impl Drop for QueuedAudit<'_> {
+    fn drop(&mut self) {
+        self.0.audits_queued.dec();
     }
 }
 
@@ -775,12 +798,14 @@ mod tests {
         m.set_max_concurrent_audits(8);
         m.set_leader(true);
         let running = m.audit_running();
+        let queued = m.audit_queued();
         let text = m.encode();
         for want in [
             "kopf_audit_api_responses_total{verb=\"create\",resource=\"subjectaccessreviews\",code=\"403\"} 1",
             "kopf_audit_api_responses_total{verb=\"create\",resource=\"subjectaccessreviews\",code=\"error\"} 1",
             "kopf_audit_api_request_duration_seconds_count{verb=\"create\",resource=\"subjectaccessreviews\"} 2",
             "kopf_audit_audits_running 1",
+            "kopf_audit_audits_queued 1",
             "kopf_audit_max_concurrent_audits 8",
             "kopf_audit_leader 1",
             "kopf_audit_build_info{version=",
@@ -791,6 +816,9 @@ mod tests {
             assert!(text.contains(want), "{want} missing from:\n{text}");
         }
         drop(running);
-        assert!(m.encode().contains("kopf_audit_audits_running 0"));
+        drop(queued);
+        let text = m.encode();
+        assert!(text.contains("kopf_audit_audits_running 0"));
+        assert!(text.contains("kopf_audit_audits_queued 0"));
     }
 }

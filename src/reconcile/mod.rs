@@ -86,12 +86,23 @@ pub(crate) struct Context {
     memory: Arc<AuditMemory>,
     shared: Arc<Shared>,
     mandate: leader::Mandate,
+    /// The `--max-concurrent-audits` slots. The controller hands every due audit to a
+    /// reconcile at once; the audit waits here for a slot, counted as queued.
+    slots: tokio::sync::Semaphore,
 }
 
 impl Context {
+    /// Waits for a free audit slot, counted in `audits_queued` meanwhile; the slot is
+    /// held until the permit drops. `None` only if the slots were closed (never).
+    async fn audit_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let _queued = self.metrics.audit_queued();
+        self.slots.acquire().await.ok()
+    }
+
     /// A context for reconciles against a fake API.
     #[cfg(test)]
     pub(crate) fn for_test(client: Client, settings: Settings) -> Context {
+        let slots = usize::from(settings.max_concurrent_audits);
         Context {
             events: EventPublisher::new(client.clone(), settings.instance.clone()),
             client,
@@ -100,6 +111,7 @@ impl Context {
             memory: Arc::default(),
             shared: Arc::new(Shared::default()),
             mandate: leader::Mandate::default(),
+            slots: tokio::sync::Semaphore::new(slots),
         }
     }
 }
@@ -153,14 +165,15 @@ pub(crate) async fn run(
         }),
         metrics,
         mandate,
+        slots: tokio::sync::Semaphore::new(usize::from(settings.max_concurrent_audits)),
         settings,
     });
 
     ctx.metrics
         .set_max_concurrent_audits(ctx.settings.max_concurrent_audits);
-    let config = ControllerConfig::default()
-        .debounce(Duration::from_secs(1))
-        .concurrency(ctx.settings.max_concurrent_audits);
+    // No limit here: `Context::audit_slot` limits the audits that run, so that those
+    // waiting can be counted (kube's scheduler holds its waiting items out of sight).
+    let config = ControllerConfig::default().debounce(Duration::from_secs(1));
     let controller = Controller::for_stream(audit_stream, audit_store.clone()).with_config(config);
     tokio::spawn(readiness.when_synced(sync_futures(&audit_store, &rbac_stores)));
     tokio::spawn(forget_deleted_audits(audit_store.clone(), ctx.clone()));
@@ -254,6 +267,7 @@ async fn reconcile_counted(
     audit: Arc<KopfAudit>,
     ctx: Arc<Context>,
 ) -> Result<Action, pipeline::ReconcileError> {
+    let _slot = ctx.audit_slot().await;
     let _running = ctx.metrics.audit_running();
     let result = pipeline::contain_panic(pipeline::reconcile(audit.clone(), ctx.clone()))
         .await

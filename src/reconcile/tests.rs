@@ -615,3 +615,36 @@ async fn a_leader_past_its_renewal_deadline_writes_nothing() {
         "nothing written: {seen:#?}"
     );
 }
+
+#[tokio::test]
+async fn audits_past_the_slots_wait_and_are_counted_as_queued() {
+    let (client, _api) = FakeApi::start(NS, answer_without_target);
+    let settings = Settings {
+        max_concurrent_audits: 1,
+        ..Settings::default()
+    };
+    let ctx = Arc::new(Context::for_test(client, settings));
+    let first = ctx.audit_slot().await.expect("a free slot");
+    let waiting = {
+        let ctx = ctx.clone();
+        tokio::spawn(async move { ctx.audit_slot().await.is_some() })
+    };
+    let queued = |ctx: &Context| ctx.metrics.encode().contains("kopf_audit_audits_queued 1");
+    for _ in 0..100 {
+        if queued(&ctx) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(queued(&ctx), "{}", ctx.metrics.encode());
+    assert!(
+        !waiting.is_finished(),
+        "the second audit waits for the slot"
+    );
+    drop(first);
+    assert!(
+        waiting.await.expect("joined"),
+        "it runs once the slot is free"
+    );
+    assert!(ctx.metrics.encode().contains("kopf_audit_audits_queued 0"));
+}

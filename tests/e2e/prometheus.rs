@@ -322,7 +322,12 @@ async fn a_real_prometheus_fires_non_compliant_for_the_broken_fixture_and_never_
     let _bad_kopf = Fixture::start("bad-resources", &bad.name, None);
     let _good_kopf = Fixture::start("good", &good.name, None);
     let kubeconfig = support::kubeconfig_path();
-    let bad_auditor = Auditor::start(&kubeconfig, &bad.name, &[]);
+    // The broken fixture's auditor runs as a ServiceAccount that may write the
+    // KopfAudit's status but not Events there: its Event posts get a 403, which the
+    // scrape must show by verb, resource and code.
+    let scoped = support::ScopedAuditor::create(&admin, &bad.name, &[]).await;
+    scoped.grant(&bad.name, "status");
+    let bad_auditor = Auditor::start(&scoped.kubeconfig, &bad.name, &[]);
     let good_auditor = Auditor::start(&kubeconfig, &good.name, &[]);
 
     // The chart's rules, with a short `for:` so that pending and firing fit in a test.
@@ -420,8 +425,10 @@ async fn a_real_prometheus_fires_non_compliant_for_the_broken_fixture_and_never_
     // two healthy auditors.
     for expr in [
         r#"kopf_audit_api_responses_total{code="200"}"#,
+        r#"kopf_audit_api_responses_total{verb="create",resource="events",code="403"}"#,
         r#"kopf_audit_api_request_duration_seconds_count{verb="create",resource="subjectaccessreviews"}"#,
         "kopf_audit_audits_running",
+        "kopf_audit_audits_queued",
         "kopf_audit_max_concurrent_audits == 8",
         "kopf_audit_leader == 1",
         "kopf_audit_build_info == 1",
@@ -444,7 +451,7 @@ async fn a_real_prometheus_fires_non_compliant_for_the_broken_fixture_and_never_
         "operational alerts for healthy auditors: {silent:?}"
     );
     say(
-        "API answers by code, running audits, leader, build_info and process_* scraped; operational alerts silent",
+        "API answers by code (the provoked 403 included), running audits, leader, build_info and process_* scraped; operational alerts silent",
     );
 
     // Every dashboard query returns series, unless none of the auditors exports a
