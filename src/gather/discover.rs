@@ -117,6 +117,8 @@ struct Pending {
     name: String,
     /// Its rollout, when known: the verdict is remembered under it.
     rollout: Option<Rollout>,
+    /// Its labels, for the row.
+    labels: std::collections::BTreeMap<String, String>,
     selector: LabelSelector,
     /// Its containers that hide what they run.
     hidden: Vec<Container>,
@@ -268,9 +270,9 @@ fn decide(deployment: DeploymentProjection) -> Decided {
         .map(ContainerProjection::into_container)
         .collect();
     match decide_from_spec(&containers, &metadata.namespace) {
-        SpecDecision::Kopf(run) => {
-            Decided::Kopf(Discovered::new(&metadata.namespace, &metadata.name, &run))
-        }
+        SpecDecision::Kopf(run) => Decided::Kopf(
+            Discovered::new(&metadata.namespace, &metadata.name, &run).with_labels(metadata.labels),
+        ),
         SpecDecision::NotKopf => Decided::NotKopf,
         SpecDecision::Undecided(hidden) => Decided::Pending(Pending {
             hidden: hidden
@@ -279,6 +281,7 @@ fn decide(deployment: DeploymentProjection) -> Decided {
                 .collect(),
             namespace: metadata.namespace,
             name: metadata.name,
+            labels: metadata.labels,
             rollout,
             selector: spec.selector,
         }),
@@ -326,9 +329,9 @@ async fn decide_by_log(client: &Client, verdicts: &Verdicts, p: Pending) -> LogO
         pods: &pods,
     };
     match recognise::recognise_workload(client, verdicts, &workload, None).await {
-        Recognised::Kopf(run) => {
-            LogOutcome::Kopf(Box::new(Discovered::new(&p.namespace, &p.name, &run)))
-        }
+        Recognised::Kopf(run) => LogOutcome::Kopf(Box::new(
+            Discovered::new(&p.namespace, &p.name, &run).with_labels(p.labels.clone()),
+        )),
         Recognised::NotKopf => LogOutcome::NotKopf,
         Recognised::Undetermined(why) => undetermined(why.message),
     }

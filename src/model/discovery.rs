@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ListMeta};
 use kopf_log::VersionRange;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// One page of a Deployment list, read into [`DeploymentProjection`]s: the rest of each
 /// object (status, resources, probes, volumes, managedFields) is skipped while parsing,
@@ -55,6 +56,9 @@ pub(crate) struct NameProjection {
     /// The generation: it changes with every change of the spec, so with every rollout.
     #[serde(default)]
     pub(crate) generation: Option<i64>,
+    /// Its labels: a KopfAudit's `target.selector` matches them.
+    #[serde(default)]
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 /// One rollout of one Deployment: its uid and generation. A log verdict holds for as
@@ -270,9 +274,19 @@ pub(crate) struct Discovered {
     /// in: at least these).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) namespaces: Vec<String>,
+    /// The Deployment's labels (not printed): a ClusterKopfAudit matches KopfAudits whose
+    /// target is a selector against them.
+    #[serde(skip)]
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 impl Discovered {
+    /// The same row, with its Deployment's labels.
+    pub(crate) fn with_labels(mut self, labels: BTreeMap<String, String>) -> Discovered {
+        self.labels = labels;
+        self
+    }
+
     /// The row of a Deployment found running kopf.
     pub(crate) fn new(namespace: &str, deployment: &str, run: &KopfRun) -> Discovered {
         let (recognised_by, evidence, version) = match &run.origin {
@@ -300,6 +314,7 @@ impl Discovered {
                 Scope::Namespaced(names) => names.clone(),
                 _ => run.served_names(),
             },
+            labels: BTreeMap::new(),
         }
     }
 }

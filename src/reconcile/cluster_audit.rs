@@ -75,6 +75,8 @@ struct ClusterContext {
     inner: Arc<Context>,
     /// Every KopfAudit, from the KopfAudit controller's cache.
     audits: Store<KopfAudit>,
+    /// Every ClusterKopfAudit: what is kept for deleted ones is dropped.
+    clusters: Store<ClusterKopfAudit>,
     /// Log verdicts per Deployment rollout, per ClusterKopfAudit (by uid).
     fingerprints: Mutex<HashMap<String, Arc<Fingerprints>>>,
     /// Consecutive failures per ClusterKopfAudit, for the back-off.
@@ -112,6 +114,7 @@ pub(super) async fn run(ctx: Arc<Context>, audits: Store<KopfAudit>) {
     let shared = Arc::new(ClusterContext {
         inner: ctx,
         audits,
+        clusters: store.clone(),
         fingerprints: Mutex::default(),
         failures: Mutex::default(),
     });

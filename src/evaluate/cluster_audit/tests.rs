@@ -24,6 +24,7 @@ fn operator(namespace: &str, deployment: &str) -> Discovered {
         kopf_version: None,
         scope: "cluster-wide".into(),
         namespaces: Vec::new(),
+        labels: BTreeMap::from([("app".to_string(), deployment.to_string())]),
     }
 }
 
@@ -121,6 +122,44 @@ fn a_hand_written_audit_wins_and_the_generated_one_goes() {
     assert_eq!(plan.summary.declared, 1);
     assert_eq!(plan.summary.compliant, 1);
     assert_eq!(plan.summary.generated, 0);
+}
+
+#[test]
+fn a_hand_written_audit_whose_selector_matches_the_deployment_wins_too() {
+    let cka = cka("platform");
+    let mut spec = KopfAuditSpec::for_deployment("unused");
+    spec.target.deployment = None;
+    spec.target.selector = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+            match_labels: Some(BTreeMap::from([("app".to_string(), "op-a".to_string())])),
+            ..Default::default()
+        },
+    );
+    let mut selecting = KopfAudit::new("by-label", spec);
+    selecting.metadata.namespace = Some("a".into());
+    let plan = plan(
+        &cka,
+        &found(vec![
+            operator("a", "op-a"),
+            operator("a", "op-b"),
+            operator("b", "op-a"),
+        ]),
+        &[selecting],
+    );
+    let generated: Vec<(String, String)> = plan
+        .apply
+        .iter()
+        .map(|a| (a.namespace().unwrap_or_default(), a.name_any()))
+        .collect();
+    assert_eq!(
+        generated,
+        [
+            ("a".to_string(), "op-b".to_string()),
+            ("b".to_string(), "op-a".to_string())
+        ],
+        "only a/op-a is covered by the selector"
+    );
+    assert_eq!(plan.summary.declared, 1);
 }
 
 #[test]
