@@ -84,11 +84,20 @@ struct ClusterContext {
 }
 
 impl ClusterContext {
+    /// The log verdicts of `cka`'s discoveries; those of deleted ClusterKopfAudits are
+    /// dropped here.
     fn fingerprints_of(&self, cka: &ClusterKopfAudit) -> Arc<Fingerprints> {
+        let live: std::collections::HashSet<String> = self
+            .clusters
+            .state()
+            .iter()
+            .filter_map(|c| c.uid())
+            .collect();
         let mut all = self
             .fingerprints
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.retain(|uid, _| live.contains(uid));
         all.entry(cka.uid().unwrap_or_default())
             .or_default()
             .clone()
