@@ -315,6 +315,19 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
     );
     assert_eq!(generated.spec.interval, "30s");
     assert_eq!(generated.spec.logs.window.as_deref(), Some("5m"));
+    // A generated KopfAudit is audited like any other: `kubectl wait` works on it.
+    let (ok, out, err) = kubectl_run(
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "--timeout=120s",
+            "-n",
+            &python_run.name,
+            "kopfaudit/idle-op",
+        ],
+        None,
+    );
+    assert!(ok, "kubectl wait on a generated KopfAudit: {out}{err}");
 
     // A team writes its own KopfAudit for an operator that has a generated one: theirs
     // wins, the generated one goes within an interval.
