@@ -348,3 +348,6 @@ async fn write_status(
         source,
     })
 }
+
+#[cfg(test)]
+mod tests;
