@@ -110,8 +110,13 @@ impl ClusterContext {
     }
 }
 
-/// Runs the ClusterKopfAudit controller until the process stops.
+/// Runs the ClusterKopfAudit controller until the process stops. It waits first for
+/// the KopfAudit cache: planning against an empty one would generate a KopfAudit for
+/// every operator that has a hand-written one.
 pub(super) async fn run(ctx: Arc<Context>, audits: Store<KopfAudit>) {
+    if !crate::gather::rbac::until_synced(&audits).await {
+        return;
+    }
     let api: Api<ClusterKopfAudit> = Api::all(ctx.client.clone());
     let (store, writer) = kube::runtime::reflector::store();
     let stream = watcher(api, watcher::Config::default())
