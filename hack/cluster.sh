@@ -165,6 +165,23 @@ lock() {
   flock 9
 }
 
+# kwokctl gives each cluster ports that are free when it looks (from 32767 down), so two
+# clusters started at once (the demo, the tests, a bench, each with its own
+# KOPF_AUDIT_WORKDIR) would take the same ones: one fails to bind, and its components
+# reach the other's API server and fail with x509 errors. Starts are serialised
+# machine-wide until every component serves (API server, kwok's node, the controller
+# manager's ServiceAccounts), i.e. until their ports are bound.
+CACHE_ROOT=${KOPF_AUDIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kopf-audit}
+lock_ports() {
+  mkdir -p "$CACHE_ROOT"
+  exec 8>"$CACHE_ROOT/.cluster-ports.lock"
+  if ! flock -n 8; then
+    log "another local cluster is starting: waiting for it to bind its ports"
+    flock 8
+  fi
+}
+unlock_ports() { exec 8>&-; }
+
 # A failed start: keep the component logs, show their tails, leave no process behind.
 fail_up() {
   local keep="$WORKDIR/failed-start-logs"
@@ -195,6 +212,7 @@ cmd_up() {
   local cfg="$WORKDIR/kwokctl.yaml"
   write_config "$cfg"
   rm -f "$KUBECONFIG_PATH"
+  lock_ports
   log "starting cluster $CLUSTER with kwokctl (binary runtime, work dir $KWOK_WORKDIR)"
   local start=$SECONDS
   # PATH: kwokctl runs `kubectl` from PATH first; make it ours.
@@ -207,7 +225,7 @@ cmd_up() {
       --kube-scheduler-binary "$bindir/kube-scheduler" \
       --kwok-controller-binary "$bindir/kwok" \
       --etcd-binary "$bindir/etcd" \
-      --wait 3m 2>&1 9>&- | tee "$WORKDIR/kwokctl-create.log" >&2; then
+      --wait 3m 2>&1 8>&- 9>&- | tee "$WORKDIR/kwokctl-create.log" >&2; then
     fail_up "kwokctl could not start the cluster: $(grep -o '"err":"[^"]*' "$WORKDIR/kwokctl-create.log" | tail -n1 | cut -c8-)"
   fi
   [ -f "$KUBECONFIG_PATH" ] || fail_up "kwokctl did not write $KUBECONFIG_PATH"
@@ -218,6 +236,7 @@ cmd_up() {
     || fail_up "node $NODE not Ready after 120s (is the kwok controller running?)"
   wait_for 120 "kube-controller-manager created the default ServiceAccount" default_sa_exists \
     || fail_up "no default ServiceAccount after 120s (is kube-controller-manager running?)"
+  unlock_ports
   wait_for 60 "kwok's Logs/ClusterLogs CRDs established" established logs.kwok.x-k8s.io clusterlogs.kwok.x-k8s.io \
     || fail_up "kwok's Logs/ClusterLogs CRDs are not established"
   log "cluster $CLUSTER up in $((SECONDS - start))s: $(kc config view --minify -o 'jsonpath={.clusters[0].cluster.server}'), kubeconfig $KUBECONFIG_PATH"

@@ -4,10 +4,13 @@
 #   broken) as real processes, runs kopf-audit, applies one KopfAudit per operator and
 #   prints `kubectl get kopfaudits` and every audit's findings.
 # Everything is stopped at the end; KOPF_AUDIT_DEMO_KEEP=1 leaves it running to explore
-# (then: hack/cluster.sh down).
+# (then: KOPF_AUDIT_WORKDIR=.demo hack/cluster.sh down).
+# The demo's cluster has a work dir of its own (<repo>/.demo, or KOPF_AUDIT_WORKDIR), so
+# it runs beside the tests' cluster (<repo>/.e2e) and a bench's, each on its own ports.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+export KOPF_AUDIT_WORKDIR=${KOPF_AUDIT_WORKDIR:-$repo/.demo}
 step() { echo; echo "=== [demo $(date +%H:%M:%S)] $*"; }
 fixtures=(${KOPF_AUDIT_DEMO_FIXTURES:-good bad-resources silent-failures no-events-create annotations-storage crashloop})
 
@@ -24,7 +27,7 @@ workdir=$(dirname "$kubeconfig")
 pids=()
 cleanup() {
   if [ "${KOPF_AUDIT_DEMO_KEEP:-0}" = 1 ]; then
-    echo "left running (KOPF_AUDIT_DEMO_KEEP=1): stop with hack/cluster.sh down"
+    echo "left running (KOPF_AUDIT_DEMO_KEEP=1): stop with KOPF_AUDIT_WORKDIR=$KOPF_AUDIT_WORKDIR hack/cluster.sh down"
     return
   fi
   step "stopping the demo"

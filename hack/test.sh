@@ -73,6 +73,12 @@ metrics_auth=(--set metrics.authenticated=true --set networkPolicy.enabled=false
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit "${metrics_auth[@]}" >/dev/null
 "$helm" lint --strict charts/kopf-audit --set networkPolicy.enabled=false --set metrics.authenticated=false
 
+step "chart-testing: hack/build-chart-testing.sh (ct, yamllint, yamale; built once, cached: 1-3 min cold), ct lint"
+ct_dir=$(bash hack/build-chart-testing.sh | tail -n 1)
+# ct runs helm, yamllint and yamale from PATH; its schema and lint config from the cache.
+PATH="$(dirname "$helm"):$ct_dir/venv/bin:$PATH" "$ct_dir/ct" lint --config ct.yaml \
+  --chart-yaml-schema "$ct_dir/etc/chart_schema.yaml" --lint-conf "$ct_dir/etc/lintconf.yaml"
+
 step "kube-state-metrics: hack/build-kube-state-metrics.sh (built once from its Go module, cached)"
 bash hack/build-kube-state-metrics.sh | tail -n 1
 

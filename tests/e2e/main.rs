@@ -22,6 +22,7 @@ mod metrics_access;
 mod operator;
 mod production;
 mod prometheus;
+mod quickstart;
 mod rbac;
 mod recognition;
 mod redaction;
