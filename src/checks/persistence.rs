@@ -299,7 +299,9 @@ fn orphaned_finalizers(
         .iter()
         .filter(|o| {
             let group = handled.get(o.resource).map(|h| h.group.as_str());
-            o.finalizers.iter().any(|f| is_kopf_finalizer(f, group))
+            o.finalizers
+                .iter()
+                .any(|f| kopf_marks::is_kopf_finalizer(f, group))
         })
         .collect();
     if finalized.is_empty() {
@@ -348,14 +350,6 @@ fn orphaned_finalizers(
         out.push(f);
     }
     out
-}
-
-/// kopf's default finalizer, one that says kopf, or `<the resource's group>/...`
-/// (`settings.persistence.finalizer`, kopf's docs suggest `<group>/finalizer`).
-fn is_kopf_finalizer(finalizer: &str, group: Option<&str>) -> bool {
-    finalizer == DEFAULT_FINALIZER
-        || finalizer.to_ascii_lowercase().contains("kopf")
-        || group.is_some_and(|g| !g.is_empty() && finalizer.starts_with(&format!("{g}/")))
 }
 
 /// Why no instance of the operator runs, if none does: scaled to zero, no pods, or every

@@ -6,6 +6,7 @@ use super::{Cause, Raised, finding};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::model::bounded::{MAX_LISTED, listed};
+use crate::model::conflict as model_conflict;
 use crate::model::evidence::{
     KopfEvidence, LogEvidence, ObjectSample, Peer, PeeringObject, TargetEvidence, qualified,
 };
@@ -35,17 +36,22 @@ pub(crate) const QUOTE_CHARS: usize = 240;
 const MIN_KOPF_RATIO: f64 = 0.5;
 const MIN_LINES_TO_JUDGE: u64 = 20;
 
+mod conflict;
+
 /// Runs every runtime check on one kopf target.
 pub(crate) fn check(
     target: &TargetEvidence,
     kopf: &KopfEvidence,
     settings: &CheckSettings,
 ) -> Vec<Raised> {
+    // Reads the other operators and the objects, not the log.
+    let conflicts = operator_conflict(target, kopf);
+    let mut out: Vec<Raised> = conflicts.into_iter().map(Raised::alone).collect();
     let Ok(logs) = &kopf.logs else {
-        return Vec::new();
+        return out;
     };
     let name = target.name();
-    let mut out: Vec<Raised> = startup_forbidden(name, logs);
+    out.extend(startup_forbidden(name, logs));
     out.extend(permission_degraded(name, kopf, logs));
     let not_handling = match &kopf.objects {
         Ok(objects) => not_handling(
@@ -93,6 +99,38 @@ pub(crate) fn check(
         unparsed_logs(name, logs).into_iter().collect(),
     ];
     out.extend(alone.into_iter().flatten().map(Raised::alone));
+    out
+}
+
+/// `runtime.operator-conflict`: another kopf operator fights this one over the objects
+/// both handle. Found two ways: another kopf operator in the audit's reach serves a
+/// handled resource where this one does and no peering keeps them apart
+/// ([`model_conflict::rivals`]); or handled objects carry two kopf operators'
+/// diff-bases or finalizers ([`model_conflict::disputed`]). One finding per rival, and
+/// one for objects in dispute that no rival in reach explains.
+fn operator_conflict(target: &TargetEvidence, kopf: &KopfEvidence) -> Vec<Finding> {
+    let (Ok(operators), Ok(handled)) = (&kopf.operators, &kopf.handled) else {
+        return Vec::new();
+    };
+    let samples: &[ObjectSample] = kopf.objects.as_ref().map_or(&[][..], |o| &o.samples[..]);
+    let own = model_conflict::audited(target, &kopf.run);
+    let rivals = model_conflict::rivals(&own, handled, &operators.found);
+    let disputed = model_conflict::disputed(samples, handled);
+    let mut out: Vec<Finding> = rivals
+        .iter()
+        .map(|rival| conflict::rival_finding(target.name(), rival, handled, samples, &disputed))
+        .collect();
+    let unexplained: Vec<&model_conflict::Disputed> = disputed
+        .iter()
+        .filter(|d| !rivals.iter().any(|r| r.overlap.covers(&d.namespace)))
+        .collect();
+    if !unexplained.is_empty() {
+        out.push(conflict::marks_finding(
+            target.name(),
+            operators,
+            &unexplained,
+        ));
+    }
     out
 }
 

@@ -193,13 +193,17 @@ fn evaluate_target(
     eval.findings.extend(one_per_cause(raised));
 }
 
-/// The checks that read evidence of their own beyond their area's: peering objects and
-/// webhook configurations. Out of the auditor's reach (forbidden, or cluster-scoped
+/// The checks that read evidence of their own beyond their area's: peering objects,
+/// webhook configurations and the other kopf operators. Out of the auditor's reach (forbidden, or cluster-scoped
 /// without the cross-namespace allowance), the check is listed as skipped with the
 /// reason; after a transient failure its stored findings are kept.
 fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluation) {
     let optional = [
         (CheckId::RuntimeForeignPeer, kopf.peering.as_ref().err()),
+        (
+            CheckId::RuntimeOperatorConflict,
+            kopf.operators.as_ref().err(),
+        ),
         (
             CheckId::WorkloadWebhookBlastRadius,
             kopf.webhooks.as_ref().err(),

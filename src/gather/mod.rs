@@ -11,6 +11,7 @@ pub(crate) mod files;
 pub(crate) mod handled;
 pub(crate) mod logs;
 pub(crate) mod objects;
+pub(crate) mod operators;
 pub(crate) mod peering;
 pub(crate) mod rbac;
 pub(crate) mod recognise;
@@ -84,6 +85,8 @@ pub(crate) struct Shared {
     pub(crate) recognitions: recognise::Verdicts,
     /// The pages of sampled objects the process may hold at once.
     pub(crate) objects: objects::ObjectPages,
+    /// The kopf operators found per searched scope, for `runtime.operator-conflict`.
+    pub(crate) operators: operators::OperatorMemory,
 }
 
 /// What has made part of the [`Shared`] caches stale.
@@ -111,6 +114,7 @@ impl Shared {
                 self.logs.forget_unused(now);
                 self.recognitions.forget_unused(now);
                 self.rbac.forget_stale_crds();
+                self.operators.forget_stale();
             }
         }
     }
@@ -521,6 +525,8 @@ async fn gather_kopf(
     };
     let peering = peering::gather(client, &run, target.namespace(), reach).await;
     let webhooks = webhooks::gather(client, reach).await;
+    let own = crate::model::conflict::audited(target, &run);
+    let operators = operators::gather(client, reach, shared, &own).await;
     KopfEvidence {
         run,
         handled,
@@ -530,6 +536,7 @@ async fn gather_kopf(
         objects,
         peering,
         webhooks,
+        operators,
         declared_storage: None,
     }
 }

@@ -150,6 +150,8 @@ pub(crate) struct KopfEvidence {
     pub(crate) peering: Gathered<Vec<PeeringObject>>,
     /// The admission webhook configurations kopf manages for the handled resources.
     pub(crate) webhooks: Gathered<Vec<WebhookConfig>>,
+    /// The other kopf operators in the audit's reach, which may fight this one.
+    pub(crate) operators: Gathered<super::operators::Operators>,
     /// Where the operator's source makes kopf keep its state, when its source was read
     /// (lint); live, only the marks on the objects tell.
     pub(crate) declared_storage: Option<StateStorage>,
@@ -168,6 +170,7 @@ impl KopfEvidence {
             objects: Err(unread()),
             peering: Err(unread()),
             webhooks: Err(unread()),
+            operators: Err(unread()),
             declared_storage: None,
         }
     }

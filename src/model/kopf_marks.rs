@@ -41,6 +41,25 @@ pub(crate) fn is_progress_annotation(key: &str, prefix: &str) -> bool {
         .is_some_and(|rest| !rest.starts_with(DIFFBASE_KEY) && rest != TOUCH_KEY)
 }
 
+/// Whether a finalizer is kopf's: its default, one that says kopf, or `<the resource's
+/// group>/...` (`settings.persistence.finalizer`, kopf's docs suggest `<group>/finalizer`).
+pub(crate) fn is_kopf_finalizer(finalizer: &str, group: Option<&str>) -> bool {
+    finalizer == DEFAULT_FINALIZER
+        || finalizer.to_ascii_lowercase().contains("kopf")
+        || group.is_some_and(|g| !g.is_empty() && finalizer.starts_with(&format!("{g}/")))
+}
+
+/// The prefix of a diff-base annotation (`<prefix>/last-handled-configuration`, or its
+/// `-ofDRS` variant), if `key` is one: each prefix is one kopf operator's storage.
+pub(crate) fn diffbase_prefix(key: &str) -> Option<&str> {
+    key.split_once('/')
+        .filter(|(p, name)| {
+            !p.is_empty()
+                && (*name == DIFFBASE_KEY || *name == format!("{DIFFBASE_KEY}-ofDRS").as_str())
+        })
+        .map(|(p, _)| p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +80,32 @@ mod tests {
             PREFIX
         );
         assert_eq!(keys(&["app.kubernetes.io/name"]), PREFIX);
+    }
+
+    #[test]
+    fn a_diffbase_key_names_its_prefix() {
+        assert_eq!(diffbase_prefix(DIFFBASE_ANNOTATION), Some(PREFIX));
+        assert_eq!(
+            diffbase_prefix("a.example.com/last-handled-configuration-ofDRS"),
+            Some("a.example.com")
+        );
+        assert_eq!(diffbase_prefix("a.example.com/create_fn"), None);
+        assert_eq!(diffbase_prefix("last-handled-configuration"), None);
+    }
+
+    #[test]
+    fn kopf_finalizers_are_the_default_kopfs_or_the_groups() {
+        assert!(is_kopf_finalizer(DEFAULT_FINALIZER, None));
+        assert!(is_kopf_finalizer("my.kopf.dev/x", None));
+        assert!(is_kopf_finalizer(
+            "example.com/finalizer",
+            Some("example.com")
+        ));
+        assert!(!is_kopf_finalizer(
+            "example.com/finalizer",
+            Some("other.com")
+        ));
+        assert!(!is_kopf_finalizer("foregroundDeletion", Some("")));
     }
 
     #[test]

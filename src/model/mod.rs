@@ -6,6 +6,7 @@
 //! ([`names`]). Nothing here performs I/O.
 
 pub(crate) mod bounded;
+pub(crate) mod conflict;
 pub(crate) mod diffbase;
 pub(crate) mod discovery;
 pub(crate) mod duration;
@@ -15,6 +16,7 @@ pub(crate) mod kopf_marks;
 pub(crate) mod kopf_run;
 pub(crate) mod names;
 pub(crate) mod needs;
+pub(crate) mod operators;
 pub(crate) mod quantity;
 pub(crate) mod rbac;
 pub(crate) mod settings;

@@ -167,6 +167,7 @@ pub(crate) async fn run(
             logs: LogMemory::new(metrics.log_bytes_read(), settings.log_memory_bytes),
             recognitions: Default::default(),
             objects: Default::default(),
+            operators: Default::default(),
         }),
         metrics,
         mandate,

@@ -241,12 +241,17 @@ async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothi
     );
     assert_eq!(seen.iter().filter(|s| s.path.contains("/log")).count(), 1);
     // The target is read live, by name, and its pods by its selector: nothing else of
-    // the namespace's Deployments and pods.
-    let target_reads: Vec<&str> = seen
+    // the namespace's Deployments and pods but one page of their projections, to find
+    // the other kopf operators (runtime.operator-conflict, once per interval).
+    let (discovery, target_reads): (Vec<&str>, Vec<&str>) = seen
         .iter()
         .filter(|s| s.path.contains("/deployments") || s.path.contains("/pods?"))
         .map(|s| s.path.as_str())
-        .collect();
+        .partition(|p| p.contains("/deployments?&limit="));
+    assert_eq!(
+        discovery,
+        ["/apis/apps/v1/namespaces/ns/deployments?&limit=500"]
+    );
     assert_eq!(target_reads.len(), 2, "{target_reads:#?}");
     assert!(target_reads[0].contains("fieldSelector=metadata.name%3Dop"));
     assert!(target_reads[1].contains("labelSelector=app%3Dop"));

@@ -8,6 +8,7 @@ mod bounds;
 mod browser;
 mod chart;
 mod cluster_audit;
+mod conflict;
 mod delivery;
 mod discover;
 mod evidence;

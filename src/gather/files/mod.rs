@@ -485,6 +485,7 @@ fn kopf_evidence(
         objects: Err(not_in_files("Handled objects")),
         peering: Err(not_in_files("Peering objects")),
         webhooks: Err(not_in_files("kopf-managed webhook configurations")),
+        operators: Err(not_in_files("Other kopf operators")),
         declared_storage: (source.files > 0).then(|| source.storage()),
     }
 }

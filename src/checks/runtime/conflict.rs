@@ -1,0 +1,109 @@
+//! The findings of `runtime.operator-conflict` ([`super::operator_conflict`]): one per
+//! rival, naming it and the objects in dispute, and one for objects in dispute that no
+//! rival in reach explains.
+
+use super::super::finding;
+use crate::api::Finding;
+use crate::catalog::CheckId;
+use crate::model::bounded::listed;
+use crate::model::conflict::{self, Disputed, Operators, Rival, Searched};
+use crate::model::evidence::{HandledResource, ObjectSample};
+
+/// At most this many objects in dispute are named in a finding.
+const NAMED_OBJECTS: usize = 5;
+
+/// The finding naming one rival, its shared resources and namespaces, and the objects
+/// in dispute: those with two operators' marks first, else the sampled objects of the
+/// shared resources where both serve.
+pub(super) fn rival_finding(
+    target: &str,
+    rival: &Rival,
+    handled: &[HandledResource],
+    samples: &[ObjectSample],
+    disputed: &[Disputed],
+) -> Finding {
+    let other = &rival.operator;
+    let sa = &other.service_account;
+    let marked: Vec<String> = disputed
+        .iter()
+        .filter(|d| rival.overlap.covers(&d.namespace))
+        .map(describe_disputed)
+        .collect();
+    let evidence = if marked.is_empty() {
+        let shared: Vec<String> = samples
+            .iter()
+            .filter(|s| rival.overlap.covers(&s.namespace))
+            .filter(|s| {
+                handled.get(s.resource).is_some_and(|h| {
+                    let name = if h.group.is_empty() {
+                        h.plural.clone()
+                    } else {
+                        format!("{}.{}", h.plural, h.group)
+                    };
+                    rival.resources.contains(&name)
+                })
+            })
+            .map(ObjectSample::qualified_name)
+            .collect();
+        (!shared.is_empty()).then(|| {
+            format!(
+                "objects both serve: {}",
+                listed(&shared, ", ", NAMED_OBJECTS)
+            )
+        })
+    } else {
+        Some(format!(
+            "objects in dispute: {}",
+            listed(&marked, "; ", NAMED_OBJECTS)
+        ))
+    };
+    finding(
+        CheckId::RuntimeOperatorConflict,
+        target,
+        format!(
+            "Deployment {} (ServiceAccount {}/{}) runs another kopf operator that also serves {} in {}, and kopf does not keep the two apart: {}. Both handle the same objects and each takes the other's finalizer, diff-base and progress marks for changes: finalizers are added and removed, diff-bases overwritten and handlers re-run for ever. Let one operator serve each resource and namespace, or run both in one peering (the same `--peering` name and scope, different `--priority`) so that only one is active at a time.",
+            other.name(),
+            sa.namespace,
+            sa.name,
+            listed(&rival.resources, ", ", NAMED_OBJECTS),
+            rival.overlap.describe(),
+            rival.apart.describe(),
+        ),
+        evidence,
+    )
+}
+
+/// `ns/name (diff-bases under a and b, finalizers x and y)`.
+fn describe_disputed(d: &Disputed) -> String {
+    let marks: Vec<String> = d.marks.iter().map(conflict::Marks::describe).collect();
+    format!("{} ({})", d.object, marks.join(", "))
+}
+
+/// The finding for objects with two operators' marks that no rival in reach explains.
+pub(super) fn marks_finding(
+    target: &str,
+    operators: &Operators,
+    disputed: &[&Disputed],
+) -> Finding {
+    let searched = match &operators.searched {
+        Searched::Cluster => "among the cluster's Deployments".to_string(),
+        Searched::Namespace(ns) => format!(
+            "among the Deployments of namespace {ns} (the auditor looks at other namespaces only when started with --allow-cross-namespace, see the README, \"Tenancy\")"
+        ),
+    };
+    let named: Vec<String> = disputed.iter().map(|d| describe_disputed(d)).collect();
+    finding(
+        CheckId::RuntimeOperatorConflict,
+        target,
+        format!(
+            "Handled objects carry the marks of two kopf operators (two diff-bases or two kopf finalizers), yet no other kopf operator serving them was found {searched}: another operator (or one that ran before under other settings) handles them too, and the two fight over them. Find the other operator and let only one serve these objects, or remove the stale marks if it is gone.",
+        ),
+        Some(format!(
+            "objects in dispute: {}",
+            listed(&named, "; ", NAMED_OBJECTS)
+        )),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! Tests of finding the other kopf operators against a fake API server: what is read,
+//! what is learned of each, and that one discovery serves the audits of an interval.
+
+use super::*;
+use crate::testing::{FakeApi, json};
+use http::{Method, Response, StatusCode};
+use kube::client::Body;
+use std::collections::BTreeSet;
+
+/// A kopf Deployment in `team`, running as `<name>-sa` with these `kopf run` args.
+fn deployment(name: &str, args: &[&str]) -> serde_json::Value {
+    let mut command = vec!["kopf", "run"];
+    command.extend(args);
+    command.push("/app/op.py");
+    serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"serviceAccountName": format!("{name}-sa"),
+                                  "containers": [{"name": "operator", "image": "op:1", "command": command}]}}
+        }
+    })
+}
+
+fn role_binding(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"name": name, "namespace": "team"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": format!("{name}-sa"), "namespace": "team"}]
+    })
+}
+
+fn role(name: &str, plural: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"name": name, "namespace": "team"},
+        "rules": [{"apiGroups": ["example.com"], "resources": [plural],
+                   "verbs": ["get", "list", "watch", "patch"]}]
+    })
+}
+
+/// Two standalone kopf operators serving `team` (a on widgets, b on widgets and gizmos),
+/// one serving only `elsewhere`, and a web server.
+fn cluster(method: &Method, path: &str, _: &serde_json::Value) -> Response<Body> {
+    assert_eq!(method, Method::GET, "finding operators only reads: {path}");
+    let list = |items: Vec<serde_json::Value>| {
+        json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {}, "items": items}),
+        )
+    };
+    let mut web = deployment("web", &[]);
+    web["spec"]["template"]["spec"]["containers"][0]["command"] = serde_json::json!(["nginx"]);
+    let a = deployment("a", &["--standalone", "-n", "team"]);
+    let b = deployment("b", &["--standalone", "--namespace=team"]);
+    let far = deployment("far", &["--standalone", "-n", "elsewhere"]);
+    match path.split('?').next().unwrap_or_default() {
+        "/apis/apps/v1/namespaces/team/deployments" => list(vec![a, web, far, b]),
+        "/apis/apps/v1/namespaces/team/deployments/a" => json(StatusCode::OK, a),
+        "/apis/apps/v1/namespaces/team/deployments/b" => json(StatusCode::OK, b),
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" => list(vec![]),
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings" => {
+            list(vec![role_binding("a"), role_binding("b")])
+        }
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles/a" => {
+            json(StatusCode::OK, role("a", "widgets"))
+        }
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles/b" => {
+            let mut r = role("b", "widgets");
+            r["rules"][0]["resources"] = serde_json::json!(["widgets", "gizmos"]);
+            json(StatusCode::OK, r)
+        }
+        _ => json(StatusCode::NOT_FOUND, serde_json::json!({"code": 404})),
+    }
+}
+
+/// The audited operator: `team/c`, on `team`.
+fn own() -> Operator {
+    Operator {
+        namespace: "team".into(),
+        deployment: "c".into(),
+        service_account: ServiceAccountRef::default(),
+        scope: Scope::Namespaced(vec!["team".into()]),
+        served_names: vec!["team".into()],
+        peering: Peering::Standalone,
+        resources: None,
+    }
+}
+
+fn reach(cross_namespace: bool) -> Reach {
+    Reach {
+        own: "team".into(),
+        cross_namespace,
+        reader: "team/audit".into(),
+    }
+}
+
+#[tokio::test]
+async fn finds_the_kopf_operators_of_the_namespace_with_what_they_serve() {
+    let (client, api) = FakeApi::start("team", cluster);
+    let shared = Shared::default();
+    let found = gather(&client, &reach(false), &shared, &own())
+        .await
+        .expect("operators found");
+    assert_eq!(found.searched, Searched::Namespace("team".into()));
+    let names: Vec<String> = found.found.iter().map(Operator::name).collect();
+    assert_eq!(names, ["team/a", "team/b"]);
+    let b = &found.found[1];
+    assert_eq!(b.peering, Peering::Standalone);
+    assert_eq!(b.served_names, ["team"]);
+    assert_eq!(b.service_account.name, "b-sa");
+    let key = |p: &str| ("example.com".to_string(), p.to_string());
+    assert_eq!(
+        b.resources,
+        Some(BTreeSet::from([key("gizmos"), key("widgets")]))
+    );
+    assert_eq!(
+        found.found[0].resources,
+        Some(BTreeSet::from([key("widgets")]))
+    );
+    let seen = api.take();
+    assert!(
+        seen.iter()
+            .all(|s| !s.path.starts_with("/apis/apps/v1/deployments")),
+        "nothing outside the namespace is listed: {seen:?}"
+    );
+    assert!(
+        seen.iter().all(|s| !s.path.contains("/deployments/far")),
+        "an operator serving none of the audited one's namespaces is not read further: {seen:?}"
+    );
+    assert!(
+        seen.iter().all(|s| !s.path.contains("/pods")),
+        "every command line decided: no pod or log is read: {seen:?}"
+    );
+    // A second audit within the interval reuses what the first found.
+    let again = gather(&client, &reach(false), &shared, &own())
+        .await
+        .expect("remembered");
+    assert_eq!(again.found, found.found);
+    assert!(api.take().is_empty(), "no request the second time");
+}
+
+#[tokio::test]
+async fn a_refused_list_is_the_obstacle() {
+    let (client, _api) = FakeApi::start("team", |_: &Method, _: &str, _: &serde_json::Value| {
+        json(
+            StatusCode::FORBIDDEN,
+            serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "message": "forbidden", "reason": "Forbidden", "code": 403}),
+        )
+    });
+    let shared = Shared::default();
+    let why = gather(&client, &reach(true), &shared, &own())
+        .await
+        .expect_err("refused");
+    assert_eq!(why.why, Obstacle::Forbidden);
+    assert!(
+        why.message.contains("list on deployments"),
+        "{}",
+        why.message
+    );
+}

@@ -1,0 +1,285 @@
+//! Two kopf operators fighting over the same objects, the pure part: which other kopf
+//! operators serve a resource this one serves, in namespaces both serve, without a
+//! peering between them ([`rivals`]), and which handled objects carry the marks of two
+//! kopf operators ([`disputed`]). kopf's peering makes one operator of a peering pause
+//! while a higher-priority one runs; operators outside one peering know nothing of each
+//! other, and each takes the other's finalizer, diff-base and progress marks for
+//! changes to handle (kopf 1.38-1.45 `_core/engines/peering.py`,
+//! `_cogs/configs/progress.py`, `_cogs/configs/diffbase.py`).
+
+use super::evidence::{HandledResource, ObjectSample, TargetEvidence};
+use super::kopf_marks;
+use super::kopf_run::{KopfRun, Peering};
+pub(crate) use super::operators::{Operator, Operators, ResourceKey, Searched};
+use std::collections::BTreeSet;
+
+/// The audited operator: its Deployment and how it runs kopf (its resources are the
+/// audit's handled resources, compared by [`rivals`]).
+pub(crate) fn audited(target: &TargetEvidence, run: &KopfRun) -> Operator {
+    Operator {
+        namespace: target.namespace().to_string(),
+        deployment: target.name().to_string(),
+        service_account: target.service_account(),
+        scope: run.scope.clone(),
+        served_names: run.served_names(),
+        peering: run.peering.clone(),
+        resources: None,
+    }
+}
+
+/// Where two operators both serve a resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Overlap {
+    /// Both serve every namespace.
+    Everywhere,
+    /// These namespaces.
+    Namespaces(Vec<String>),
+}
+
+impl Overlap {
+    /// How a message names it.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Overlap::Everywhere => "every namespace".to_string(),
+            Overlap::Namespaces(names) => format!(
+                "namespace {}",
+                super::bounded::listed(names, ", ", super::bounded::MAX_LISTED)
+            ),
+        }
+    }
+
+    /// Whether a namespace is in it.
+    pub(crate) fn covers(&self, namespace: &str) -> bool {
+        match self {
+            Overlap::Everywhere => true,
+            Overlap::Namespaces(names) => names.iter().any(|n| n == namespace),
+        }
+    }
+}
+
+/// The namespaces both serve; `None` when they share none, or when neither lists its
+/// namespaces (two pattern scopes: which namespaces match both is not known).
+pub(crate) fn overlap(a: &Operator, b: &Operator) -> Option<Overlap> {
+    if a.scope.is_cluster_wide() && b.scope.is_cluster_wide() {
+        return Some(Overlap::Everywhere);
+    }
+    let names: Vec<String> = match (a.listed_names(), b.listed_names()) {
+        (Some(names), _) => names.iter().filter(|n| b.serves(n)).cloned().collect(),
+        (None, Some(names)) => names.iter().filter(|n| a.serves(n)).cloned().collect(),
+        (None, None) => return None,
+    };
+    let names: Vec<String> = names
+        .into_iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    (!names.is_empty()).then_some(Overlap::Namespaces(names))
+}
+
+/// Why two operators do not peer: each a reason kopf keeps them apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Apart {
+    /// One or both run `--standalone`.
+    Standalone,
+    /// Different peering names.
+    Names(String, String),
+    /// One is cluster-wide (`ClusterKopfPeering`), the other namespaced (`KopfPeering`).
+    Kinds,
+}
+
+impl Apart {
+    /// How a message says it.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Apart::Standalone => "peering is off (`--standalone`)".to_string(),
+            Apart::Names(a, b) => format!("they join different peerings ({a} and {b})"),
+            Apart::Kinds => "one is cluster-wide and joins a ClusterKopfPeering, the other is namespaced and joins a KopfPeering: the two never meet".to_string(),
+        }
+    }
+}
+
+/// Why two operators are apart, or `None` when they peer or it is not known (a hidden
+/// command line: `--standalone` or `--peering` may be there).
+pub(crate) fn apart(a: &Operator, b: &Operator) -> Option<Apart> {
+    if matches!(a.peering, Peering::Unknown) || matches!(b.peering, Peering::Unknown) {
+        return None;
+    }
+    match (a.peering_place(), b.peering_place()) {
+        (Some((wide_a, name_a)), Some((wide_b, name_b))) => {
+            if name_a != name_b {
+                Some(Apart::Names(name_a.to_string(), name_b.to_string()))
+            } else if wide_a != wide_b {
+                Some(Apart::Kinds)
+            } else {
+                None
+            }
+        }
+        _ => Some(Apart::Standalone),
+    }
+}
+
+/// Another operator that serves what this one serves, where it does, without peering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Rival {
+    /// The other operator.
+    pub(crate) operator: Operator,
+    /// The resources both serve (`plural.group`), sorted.
+    pub(crate) resources: Vec<String>,
+    /// Where.
+    pub(crate) overlap: Overlap,
+    /// Why kopf does not keep them apart.
+    pub(crate) apart: Apart,
+}
+
+/// `plural.group` (or `plural` for core).
+fn resource_name((group, plural): &ResourceKey) -> String {
+    if group.is_empty() {
+        plural.clone()
+    } else {
+        format!("{plural}.{group}")
+    }
+}
+
+/// The other operators that fight `own` for its handled resources: each serves one of
+/// them in a namespace `own` serves too, and the two do not peer. A cluster-scoped
+/// resource is shared only by two cluster-wide operators. The same Deployment is never
+/// its own rival (its replicas are `workload.standalone-replicas`' concern).
+pub(crate) fn rivals(
+    own: &Operator,
+    handled: &[HandledResource],
+    others: &[Operator],
+) -> Vec<Rival> {
+    let mut out = Vec::new();
+    for other in others {
+        if other.namespace == own.namespace && other.deployment == own.deployment {
+            continue;
+        }
+        let Some(theirs) = &other.resources else {
+            continue;
+        };
+        let Some(apart) = apart(own, other) else {
+            continue;
+        };
+        let Some(where_) = overlap(own, other) else {
+            continue;
+        };
+        let cluster_wide = own.scope.is_cluster_wide() && other.scope.is_cluster_wide();
+        let mut shared: Vec<String> = handled
+            .iter()
+            .filter(|h| h.namespaced || cluster_wide)
+            .map(|h| (h.group.clone(), h.plural.clone()))
+            .filter(|key| theirs.contains(key))
+            .map(|key| resource_name(&key))
+            .collect();
+        shared.sort();
+        shared.dedup();
+        if shared.is_empty() {
+            continue;
+        }
+        out.push(Rival {
+            operator: other.clone(),
+            resources: shared,
+            overlap: where_,
+            apart,
+        });
+    }
+    out.sort_by_key(|r| r.operator.name());
+    out
+}
+
+/// What shows two kopf operators on one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Marks {
+    /// Diff-bases under two or more prefixes: two operators each store what they last
+    /// handled.
+    DiffBases(Vec<String>),
+    /// Two or more kopf finalizers: each operator blocks the deletion for itself.
+    Finalizers(Vec<String>),
+}
+
+impl Marks {
+    /// How a message says it.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Marks::DiffBases(prefixes) => format!(
+                "diff-bases under {}",
+                super::bounded::listed(prefixes, " and ", super::bounded::MAX_LISTED)
+            ),
+            Marks::Finalizers(finalizers) => format!(
+                "finalizers {}",
+                super::bounded::listed(finalizers, " and ", super::bounded::MAX_LISTED)
+            ),
+        }
+    }
+}
+
+/// A handled object that carries the marks of two kopf operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Disputed {
+    /// `namespace/name`.
+    pub(crate) object: String,
+    /// Its namespace (empty when cluster-scoped).
+    pub(crate) namespace: String,
+    /// The marks of two operators.
+    pub(crate) marks: Vec<Marks>,
+}
+
+/// The diff-base prefixes on an object, sorted.
+fn diffbase_prefixes(sample: &ObjectSample) -> Vec<String> {
+    let set: BTreeSet<&str> = sample
+        .annotations
+        .keys()
+        .filter_map(|k| kopf_marks::diffbase_prefix(k))
+        .collect();
+    set.into_iter().map(str::to_string).collect()
+}
+
+/// The kopf finalizers on an object, sorted: kopf's own kinds ([`kopf_marks::is_kopf_finalizer`])
+/// and any under one of the object's diff-base prefixes (an operator that chose its
+/// prefix names its finalizer alike).
+fn kopf_finalizers(sample: &ObjectSample, group: Option<&str>, prefixes: &[String]) -> Vec<String> {
+    let set: BTreeSet<&String> = sample
+        .finalizers
+        .iter()
+        .filter(|f| {
+            kopf_marks::is_kopf_finalizer(f, group)
+                || prefixes.iter().any(|p| {
+                    f.strip_prefix(p.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+                })
+        })
+        .collect();
+    set.into_iter().cloned().collect()
+}
+
+/// The sampled objects that carry two kopf operators' marks: diff-bases under two
+/// prefixes, or two kopf finalizers. Two operators that both keep kopf's defaults leave
+/// one diff-base and one finalizer between them: their marks cannot tell them apart
+/// (nor can `managedFields`, where every kopf operator writes as the manager `kopf`).
+pub(crate) fn disputed(samples: &[ObjectSample], handled: &[HandledResource]) -> Vec<Disputed> {
+    let mut out: Vec<Disputed> = samples
+        .iter()
+        .filter_map(|sample| {
+            let group = handled.get(sample.resource).map(|h| h.group.as_str());
+            let prefixes = diffbase_prefixes(sample);
+            let finalizers = kopf_finalizers(sample, group, &prefixes);
+            let mut marks = Vec::new();
+            if prefixes.len() > 1 {
+                marks.push(Marks::DiffBases(prefixes));
+            }
+            if finalizers.len() > 1 {
+                marks.push(Marks::Finalizers(finalizers));
+            }
+            (!marks.is_empty()).then(|| Disputed {
+                object: sample.qualified_name(),
+                namespace: sample.namespace.clone(),
+                marks,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.object.cmp(&b.object));
+    out
+}
+
+#[cfg(test)]
+mod tests;
