@@ -63,6 +63,7 @@ helm=$(bash hack/build-helm.sh | tail -n 1)
 export KOPF_AUDIT_HELM="$helm"
 "$helm" lint --strict charts/kopf-audit
 "$helm" lint --strict charts/kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true
+"$helm" lint --strict charts/kopf-audit --set rbac.clusterAudits=false
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --include-crds >/dev/null
 "$helm" template kopf-audit charts/kopf-audit --namespace kopf-audit --set rbac.namespaced=true --set replicas=2 --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >/dev/null
 # /metrics guarded both ways: authenticated with the NetworkPolicy off, and open with none.

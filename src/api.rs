@@ -12,6 +12,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod cluster;
+pub use cluster::{
+    AuditDefaults, ClusterKopfAudit, ClusterKopfAuditSpec, ClusterKopfAuditStatus, ClusterSummary,
+    DeploymentRef, Exclusions, Offender,
+};
+
 /// Desired audit: which kopf operator to audit, how often and how strictly.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
@@ -116,9 +122,10 @@ fn label_selector_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
                     "type": "object",
                     "required": ["key", "operator"],
                     "properties": {
-                        "key": {"type": "string", "maxLength": 317, "pattern": LABEL_KEY_PATTERN},
-                        "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
+                        "key": {"description": "The label key the requirement applies to.", "type": "string", "maxLength": 317, "pattern": LABEL_KEY_PATTERN},
+                        "operator": {"description": "How the key relates to the values: In, NotIn, Exists or DoesNotExist.", "type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
                         "values": {
+                            "description": "The label values: at least one for In and NotIn, none for Exists and DoesNotExist.",
                             "type": "array",
                             "maxItems": 64,
                             "items": {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE_PATTERN}

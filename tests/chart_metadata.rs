@@ -44,18 +44,20 @@ fn chart_yaml_has_what_chart_testing_requires() {
 }
 
 #[test]
-fn artifact_hub_crds_name_the_generated_crd() {
+fn artifact_hub_crds_name_the_generated_crds() {
     let chart = chart();
-    let crd = KopfAudit::crd();
+    let crds = [KopfAudit::crd(), kopf_audit::api::ClusterKopfAudit::crd()];
     let listed = annotation_list(&chart, "artifacthub.io/crds");
-    assert_eq!(listed.len(), 1);
-    assert_eq!(text(&listed[0], "kind"), crd.spec.names.kind);
-    assert_eq!(
-        text(&listed[0], "name"),
-        crd.metadata.name.as_deref().unwrap_or_default()
-    );
-    assert_eq!(text(&listed[0], "version"), crd.spec.versions[0].name);
-    assert!(!text(&listed[0], "description").is_empty());
+    assert_eq!(listed.len(), crds.len());
+    for (listed, crd) in listed.iter().zip(&crds) {
+        assert_eq!(text(listed, "kind"), crd.spec.names.kind);
+        assert_eq!(
+            text(listed, "name"),
+            crd.metadata.name.as_deref().unwrap_or_default()
+        );
+        assert_eq!(text(listed, "version"), crd.spec.versions[0].name);
+        assert!(!text(listed, "description").is_empty());
+    }
 }
 
 #[test]

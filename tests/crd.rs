@@ -19,6 +19,67 @@ fn committed_crd_matches_the_code() {
     );
 }
 
+fn generated_cluster() -> String {
+    serde_yaml::to_string(&kopf_audit::api::ClusterKopfAudit::crd()).expect("CRD renders as YAML")
+}
+
+#[test]
+fn committed_cluster_crd_matches_the_code_in_crd_and_in_the_chart() {
+    for path in [
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crd/kopfaudit.dev_clusterkopfaudits.yaml"
+        ),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/charts/kopf-audit/crds/kopfaudit.dev_clusterkopfaudits.yaml"
+        ),
+    ] {
+        let committed =
+            std::fs::read_to_string(path).expect("the ClusterKopfAudit CRD is committed");
+        assert!(
+            committed == generated_cluster(),
+            "{path} is stale: run `cargo run -- crd --kind cluster-kopf-audit > crd/kopfaudit.dev_clusterkopfaudits.yaml` and copy it into charts/kopf-audit/crds/"
+        );
+    }
+}
+
+/// `kubectl explain` shows each field's description: every property of the
+/// ClusterKopfAudit's spec and status has one.
+#[test]
+fn every_cluster_crd_field_is_described() {
+    let crd = serde_json::to_value(kopf_audit::api::ClusterKopfAudit::crd()).expect("JSON");
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    let mut missing = Vec::new();
+    fn walk(path: &str, node: &serde_json::Value, missing: &mut Vec<String>) {
+        if let Some(props) = node.get("properties").and_then(|p| p.as_object()) {
+            for (name, child) in props {
+                let here = format!("{path}.{name}");
+                let described = child
+                    .get("description")
+                    .and_then(|d| d.as_str())
+                    .is_some_and(|d| !d.is_empty());
+                let is_meta = matches!(name.as_str(), "apiVersion" | "kind" | "metadata");
+                if !described && !is_meta {
+                    missing.push(here.clone());
+                }
+                walk(&here, child, missing);
+            }
+        }
+        if let Some(items) = node.get("items") {
+            walk(&format!("{path}[]"), items, missing);
+        }
+    }
+    walk("", &schema["properties"]["spec"], &mut missing);
+    walk(".status", &schema["properties"]["status"], &mut missing);
+    assert!(
+        missing.is_empty(),
+        "fields without a description: {missing:#?}"
+    );
+    assert_eq!(crd["spec"]["scope"], "Cluster");
+    assert_eq!(crd["spec"]["names"]["shortNames"][0], "cka");
+}
+
 #[test]
 fn chart_crd_matches_the_code_when_the_chart_exists() {
     let path = concat!(

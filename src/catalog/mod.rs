@@ -29,3 +29,7 @@ pub const SKIP_ANNOTATION_PREFIX: &str = "skip.kopfaudit.dev/";
 /// The annotation that asks for one audit now (Flux's `requestedAt` idiom): any new
 /// value triggers one audit, and `status.lastHandledRequestedAt` echoes it once run.
 pub const REQUESTED_AT_ANNOTATION: &str = "kopfaudit.dev/requested-at";
+
+/// The label on every KopfAudit a ClusterKopfAudit generated, its value the
+/// ClusterKopfAudit's name: `kubectl get ka -A -l kopfaudit.dev/cluster-audit` lists them.
+pub const CLUSTER_AUDIT_LABEL: &str = "kopfaudit.dev/cluster-audit";

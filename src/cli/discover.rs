@@ -151,6 +151,7 @@ mod tests {
             kopf_version: version.map(str::to_string),
             scope: "unknown".into(),
             namespaces: vec!["team".into()],
+            labels: Default::default(),
         }
     }
 

@@ -111,8 +111,15 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the KopfAudit CustomResourceDefinition as YAML.
-    Crd,
+    /// Print a CustomResourceDefinition as YAML: KopfAudit's by default.
+    ///
+    /// Example: `kopf-audit crd --kind all | kubectl apply -f -`
+    Crd {
+        /// Which CRD: kopf-audit, cluster-kopf-audit, or all (both, as two YAML
+        /// documents).
+        #[arg(long, value_enum, default_value = "kopf-audit")]
+        kind: CrdKind,
+    },
     /// Print the reference of checks, conditions and reasons as Markdown.
     Reference,
 }
@@ -271,6 +278,12 @@ struct RunArgs {
     /// both or none.
     #[arg(long, env = "KOPF_AUDIT_REPORTS", value_enum, default_value_t = ReportOutput::PolicyReport)]
     reports: ReportOutput,
+    /// Also run the ClusterKopfAudit controller: discover the kopf operators of the
+    /// namespaces each ClusterKopfAudit selects and keep one KopfAudit per operator. It
+    /// reads across namespaces whatever --allow-cross-namespace says (only a cluster
+    /// admin can create a ClusterKopfAudit); ignored with --watch-namespace.
+    #[arg(long, env = "KOPF_AUDIT_CLUSTER_AUDITS")]
+    cluster_audits: bool,
 }
 
 /// `--log-memory-mib`'s default: the process's log budget in MiB (64).
@@ -340,7 +353,7 @@ pub fn main() -> ExitCode {
             out(crate::catalog::reference::markdown());
             ExitCode::SUCCESS
         }
-        Command::Crd => match serde_yaml::to_string(&KopfAudit::crd()) {
+        Command::Crd { kind } => match crd_yaml(kind) {
             Ok(yaml) => {
                 out(yaml);
                 ExitCode::SUCCESS
@@ -362,6 +375,31 @@ pub fn main() -> ExitCode {
         Command::Discover(args) => {
             runtime().map_or(ExitCode::from(2), |rt| rt.block_on(discover_command(args)))
         }
+    }
+}
+
+/// Which CRD `kopf-audit crd` prints.
+#[derive(Clone, Copy, ValueEnum)]
+enum CrdKind {
+    /// The namespaced KopfAudit.
+    KopfAudit,
+    /// The cluster-scoped ClusterKopfAudit.
+    ClusterKopfAudit,
+    /// Both, KopfAudit first, as two YAML documents.
+    All,
+}
+
+/// The CRD(s) of `kind` as YAML.
+fn crd_yaml(kind: CrdKind) -> Result<String, serde_yaml::Error> {
+    use crate::api::ClusterKopfAudit;
+    match kind {
+        CrdKind::KopfAudit => serde_yaml::to_string(&KopfAudit::crd()),
+        CrdKind::ClusterKopfAudit => serde_yaml::to_string(&ClusterKopfAudit::crd()),
+        CrdKind::All => Ok(format!(
+            "{}---\n{}",
+            serde_yaml::to_string(&KopfAudit::crd())?,
+            serde_yaml::to_string(&ClusterKopfAudit::crd())?
+        )),
     }
 }
 
@@ -427,6 +465,7 @@ async fn run(args: RunArgs) -> ExitCode {
         max_concurrent_audits: args.max_concurrent_audits,
         log_memory_bytes: usize::from(args.log_memory_mib) << 20,
         reports: args.reports,
+        cluster_audits: args.cluster_audits,
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
     let code = if args.leader_election {

@@ -2,6 +2,7 @@
 //! findings ([`run`]), the conditions they ask for ([`conditions`]), the next status
 //! ([`status`]) and the Events worth emitting ([`events`]). No client, no I/O.
 
+pub(crate) mod cluster_audit;
 pub(crate) mod conditions;
 pub(crate) mod events;
 pub(crate) mod lint;

@@ -3,11 +3,14 @@
 //! skipped while parsing, never held); decides from the spec what it can
 //! ([`decide_from_spec`]), and only for the Deployments whose spec cannot decide lists
 //! a few of their pods and reads the first lines of one pod's log per hidden container
-//! (the log recognition of [`recognise`], 64 KiB at most per read).
+//! (the log recognition of [`recognise`], 64 KiB at most per read). A discovery that
+//! runs again and again (a ClusterKopfAudit's) remembers each log verdict per rollout
+//! ([`Fingerprints`]): a Deployment's pods are listed and its log read again only once
+//! its uid or generation changed.
 
 use super::recognise::{self, Recognised, Verdicts, Workload};
 use crate::model::discovery::{
-    ContainerProjection, DeploymentPage, DeploymentProjection, Discovered, DiscoveryCost,
+    ContainerProjection, DeploymentPage, DeploymentProjection, Discovered, DiscoveryCost, Rollout,
     SpecDecision, decide_from_spec,
 };
 use futures::StreamExt;
@@ -17,6 +20,8 @@ use kube::Client;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use kube::core::Selector;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 /// Deployments per page of the list: a page of projections is what is held at once.
 const PAGE_SIZE: u32 = 500;
@@ -72,10 +77,48 @@ pub(crate) struct Discovery {
     pub(crate) cost: DiscoveryCost,
 }
 
+/// The log verdicts of earlier discoveries, per Deployment rollout: `Some` the operator
+/// found, `None` not kopf. Undetermined Deployments are not remembered (their pods may
+/// start any time). After each complete discovery only the rollouts it saw are kept, so
+/// it holds at most one entry per Deployment in scope whose spec cannot decide.
+#[derive(Debug, Default)]
+pub(crate) struct Fingerprints {
+    verdicts: Mutex<HashMap<Rollout, Option<Discovered>>>,
+}
+
+impl Fingerprints {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Rollout, Option<Discovered>>> {
+        self.verdicts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, rollout: &Rollout) -> Option<Option<Discovered>> {
+        self.lock().get(rollout).cloned()
+    }
+
+    fn put(&self, rollout: Rollout, verdict: Option<Discovered>) {
+        self.lock().insert(rollout, verdict);
+    }
+
+    fn retain(&self, seen: &HashSet<Rollout>) {
+        self.lock().retain(|r, _| seen.contains(r));
+    }
+
+    /// How many verdicts are remembered.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 /// A Deployment whose spec could not decide: what its log recognition needs.
 struct Pending {
     namespace: String,
     name: String,
+    /// Its rollout, when known: the verdict is remembered under it.
+    rollout: Option<Rollout>,
+    /// Its labels, for the row.
+    labels: std::collections::BTreeMap<String, String>,
     selector: LabelSelector,
     /// Its containers that hide what they run.
     hidden: Vec<Container>,
@@ -87,8 +130,29 @@ pub(crate) async fn discover(
     verdicts: &Verdicts,
     scope: Scope<'_>,
 ) -> Result<Discovery, DiscoverError> {
+    discover_in(
+        client,
+        verdicts,
+        &Fingerprints::default(),
+        scope,
+        &|_, _| true,
+    )
+    .await
+}
+
+/// Finds every kopf operator among the Deployments in `scope` that `keep` (namespace,
+/// name) keeps, the others left before any log is read; log verdicts are taken from
+/// and kept in `fingerprints`.
+pub(crate) async fn discover_in(
+    client: &Client,
+    verdicts: &Verdicts,
+    fingerprints: &Fingerprints,
+    scope: Scope<'_>,
+    keep: &(dyn Fn(&str, &str) -> bool + Sync),
+) -> Result<Discovery, DiscoverError> {
     let mut discovery = Discovery::default();
     let mut pending = Vec::new();
+    let mut seen = HashSet::new();
     let mut continue_token: Option<String> = None;
     loop {
         let (page, bytes) = list_page(client, scope, continue_token.as_deref()).await?;
@@ -96,13 +160,28 @@ pub(crate) async fn discover(
         discovery.cost.list_bytes += bytes;
         for deployment in page.items {
             discovery.cost.deployments += 1;
+            if !keep(&deployment.metadata.namespace, &deployment.metadata.name) {
+                continue;
+            }
             match decide(deployment) {
                 Decided::Kopf(row) => {
                     discovery.cost.decided_by_spec += 1;
                     discovery.found.push(row);
                 }
                 Decided::NotKopf => discovery.cost.decided_by_spec += 1,
-                Decided::Pending(p) => pending.push(p),
+                Decided::Pending(p) => {
+                    let remembered = p.rollout.as_ref().and_then(|r| {
+                        seen.insert(r.clone());
+                        fingerprints.get(r)
+                    });
+                    match remembered {
+                        Some(verdict) => {
+                            discovery.cost.remembered += 1;
+                            discovery.found.extend(verdict);
+                        }
+                        None => pending.push(p),
+                    }
+                }
             }
         }
         continue_token = page.metadata.continue_.filter(|t| !t.is_empty());
@@ -113,15 +192,28 @@ pub(crate) async fn discover(
     discovery.cost.decided_by_log = pending.len() as u64;
     discovery.cost.pod_lists = pending.len() as u64;
     let mut by_log = futures::stream::iter(pending)
-        .map(|p| decide_by_log(client, verdicts, p))
+        .map(|p| async move {
+            let rollout = p.rollout.clone();
+            (rollout, decide_by_log(client, verdicts, p).await)
+        })
         .buffer_unordered(CONCURRENT_LOG_READS);
-    while let Some(outcome) = by_log.next().await {
+    while let Some((rollout, outcome)) = by_log.next().await {
         match outcome {
-            LogOutcome::Kopf(row) => discovery.found.push(*row),
-            LogOutcome::NotKopf => {}
+            LogOutcome::Kopf(row) => {
+                if let Some(r) = rollout {
+                    fingerprints.put(r, Some((*row).clone()));
+                }
+                discovery.found.push(*row);
+            }
+            LogOutcome::NotKopf => {
+                if let Some(r) = rollout {
+                    fingerprints.put(r, None);
+                }
+            }
             LogOutcome::Undetermined(u) => discovery.undetermined.push(u),
         }
     }
+    fingerprints.retain(&seen);
     let by_name = |ns: &str, name: &str| (ns.to_string(), name.to_string());
     discovery
         .found
@@ -169,6 +261,7 @@ enum Decided {
 /// when the spec cannot.
 fn decide(deployment: DeploymentProjection) -> Decided {
     let DeploymentProjection { metadata, spec } = deployment;
+    let rollout = metadata.rollout();
     let containers: Vec<Container> = spec
         .template
         .spec
@@ -177,9 +270,9 @@ fn decide(deployment: DeploymentProjection) -> Decided {
         .map(ContainerProjection::into_container)
         .collect();
     match decide_from_spec(&containers, &metadata.namespace) {
-        SpecDecision::Kopf(run) => {
-            Decided::Kopf(Discovered::new(&metadata.namespace, &metadata.name, &run))
-        }
+        SpecDecision::Kopf(run) => Decided::Kopf(
+            Discovered::new(&metadata.namespace, &metadata.name, &run).with_labels(metadata.labels),
+        ),
         SpecDecision::NotKopf => Decided::NotKopf,
         SpecDecision::Undecided(hidden) => Decided::Pending(Pending {
             hidden: hidden
@@ -188,6 +281,8 @@ fn decide(deployment: DeploymentProjection) -> Decided {
                 .collect(),
             namespace: metadata.namespace,
             name: metadata.name,
+            labels: metadata.labels,
+            rollout,
             selector: spec.selector,
         }),
     }
@@ -234,9 +329,9 @@ async fn decide_by_log(client: &Client, verdicts: &Verdicts, p: Pending) -> LogO
         pods: &pods,
     };
     match recognise::recognise_workload(client, verdicts, &workload, None).await {
-        Recognised::Kopf(run) => {
-            LogOutcome::Kopf(Box::new(Discovered::new(&p.namespace, &p.name, &run)))
-        }
+        Recognised::Kopf(run) => LogOutcome::Kopf(Box::new(
+            Discovered::new(&p.namespace, &p.name, &run).with_labels(p.labels.clone()),
+        )),
         Recognised::NotKopf => LogOutcome::NotKopf,
         Recognised::Undetermined(why) => undetermined(why.message),
     }

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ListMeta};
 use kopf_log::VersionRange;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// One page of a Deployment list, read into [`DeploymentProjection`]s: the rest of each
 /// object (status, resources, probes, volumes, managedFields) is skipped while parsing,
@@ -40,7 +41,7 @@ pub(crate) struct DeploymentProjection {
     pub(crate) spec: SpecProjection,
 }
 
-/// A Deployment's name and namespace.
+/// A Deployment's name and namespace, and what identifies its rollout.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct NameProjection {
     /// The name.
@@ -49,6 +50,37 @@ pub(crate) struct NameProjection {
     /// The namespace.
     #[serde(default)]
     pub(crate) namespace: String,
+    /// The uid: a Deployment deleted and created again under its name is another one.
+    #[serde(default)]
+    pub(crate) uid: String,
+    /// The generation: it changes with every change of the spec, so with every rollout.
+    #[serde(default)]
+    pub(crate) generation: Option<i64>,
+    /// Its labels: a KopfAudit's `target.selector` matches them.
+    #[serde(default)]
+    pub(crate) labels: BTreeMap<String, String>,
+}
+
+/// One rollout of one Deployment: its uid and generation. A log verdict holds for as
+/// long as these stay (the pods, and what their first lines show, change only when the
+/// pod template does, which moves the generation).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Rollout {
+    /// The Deployment's uid.
+    pub(crate) uid: String,
+    /// Its generation.
+    pub(crate) generation: i64,
+}
+
+impl NameProjection {
+    /// The rollout the Deployment is at; `None` when the list gave no uid or generation
+    /// (nothing is then remembered).
+    pub(crate) fn rollout(&self) -> Option<Rollout> {
+        Some(Rollout {
+            uid: Some(self.uid.clone()).filter(|u| !u.is_empty())?,
+            generation: self.generation?,
+        })
+    }
 }
 
 /// A Deployment's pod selector and its pod template's containers.
@@ -242,9 +274,19 @@ pub(crate) struct Discovered {
     /// in: at least these).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) namespaces: Vec<String>,
+    /// The Deployment's labels (not printed): a ClusterKopfAudit matches KopfAudits whose
+    /// target is a selector against them.
+    #[serde(skip)]
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 impl Discovered {
+    /// The same row, with its Deployment's labels.
+    pub(crate) fn with_labels(mut self, labels: BTreeMap<String, String>) -> Discovered {
+        self.labels = labels;
+        self
+    }
+
     /// The row of a Deployment found running kopf.
     pub(crate) fn new(namespace: &str, deployment: &str, run: &KopfRun) -> Discovered {
         let (recognised_by, evidence, version) = match &run.origin {
@@ -272,6 +314,7 @@ impl Discovered {
                 Scope::Namespaced(names) => names.clone(),
                 _ => run.served_names(),
             },
+            labels: BTreeMap::new(),
         }
     }
 }
@@ -306,6 +349,14 @@ pub(crate) struct DiscoveryCost {
     pub(crate) decided_by_log: u64,
     /// Pod lists read (one per Deployment whose spec could not decide).
     pub(crate) pod_lists: u64,
+    /// Deployments whose spec could not decide, decided by the verdict of an earlier
+    /// discovery of the same rollout (no pod list, no log read).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) remembered: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

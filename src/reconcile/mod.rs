@@ -6,6 +6,7 @@
 
 pub(crate) mod backoff;
 mod churn;
+mod cluster_audit;
 pub(crate) mod http;
 pub(crate) mod leader;
 mod memory;
@@ -55,6 +56,9 @@ pub(crate) struct Settings {
     pub(crate) log_memory_bytes: usize,
     /// The report objects written beside the status (`--reports`).
     pub(crate) reports: crate::publish::reports::ReportOutput,
+    /// Run the ClusterKopfAudit controller (`--cluster-audits`; not with
+    /// `watch_namespace`).
+    pub(crate) cluster_audits: bool,
 }
 
 impl Default for Settings {
@@ -67,6 +71,7 @@ impl Default for Settings {
             max_concurrent_audits: DEFAULT_MAX_CONCURRENT_AUDITS,
             log_memory_bytes: crate::gather::logs::DEFAULT_PROCESS_BUDGET_BYTES,
             reports: crate::publish::reports::ReportOutput::default(),
+            cluster_audits: false,
         }
     }
 }
@@ -178,6 +183,7 @@ pub(crate) async fn run(
     let controller = Controller::for_stream(audit_stream, audit_store.clone()).with_config(config);
     tokio::spawn(readiness.when_synced(sync_futures(&audit_store, &rbac_stores)));
     tokio::spawn(forget_deleted_audits(audit_store.clone(), ctx.clone()));
+    let cluster_audits = start_cluster_audits(&ctx, &audit_store);
 
     let controller = watches::attach_targets(
         controller,
@@ -220,6 +226,27 @@ pub(crate) async fn run(
         _ = running => {}
         _ = deadline => {}
     }
+    if let Some(handle) = cluster_audits {
+        handle.abort();
+    }
+}
+
+/// Starts the ClusterKopfAudit controller when asked to and the install is cluster-wide.
+fn start_cluster_audits(
+    ctx: &Arc<Context>,
+    audits: &Store<KopfAudit>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !ctx.settings.cluster_audits {
+        return None;
+    }
+    if let Some(ns) = &ctx.settings.watch_namespace {
+        tracing::warn!(namespace = %ns, "--cluster-audits ignored: a namespaced install cannot discover across namespaces");
+        return None;
+    }
+    Some(tokio::spawn(cluster_audit::run(
+        ctx.clone(),
+        audits.clone(),
+    )))
 }
 
 /// What readiness waits for: every watch cache's first list.

@@ -212,9 +212,49 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
             "--http-addr=0.0.0.0:8080",
             "--max-concurrent-audits=8",
             "--log-memory-mib=64",
-            "--reports=policy-report"
+            "--reports=policy-report",
+            "--cluster-audits"
         ],
         "the image's entrypoint is `/kopf-audit run`"
+    );
+    // ClusterKopfAudits (rbac.clusterAudits, on by default cluster-wide): a role of
+    // their own, bound to the auditor.
+    let cluster_audits = roles
+        .iter()
+        .find(|r| name(r) == "rel-kopf-audit-cluster-audits")
+        .expect("the cluster audits' ClusterRole");
+    let cluster_granted = grants(&cluster_audits["rules"]);
+    for g in [
+        grant("kopfaudit.dev", "clusterkopfaudits", "watch"),
+        grant("kopfaudit.dev", "clusterkopfaudits/status", "patch"),
+        grant("kopfaudit.dev", "kopfaudits", "create"),
+        grant("kopfaudit.dev", "kopfaudits", "patch"),
+        grant("kopfaudit.dev", "kopfaudits", "delete"),
+        grant("", "namespaces", "list"),
+    ] {
+        assert!(
+            cluster_granted.contains(&g),
+            "missing {g:?} in {cluster_granted:?}"
+        );
+    }
+    assert!(
+        of_kind(&objects, "ClusterRoleBinding")
+            .iter()
+            .any(|b| name(b) == "rel-kopf-audit-cluster-audits"
+                && b["subjects"][0]["name"].as_str() == Some("rel-kopf-audit")),
+        "the cluster audits' role is bound to the auditor"
+    );
+    let without = render("rel", "ops", &["--set", "rbac.clusterAudits=false"]);
+    assert!(
+        of_kind(&without, "ClusterRole")
+            .iter()
+            .all(|r| name(r) != "rel-kopf-audit-cluster-audits"),
+        "rbac.clusterAudits=false grants nothing for them"
+    );
+    assert!(
+        !deployment_args(&without)
+            .iter()
+            .any(|a| a == "--cluster-audits")
     );
     let deployment = of_kind(&objects, "Deployment")[0];
     let pod = &deployment["spec"]["template"]["spec"];
@@ -365,6 +405,13 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         of_kind(&objects, "Deployment")[0]["spec"]["selector"]["matchLabels"]
     );
     let args = deployment_args(&objects);
+    assert!(
+        !args.iter().any(|a| a == "--cluster-audits")
+            && of_kind(&objects, "ClusterRole")
+                .iter()
+                .all(|r| name(r) != "rel-kopf-audit-cluster-audits"),
+        "a namespaced install ignores rbac.clusterAudits: {args:?}"
+    );
     for flag in [
         "--log-format=text",
         "--refuse-exemptions",

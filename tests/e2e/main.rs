@@ -7,6 +7,7 @@ mod bounds;
 #[path = "../browser/mod.rs"]
 mod browser;
 mod chart;
+mod cluster_audit;
 mod conflict;
 mod delivery;
 mod discover;

@@ -54,6 +54,15 @@ app.kubernetes.io/part-of: kopf-audit
 {{- end }}
 {{- end }}
 
+{{/*
+"true" when the ClusterKopfAudit controller runs: rbac.clusterAudits on a cluster-wide
+install (no watchNamespace, rbac.namespaced false). A namespaced install ignores it: a
+ClusterKopfAudit discovers across namespaces, which its RBAC does not allow.
+*/}}
+{{- define "kopf-audit.clusterAudits" -}}
+{{- if and .Values.rbac.clusterAudits (not (include "kopf-audit.watchNamespace" .)) }}true{{ end }}
+{{- end }}
+
 {{- define "kopf-audit.image" -}}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}

@@ -122,6 +122,7 @@ async fn finds_kopf_by_command_line_and_reads_logs_only_where_the_spec_cannot_de
             decided_by_spec: 2,
             decided_by_log: 4,
             pod_lists: 4,
+            remembered: 0,
         }
     );
     assert!(found.cost.list_bytes > 0);
@@ -195,4 +196,77 @@ async fn a_refused_list_is_an_error() {
         .await
         .expect_err("refused");
     assert!(matches!(error, DiscoverError::List(_)), "{error}");
+}
+
+/// One hidden kopf Deployment at generation `generation`, its pod running kopf.
+fn one_rollout(generation: i64) -> impl Fn(&Method, &str, &serde_json::Value) -> Response<Body> {
+    move |_: &Method, path: &str, _: &serde_json::Value| {
+        if path.starts_with("/apis/apps/v1/deployments?") {
+            let mut d = deployment("hidden-kopf", &[]);
+            d["metadata"]["uid"] = "uid-dep".into();
+            d["metadata"]["generation"] = generation.into();
+            return json(
+                StatusCode::OK,
+                serde_json::json!({"metadata": {}, "items": [d]}),
+            );
+        }
+        if path.starts_with("/api/v1/namespaces/team/pods?") {
+            return json(
+                StatusCode::OK,
+                serde_json::json!({"metadata": {}, "items": [pod("hidden-kopf")]}),
+            );
+        }
+        cluster(&Method::GET, path, &serde_json::Value::Null)
+    }
+}
+
+#[tokio::test]
+async fn a_deployment_is_fingerprinted_once_per_rollout() {
+    let fingerprints = Fingerprints::default();
+    let everything = |_: &str, _: &str| true;
+    let reads =
+        |seen: &[crate::testing::Seen]| seen.iter().filter(|s| s.path.contains("/pods")).count();
+    // A fresh process each time: the per-pod verdicts are not what saves the reads.
+    for (generation, expect_reads, expect_remembered) in [(1, 2, 0), (1, 0, 1), (2, 2, 0)] {
+        let (client, api) = FakeApi::start("team", one_rollout(generation));
+        let found = discover_in(
+            &client,
+            &Verdicts::default(),
+            &fingerprints,
+            Scope::default(),
+            &everything,
+        )
+        .await
+        .expect("discovered");
+        assert_eq!(found.found.len(), 1, "generation {generation}: {found:?}");
+        assert_eq!(found.found[0].recognised_by, Recognition::Log);
+        let seen = api.take();
+        assert_eq!(
+            reads(&seen),
+            expect_reads,
+            "generation {generation}: a pod list and a log read, or nothing: {seen:#?}"
+        );
+        assert_eq!(found.cost.remembered, expect_remembered);
+        assert_eq!(fingerprints.len(), 1, "only the current rollout is kept");
+    }
+}
+
+#[tokio::test]
+async fn what_keep_leaves_out_is_never_read() {
+    let (client, api) = FakeApi::start("team", cluster);
+    let found = discover_in(
+        &client,
+        &Verdicts::default(),
+        &Fingerprints::default(),
+        Scope::default(),
+        &|_, name| name != "hidden-kopf" && name != "kopf-cmd",
+    )
+    .await
+    .expect("discovered");
+    let names: Vec<&str> = found.found.iter().map(|d| d.deployment.as_str()).collect();
+    assert_eq!(names, ["python-op"]);
+    assert!(
+        !api.take().iter().any(|s| s.path.contains("hidden-kopf")),
+        "an excluded Deployment's pods are not listed"
+    );
 }

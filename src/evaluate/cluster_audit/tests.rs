@@ -1,0 +1,279 @@
+use super::*;
+use crate::api::{ClusterKopfAuditSpec, DeploymentRef, KopfAuditStatus, Recognition, Summary};
+
+fn cka(name: &str) -> ClusterKopfAudit {
+    let mut spec = ClusterKopfAuditSpec::default();
+    spec.defaults.interval = "30s".into();
+    spec.exclusions.deployments = vec![DeploymentRef {
+        namespace: "x".into(),
+        name: "y".into(),
+    }];
+    let mut cka = ClusterKopfAudit::new(name, spec);
+    cka.metadata.uid = Some("uid-1".into());
+    cka.metadata.generation = Some(3);
+    cka
+}
+
+fn operator(namespace: &str, deployment: &str) -> Discovered {
+    Discovered {
+        namespace: namespace.into(),
+        deployment: deployment.into(),
+        container: "operator".into(),
+        recognised_by: Recognition::CommandLine,
+        evidence: "`kopf run` on the command line".into(),
+        kopf_version: None,
+        scope: "cluster-wide".into(),
+        namespaces: Vec::new(),
+        labels: BTreeMap::from([("app".to_string(), deployment.to_string())]),
+    }
+}
+
+fn hand_written(namespace: &str, name: &str, deployment: &str) -> KopfAudit {
+    let mut audit = KopfAudit::new(name, KopfAuditSpec::for_deployment(deployment));
+    audit.metadata.namespace = Some(namespace.into());
+    audit
+}
+
+fn with_compliance(mut audit: KopfAudit, compliant: &str, errors: u32, warnings: u32) -> KopfAudit {
+    audit.status = Some(KopfAuditStatus {
+        conditions: vec![Condition {
+            type_: "Compliant".into(),
+            status: compliant.into(),
+            reason: "AreasNotCompliant".into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: Time(jiff::Timestamp::UNIX_EPOCH),
+        }],
+        summary: Some(Summary {
+            errors,
+            warnings,
+            ..Summary::default()
+        }),
+        ..KopfAuditStatus::default()
+    });
+    audit
+}
+
+fn found(operators: Vec<Discovered>) -> Found {
+    Found {
+        operators,
+        undetermined: BTreeSet::new(),
+    }
+}
+
+#[test]
+fn every_operator_gets_one_generated_audit_owned_labelled_and_with_the_defaults() {
+    let cka = cka("platform");
+    let plan = plan(
+        &cka,
+        &found(vec![operator("a", "op-a"), operator("b", "op-b")]),
+        &[],
+    );
+    assert_eq!(plan.apply.len(), 2);
+    assert!(plan.delete.is_empty());
+    let audit = &plan.apply[0];
+    assert_eq!(audit.namespace().as_deref(), Some("a"));
+    assert_eq!(audit.name_any(), "op-a");
+    assert_eq!(audit.spec.target.deployment.as_deref(), Some("op-a"));
+    assert_eq!(audit.spec.target.container.as_deref(), Some("operator"));
+    assert_eq!(audit.spec.interval, "30s");
+    assert_eq!(
+        audit.labels().get(CLUSTER_AUDIT_LABEL).map(String::as_str),
+        Some("platform")
+    );
+    let owner = &audit.owner_references()[0];
+    assert_eq!(owner.kind, "ClusterKopfAudit");
+    assert_eq!(owner.api_version, "kopfaudit.dev/v1alpha1");
+    assert_eq!(owner.uid, "uid-1");
+    assert_eq!(owner.controller, Some(true));
+    assert_eq!(plan.summary.discovered, 2);
+    assert_eq!(plan.summary.generated, 2);
+    assert_eq!(plan.summary.pending, 2);
+}
+
+#[test]
+fn a_generated_audit_that_says_what_it_should_is_not_applied_again() {
+    let cka = cka("platform");
+    let first = plan(&cka, &found(vec![operator("a", "op-a")]), &[]).apply;
+    let again = plan(&cka, &found(vec![operator("a", "op-a")]), &first);
+    assert!(again.apply.is_empty());
+    assert!(again.delete.is_empty());
+    let mut changed = cka.clone();
+    changed.spec.defaults.interval = "10m".into();
+    let after_change = plan(&changed, &found(vec![operator("a", "op-a")]), &first);
+    assert_eq!(after_change.apply.len(), 1);
+    assert_eq!(after_change.apply[0].spec.interval, "10m");
+}
+
+#[test]
+fn a_hand_written_audit_wins_and_the_generated_one_goes() {
+    let cka = cka("platform");
+    let ours = plan(&cka, &found(vec![operator("a", "op-a")]), &[]).apply;
+    let mut existing = ours.clone();
+    existing.push(with_compliance(
+        hand_written("a", "mine", "op-a"),
+        "True",
+        0,
+        0,
+    ));
+    let plan = plan(&cka, &found(vec![operator("a", "op-a")]), &existing);
+    assert!(plan.apply.is_empty(), "{:?}", plan.apply);
+    assert_eq!(plan.delete, vec![("a".to_string(), "op-a".to_string())]);
+    assert_eq!(plan.summary.declared, 1);
+    assert_eq!(plan.summary.compliant, 1);
+    assert_eq!(plan.summary.generated, 0);
+}
+
+#[test]
+fn a_hand_written_audit_whose_selector_matches_the_deployment_wins_too() {
+    let cka = cka("platform");
+    let mut spec = KopfAuditSpec::for_deployment("unused");
+    spec.target.deployment = None;
+    spec.target.selector = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+            match_labels: Some(BTreeMap::from([("app".to_string(), "op-a".to_string())])),
+            ..Default::default()
+        },
+    );
+    let mut selecting = KopfAudit::new("by-label", spec);
+    selecting.metadata.namespace = Some("a".into());
+    let plan = plan(
+        &cka,
+        &found(vec![
+            operator("a", "op-a"),
+            operator("a", "op-b"),
+            operator("b", "op-a"),
+        ]),
+        &[selecting],
+    );
+    let generated: Vec<(String, String)> = plan
+        .apply
+        .iter()
+        .map(|a| (a.namespace().unwrap_or_default(), a.name_any()))
+        .collect();
+    assert_eq!(
+        generated,
+        [
+            ("a".to_string(), "op-b".to_string()),
+            ("b".to_string(), "op-a".to_string())
+        ],
+        "only a/op-a is covered by the selector"
+    );
+    assert_eq!(plan.summary.declared, 1);
+}
+
+#[test]
+fn a_hand_written_audit_of_another_deployment_keeps_its_name_and_ours_takes_another() {
+    let cka = cka("platform");
+    let existing = vec![hand_written("a", "op-a", "something-else")];
+    let plan = plan(&cka, &found(vec![operator("a", "op-a")]), &existing);
+    assert_eq!(plan.apply.len(), 1);
+    assert_eq!(plan.apply[0].name_any(), "op-a-kopf-audit");
+}
+
+#[test]
+fn an_operator_gone_loses_its_generated_audit_but_an_undecided_one_keeps_it() {
+    let cka = cka("platform");
+    let existing = plan(
+        &cka,
+        &found(vec![operator("a", "gone"), operator("a", "hidden")]),
+        &[],
+    )
+    .apply;
+    let mut now = found(vec![]);
+    now.undetermined
+        .insert(("a".to_string(), "hidden".to_string()));
+    let plan = plan(&cka, &now, &existing);
+    assert_eq!(plan.delete, vec![("a".to_string(), "gone".to_string())]);
+    assert_eq!(plan.summary.undetermined, 1);
+}
+
+#[test]
+fn another_cluster_audits_generated_audit_is_not_duplicated_nor_deleted() {
+    let other = cka("other");
+    let theirs = plan(&other, &found(vec![operator("a", "op-a")]), &[]).apply;
+    let plan = plan(
+        &cka("platform"),
+        &found(vec![operator("a", "op-a")]),
+        &theirs,
+    );
+    assert!(plan.apply.is_empty());
+    assert!(plan.delete.is_empty());
+    assert_eq!(plan.summary.declared, 1);
+}
+
+#[test]
+fn offenders_are_the_non_compliant_most_errors_first_and_bounded() {
+    let cka = cka("platform");
+    let operators: Vec<Discovered> = (0..15)
+        .map(|i| operator("a", &format!("op-{i:02}")))
+        .collect();
+    let mut existing: Vec<KopfAudit> = (0..15)
+        .map(|i| {
+            let name = format!("op-{i:02}");
+            with_compliance(hand_written("a", &name, &name), "False", i % 4, i)
+        })
+        .collect();
+    existing[0] = with_compliance(hand_written("a", "op-00", "op-00"), "True", 0, 0);
+    let plan = plan(&cka, &found(operators), &existing);
+    assert_eq!(plan.summary.non_compliant, 14);
+    assert_eq!(plan.summary.compliant, 1);
+    assert_eq!(plan.offenders.len(), MAX_OFFENDERS);
+    assert_eq!(plan.offenders[0].deployment, "op-11");
+    assert_eq!(plan.offenders[0].errors, 3);
+    assert!(plan.offenders.iter().all(|o| o.deployment != "op-00"));
+}
+
+#[test]
+fn exclusions_name_namespaces_and_deployments() {
+    let cka = cka("platform");
+    assert!(cka.spec.exclusions.excludes("x", "y"));
+    assert!(!cka.spec.exclusions.excludes("x", "z"));
+}
+
+#[test]
+fn status_counts_on_success_and_keeps_them_on_failure() {
+    let cka = cka("platform");
+    let now = Time(jiff::Timestamp::UNIX_EPOCH);
+    let planned = plan(&cka, &found(vec![operator("a", "op-a")]), &[]);
+    let ok = next_status(None, &ClusterOutcome::Discovered(planned), Some(3), &now);
+    assert_eq!(ok.observed_generation, Some(3));
+    assert_eq!(ok.summary.as_ref().map(|s| s.discovered), Some(1));
+    let ready = ok
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "DiscoverySucceeded")
+    );
+    let failed = next_status(
+        Some(&ok),
+        &ClusterOutcome::Failed("listing Deployments: 503".into()),
+        Some(3),
+        &now,
+    );
+    assert_eq!(failed.summary, ok.summary);
+    let reconciling = failed
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Reconciling")
+        .expect("Reconciling");
+    assert_eq!(reconciling.status, "True");
+    let stalled = next_status(
+        Some(&ok),
+        &ClusterOutcome::Stalled("bad".into()),
+        Some(4),
+        &now,
+    );
+    let stalled = stalled
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Stalled")
+        .expect("Stalled");
+    assert_eq!(
+        (stalled.status.as_str(), stalled.reason.as_str()),
+        ("True", "InvalidSpec")
+    );
+}

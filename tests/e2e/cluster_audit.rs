@@ -1,0 +1,388 @@
+//! A ClusterKopfAudit against real kopf operators running at once (`kopf.run()` from
+//! Python, the image's CMD, `python -m kopf run`) and a kopf Deployment its spec shows:
+//! one KopfAudit each, owned and labelled; a hand-written KopfAudit respected, and
+//! winning over a generated one that came first; a generated one removed when its
+//! Deployment goes; the counts in status; and, the ClusterKopfAudit deleted, its
+//! KopfAudits collected by the garbage collector (kube-controller-manager runs it).
+//!
+//! Other tests run at the same time: the ClusterKopfAudit selects only this test's
+//! namespaces, and the auditor may write only there (and only this ClusterKopfAudit's
+//! status).
+
+use crate::operator::ensure_crd;
+use crate::support::{
+    self, Auditor, Fixture, ScopedAuditor, TestNamespace, kubectl_run, say, wait_for,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kopf_audit::api::{ClusterKopfAudit, KopfAudit};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, CustomResourceExt, ResourceExt};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Applies the ClusterKopfAudit CRD and waits until it is served.
+async fn ensure_cluster_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        "clusterkopfaudits.kopfaudit.dev",
+        &PatchParams::apply("kopf-audit-e2e").force(),
+        &Patch::Apply(ClusterKopfAudit::crd()),
+    )
+    .await
+    .expect("applying the ClusterKopfAudit CRD");
+    wait_for(
+        "the ClusterKopfAudit CRD to be established",
+        Duration::from_secs(30),
+        || {
+            let crds = crds.clone();
+            async move {
+                let crd = crds.get("clusterkopfaudits.kopfaudit.dev").await.ok()?;
+                crd.status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+/// What the scoped auditor needs besides reading and status writes: creating and
+/// deleting KopfAudits in `namespaces`, and writing the status of the ClusterKopfAudit
+/// `cka` only. Deleted when dropped.
+struct ClusterAuditGrants {
+    name: String,
+}
+
+impl ClusterAuditGrants {
+    fn apply(home: &str, cka: &str, namespaces: &[&str]) -> ClusterAuditGrants {
+        let name = format!("kopf-audit-cka-{home}");
+        let mut manifests = format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}-status}}
+rules:
+- {{apiGroups: [kopfaudit.dev], resources: [clusterkopfaudits/status], resourceNames: [{cka}], verbs: [patch]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}-status}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}-status}}
+subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {home}}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}-generate}}
+rules:
+- {{apiGroups: [kopfaudit.dev], resources: [kopfaudits], verbs: [create, patch, delete]}}
+"#
+        );
+        for ns in namespaces {
+            manifests.push_str(&format!(
+                r#"---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: kopf-audit-generate, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}-generate}}
+subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {home}}}]
+"#
+            ));
+        }
+        let (ok, _, err) = kubectl_run(&["apply", "-f", "-"], Some(&manifests));
+        assert!(ok, "applying the cluster audit grants: {err}");
+        ClusterAuditGrants { name }
+    }
+}
+
+impl Drop for ClusterAuditGrants {
+    fn drop(&mut self) {
+        let status = format!("{}-status", self.name);
+        let generate = format!("{}-generate", self.name);
+        let _ = kubectl_run(
+            &[
+                "delete",
+                "clusterrole",
+                &status,
+                &generate,
+                "--ignore-not-found",
+            ],
+            None,
+        );
+        let _ = kubectl_run(
+            &[
+                "delete",
+                "clusterrolebinding",
+                &status,
+                "--ignore-not-found",
+            ],
+            None,
+        );
+    }
+}
+
+/// Deletes the ClusterKopfAudit when dropped (a failed test leaves none behind).
+struct ClusterAuditGuard(String);
+
+impl Drop for ClusterAuditGuard {
+    fn drop(&mut self) {
+        let _ = kubectl_run(
+            &[
+                "delete",
+                "clusterkopfaudit",
+                &self.0,
+                "--ignore-not-found",
+                "--wait=false",
+            ],
+            None,
+        );
+    }
+}
+
+/// The KopfAudits of `ns`: name to (generated by `cka`, target Deployment).
+async fn audits_in(client: &Client, ns: &str, cka: &str) -> BTreeMap<String, (bool, String)> {
+    Api::<KopfAudit>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .expect("listing KopfAudits")
+        .items
+        .into_iter()
+        .map(|a| {
+            let generated = a
+                .labels()
+                .get("kopfaudit.dev/cluster-audit")
+                .map(String::as_str)
+                == Some(cka);
+            let target = a.spec.target.deployment.clone().unwrap_or_default();
+            (a.name_any(), (generated, target))
+        })
+        .collect()
+}
+
+/// The first Deployment of `ns` (a fixture's).
+async fn deployment_of(client: &Client, ns: &str) -> String {
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .expect("deployments")
+        .items
+        .first()
+        .map(ResourceExt::name_any)
+        .expect("the fixture's Deployment")
+}
+
+/// A hand-written KopfAudit named `name` for the Deployment `deployment`.
+async fn hand_written(client: &Client, ns: &str, name: &str, deployment: &str) {
+    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"target": {"deployment": deployment}, "interval": "5m"}
+    }))
+    .expect("KopfAudit JSON");
+    Api::<KopfAudit>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &audit)
+        .await
+        .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
+}
+
+/// The ClusterKopfAudit's summary once its status says `pred`.
+async fn summary_when(
+    api: &Api<ClusterKopfAudit>,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    wait_for(what, Duration::from_secs(180), || async {
+        let cka = api.get(name).await.ok()?;
+        let status = serde_json::to_value(cka.status?).ok()?;
+        let ready = status["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        (ready && pred(&status["summary"])).then_some(status)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    ensure_cluster_crd(&client).await;
+    let python_run = TestNamespace::create(&client, "cka-pyrun").await;
+    let image_cmd = TestNamespace::create(&client, "cka-imgcmd").await;
+    let python_m = TestNamespace::create(&client, "cka-pym").await;
+    let home = TestNamespace::create(&client, "cka-home").await;
+    let ours = [
+        python_run.name.as_str(),
+        image_cmd.name.as_str(),
+        python_m.name.as_str(),
+    ];
+    let _fixtures = [
+        Fixture::start("python-run", &python_run.name, None),
+        Fixture::start("image-cmd", &image_cmd.name, None),
+        Fixture::start("python-m-kopf", &python_m.name, None),
+    ];
+    // A kopf Deployment its spec shows (no pod): it keeps a generated KopfAudit to the
+    // end, for the garbage collector.
+    let pyrun_op = deployment_of(&client, &python_run.name).await;
+    support::idle_kopf_deployment(
+        &client,
+        &python_run.name,
+        "idle-op",
+        &["-A", "op.py"],
+        serde_json::json!({}),
+    )
+    .await;
+    let imgcmd_op = deployment_of(&client, &image_cmd.name).await;
+    let pym_op = deployment_of(&client, &python_m.name).await;
+    // Written before the ClusterKopfAudit exists: it must be respected.
+    hand_written(&client, &python_m.name, "team-audit", &pym_op).await;
+
+    let cka_name = format!("e2e-{}", home.name);
+    let scoped = ScopedAuditor::create(&client, &home.name, &ours).await;
+    let _grants = ClusterAuditGrants::apply(&home.name, &cka_name, &ours);
+    let _guard = ClusterAuditGuard(cka_name.clone());
+    let auditor =
+        Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
+
+    let api: Api<ClusterKopfAudit> = Api::all(client.clone());
+    let cka: ClusterKopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "ClusterKopfAudit",
+        "metadata": {"name": cka_name},
+        "spec": {
+            "namespaceSelector": {"matchExpressions": [{
+                "key": "kubernetes.io/metadata.name", "operator": "In", "values": ours
+            }]},
+            "defaults": {"interval": "30s", "logs": {"window": "5m"}}
+        }
+    }))
+    .expect("ClusterKopfAudit JSON");
+    let cka = api
+        .create(&PostParams::default(), &cka)
+        .await
+        .expect("creating the ClusterKopfAudit");
+    let uid = cka.uid().expect("a uid");
+
+    // All four found (kopf's first lines arrive a moment after it starts; discovery
+    // runs again every interval): three generated, one declared.
+    let status = summary_when(
+        &api,
+        &cka_name,
+        "the ClusterKopfAudit to find the four operators",
+        |s| s["discovered"] == 4,
+    )
+    .await;
+    say(format!("status: {status}"));
+    let summary = &status["summary"];
+    assert_eq!(summary["generated"], 3, "{status}");
+    assert_eq!(summary["declared"], 1, "{status}");
+    let counted = ["compliant", "nonCompliant", "pending"]
+        .iter()
+        .map(|k| summary[*k].as_u64().unwrap_or_default())
+        .sum::<u64>();
+    assert_eq!(counted, 4, "every operator counted once: {status}");
+
+    let expect = |pairs: &[(&str, bool, &str)]| -> BTreeMap<String, (bool, String)> {
+        pairs
+            .iter()
+            .map(|(n, g, t)| (n.to_string(), (*g, t.to_string())))
+            .collect()
+    };
+    assert_eq!(
+        audits_in(&client, &python_run.name, &cka_name).await,
+        expect(&[(&pyrun_op, true, &pyrun_op), ("idle-op", true, "idle-op")])
+    );
+    assert_eq!(
+        audits_in(&client, &image_cmd.name, &cka_name).await,
+        expect(&[(&imgcmd_op, true, &imgcmd_op)])
+    );
+    assert_eq!(
+        audits_in(&client, &python_m.name, &cka_name).await,
+        expect(&[("team-audit", false, &pym_op)]),
+        "the hand-written KopfAudit is respected, not duplicated"
+    );
+    let generated = Api::<KopfAudit>::namespaced(client.clone(), &image_cmd.name)
+        .get(&imgcmd_op)
+        .await
+        .expect("the generated KopfAudit");
+    let owner = &generated.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("ClusterKopfAudit", uid.as_str(), Some(true))
+    );
+    assert_eq!(generated.spec.interval, "30s");
+    assert_eq!(generated.spec.logs.window.as_deref(), Some("5m"));
+    // A generated KopfAudit is audited like any other: `kubectl wait` works on it.
+    let (ok, out, err) = kubectl_run(
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "--timeout=120s",
+            "-n",
+            &python_run.name,
+            "kopfaudit/idle-op",
+        ],
+        None,
+    );
+    assert!(ok, "kubectl wait on a generated KopfAudit: {out}{err}");
+
+    // A team writes its own KopfAudit for an operator that has a generated one: theirs
+    // wins, the generated one goes within an interval.
+    hand_written(&client, &image_cmd.name, "team-audit", &imgcmd_op).await;
+    wait_for(
+        "the generated KopfAudit to give way",
+        Duration::from_secs(120),
+        || async {
+            (audits_in(&client, &image_cmd.name, &cka_name).await
+                == expect(&[("team-audit", false, &imgcmd_op)]))
+            .then_some(())
+        },
+    )
+    .await;
+
+    // The python-run operator's Deployment goes: so does its KopfAudit.
+    Api::<Deployment>::namespaced(client.clone(), &python_run.name)
+        .delete(&pyrun_op, &DeleteParams::background())
+        .await
+        .expect("deleting the operator's Deployment");
+    wait_for(
+        "the gone operator's KopfAudit to be deleted",
+        Duration::from_secs(120),
+        || async {
+            (audits_in(&client, &python_run.name, &cka_name).await
+                == expect(&[("idle-op", true, "idle-op")]))
+            .then_some(())
+        },
+    )
+    .await;
+    let status = summary_when(&api, &cka_name, "the counts after the changes", |s| {
+        s["discovered"] == 3 && s["generated"] == 1 && s["declared"] == 2
+    })
+    .await;
+    say(format!("status after the changes: {status}"));
+
+    // The ClusterKopfAudit deleted: the garbage collector deletes what it generated,
+    // and leaves the hand-written ones.
+    api.delete(&cka_name, &DeleteParams::background())
+        .await
+        .expect("deleting the ClusterKopfAudit");
+    wait_for(
+        "the generated KopfAudits to be collected",
+        Duration::from_secs(120),
+        || async {
+            audits_in(&client, &python_run.name, &cka_name)
+                .await
+                .is_empty()
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        audits_in(&client, &image_cmd.name, &cka_name).await,
+        expect(&[("team-audit", false, &imgcmd_op)])
+    );
+    assert!(!auditor.logs().contains("panicked"), "{}", auditor.logs());
+}
