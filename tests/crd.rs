@@ -126,3 +126,34 @@ fn the_charts_kube_version_admits_no_server_that_refuses_the_crd() {
         );
     }
 }
+
+/// kubectl expands a category before it resolves a singular name: were the KopfAudit's
+/// category `kopfaudit` also ClusterKopfAudit's, `kubectl get kopfaudit NAME` would ask
+/// for two kinds and fail ("you must specify only one resource"). A category that is one
+/// kind's name belongs to that kind alone.
+#[test]
+fn no_category_shadows_a_kinds_name() {
+    let crds = [
+        kopf_audit::api::KopfAudit::crd(),
+        kopf_audit::api::ClusterKopfAudit::crd(),
+    ];
+    for crd in &crds {
+        let names = &crd.spec.names;
+        let kind = names.kind.to_lowercase();
+        let own = [
+            Some(names.plural.as_str()),
+            names.singular.as_deref(),
+            Some(kind.as_str()),
+        ];
+        for other in crds.iter().filter(|c| c.metadata.name != crd.metadata.name) {
+            for category in other.spec.names.categories.iter().flatten() {
+                assert!(
+                    !own.iter().flatten().any(|n| n == category),
+                    "{} is in category {category:?}, a name of {}",
+                    other.spec.names.kind,
+                    names.kind
+                );
+            }
+        }
+    }
+}

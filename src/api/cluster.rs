@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
     status = "ClusterKopfAuditStatus",
     doc = "ClusterKopfAudit discovers every Python operator written with kopf among the Deployments of the selected namespaces and keeps one KopfAudit per operator in the operator's namespace, owned by it, labelled kopfaudit.dev/cluster-audit and carrying spec.defaults. A KopfAudit written by hand for the same Deployment wins. Its status counts the operators discovered, compliant and non-compliant, and lists the worst offenders.",
     shortname = "cka",
-    category = "kopfaudit",
     printcolumn = r#"{"name":"Ready","type":"string","description":"The Ready condition: discovery ran for the current generation","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Reason","type":"string","description":"The Ready condition's reason: why discovery is stalled or failed","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name":"Discovered","type":"integer","description":"kopf operators found in scope","jsonPath":".status.summary.discovered"}"#,
