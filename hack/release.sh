@@ -188,7 +188,8 @@ podman_ "$store" build --quiet --network=none --pull=never --layers=false \
   "${label_args[@]}" -t "$ref" -f "$work/Containerfile" "$work" >/dev/null
 image_file="kopf-audit-$VERSION-image.oci.tar"
 podman_ "$store" save --quiet --format oci-archive -o "$OUTDIR/$image_file" "$ref"
-podman_ "$store" rmi -f "$ref" >/dev/null 2>&1 || true
+# Nothing stays in this store between runs (older images would pile up in it).
+podman_ "$store" rmi -f "$ref" "$base" >/dev/null 2>&1 || true
 # Checked as a user would see it: loaded from the archive into an empty store.
 mkdir -p "$work/verify/tmp"
 podman_ "$work/verify" load --quiet -i "$OUTDIR/$image_file" >/dev/null
