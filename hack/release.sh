@@ -42,8 +42,10 @@
 # the pinned toolchain (`rustup target add`, done here when missing). hack/test.sh
 # installs the Debian packages.
 # Revision: the label `revision` is the commit checked out (HEAD). A cached binary
-# reports the commit it was compiled at; that is accepted only when none of the
-# binary's inputs (Cargo.toml, Cargo.lock, build.rs, src/, crates/) differ from it.
+# reports the commit it was compiled at; that is accepted only when HEAD's history has
+# that commit and none of the binary's inputs (Cargo.toml, Cargo.lock, build.rs, src/,
+# crates/) differ from it; otherwise the binary is rebuilt here (amd64: hack/image.sh's
+# cache entry is replaced).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -104,16 +106,34 @@ check_binary() { # path, expected machine (readelf), runner...
   [[ "$printed" =~ ^kopf-audit\ $VERSION\ \(([0-9a-f]{7,40})\)$ ]] \
     || die "$bin --version printed '$printed', not 'kopf-audit $VERSION (<commit>)'"
   built=${BASH_REMATCH[1]}
-  git -C "$repo" cat-file -e "$built^{commit}" 2>/dev/null \
-    || die "$bin was built at $built, a commit this clone does not have: remove its cache directory"
+  git -C "$repo" merge-base --is-ancestor "$built" HEAD 2>/dev/null \
+    || die "$bin was built at $built, which is not in this checkout's history"
   git -C "$repo" diff --quiet "$built" -- "${BINARY_INPUTS[@]}" \
-    || die "$bin was built at $built, whose sources differ from the checkout: remove its cache directory"
+    || die "$bin was built at $built, whose sources differ from the checkout"
   checked "$(basename "$bin"): $machine, static, '${*:+$* }--version' prints '$printed'"
+}
+
+# Whether a cached binary is fit for this checkout: the commit its `--version` names is
+# in HEAD's history and has the same binary inputs. A cache entry is keyed on the sources
+# only, so it may come from a commit this clone lacks (rebased away, another clone's):
+# then it is rebuilt, once, at this commit.
+fresh() { # path, runner...
+  local bin=$1 printed built; shift
+  printed=$("$@" "$bin" --version 2>/dev/null) || return 1
+  [[ "$printed" =~ \(([0-9a-f]{7,40})\)$ ]] || return 1
+  built=${BASH_REMATCH[1]}
+  git -C "$repo" merge-base --is-ancestor "$built" HEAD 2>/dev/null \
+    && git -C "$repo" diff --quiet "$built" -- "${BINARY_INPUTS[@]}"
 }
 
 # ---- linux/amd64: the image and its binary (hack/image.sh, cached per source hash) ----
 step "the amd64 binary and the image: hack/image.sh"
 image_archive=$(bash "$here/image.sh" | tail -n 1)
+if ! fresh "$(dirname "$image_archive")/kopf-audit"; then
+  log "hack/image.sh's cached binary names a commit this clone lacks or other sources: rebuilding it here"
+  rm -rf "$(dirname "$image_archive")"
+  image_archive=$(bash "$here/image.sh" | tail -n 1)
+fi
 cp "$(dirname "$image_archive")/kopf-audit" "$OUTDIR/kopf-audit-$VERSION-linux-amd64"
 check_binary "$OUTDIR/kopf-audit-$VERSION-linux-amd64" "Advanced Micro Devices X86-64"
 
@@ -141,7 +161,7 @@ arm_key=$(
   } | sha256sum | cut -c1-16
 )
 arm_out="$cache_root/release-arm64-$arm_key"
-if [ -x "$arm_out/kopf-audit" ]; then
+if [ -x "$arm_out/kopf-audit" ] && fresh "$arm_out/kopf-audit" qemu-aarch64-static; then
   log "cached: $arm_out/kopf-audit"
 else
   target_dir="$cache_root/cargo-target-image"
