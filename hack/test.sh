@@ -17,15 +17,16 @@ cargo --version
 go version
 python3 --version
 
-step "system packages: podman, runc, busybox-static (the image tests), prometheus + promtool (the alert tests), chromium (the HTML report test), from Debian"
+step "system packages: podman, runc, busybox-static (the image tests), prometheus + promtool (the alert tests), chromium (the HTML report test), the arm64 cross gcc + qemu-user-static (hack/release.sh), from Debian"
 missing=()
-for tool in podman runc prometheus promtool chromium; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+for tool in podman runc prometheus promtool chromium aarch64-linux-gnu-gcc qemu-aarch64-static; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 [ -x /bin/busybox ] || missing+=(busybox)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "missing: ${missing[*]}: apt-get install -y podman runc prometheus busybox-static chromium (a minute or two)"
+  echo "missing: ${missing[*]}: apt-get install -y podman runc prometheus busybox-static chromium gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static (a minute or two)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq podman runc prometheus busybox-static chromium >/dev/null
+  apt-get install -y -qq podman runc prometheus busybox-static chromium \
+    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static >/dev/null
 fi
 podman --version
 runc --version | head -n 1
@@ -79,6 +80,9 @@ ct_dir=$(bash hack/build-chart-testing.sh | tail -n 1)
 PATH="$(dirname "$helm"):$ct_dir/venv/bin:$PATH" "$ct_dir/ct" lint --config ct.yaml \
   --chart-yaml-schema "$ct_dir/etc/chart_schema.yaml" --lint-conf "$ct_dir/etc/lintconf.yaml"
 
+step "the oldest Kubernetes the chart claims: hack/oldest-kube.sh (kube-apiserver of that release built once, cached: see BENCHMARKS.md; CRD, CEL, helm install)"
+bash hack/oldest-kube.sh
+
 step "kube-state-metrics: hack/build-kube-state-metrics.sh (built once from its Go module, cached)"
 bash hack/build-kube-state-metrics.sh | tail -n 1
 
@@ -86,6 +90,10 @@ step "the image: hack/image.sh (static release binary FROM scratch with podman, 
 KOPF_AUDIT_IMAGE=$(bash hack/image.sh | tail -n 1)
 export KOPF_AUDIT_IMAGE
 echo "image archive: $KOPF_AUDIT_IMAGE"
+
+step "release artifacts: hack/release.sh (image labels, SBOM, amd64 + arm64 binaries under qemu, chart, krew manifest, SHA256SUMS; cached per source hash)"
+release_version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+bash hack/release.sh "$release_version"
 
 step "Argo CD health check: hack/argocd (vendored Lua 5.1, a workspace of its own)"
 cargo fmt --manifest-path hack/argocd/Cargo.toml -- --check
