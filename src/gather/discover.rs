@@ -169,6 +169,7 @@ pub(crate) async fn discover_in(
                     discovery.found.push(row);
                 }
                 Decided::NotKopf => discovery.cost.decided_by_spec += 1,
+                Decided::ScaledToZero(u) => discovery.undetermined.push(u),
                 Decided::Pending(p) => {
                     let remembered = p.rollout.as_ref().and_then(|r| {
                         seen.insert(r.clone());
@@ -255,6 +256,8 @@ enum Decided {
     Kopf(Discovered),
     NotKopf,
     Pending(Pending),
+    /// Its spec cannot decide, and it asks for no pod: nothing to read, no request made.
+    ScaledToZero(Undetermined),
 }
 
 /// Decides a Deployment from its spec, keeping only what its log recognition needs
@@ -274,6 +277,13 @@ fn decide(deployment: DeploymentProjection) -> Decided {
             Discovered::new(&metadata.namespace, &metadata.name, &run).with_labels(metadata.labels),
         ),
         SpecDecision::NotKopf => Decided::NotKopf,
+        SpecDecision::Undecided(_) if spec.replicas == Some(0) => {
+            Decided::ScaledToZero(Undetermined {
+                namespace: metadata.namespace,
+                deployment: metadata.name,
+                reason: "it is scaled to zero: no pod runs whose log would show kopf".to_string(),
+            })
+        }
         SpecDecision::Undecided(hidden) => Decided::Pending(Pending {
             hidden: hidden
                 .iter()

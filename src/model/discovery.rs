@@ -89,6 +89,10 @@ pub(crate) struct SpecProjection {
     /// The selector of its pods (whose logs are read when the spec cannot decide).
     #[serde(default)]
     pub(crate) selector: LabelSelector,
+    /// The replicas asked for (absent: Kubernetes' default, 1). At 0 no pod runs until
+    /// the spec changes, so there is no log to read.
+    #[serde(default)]
+    pub(crate) replicas: Option<i32>,
     /// The pod template.
     #[serde(default)]
     pub(crate) template: TemplateProjection,

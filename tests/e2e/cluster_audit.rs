@@ -386,3 +386,141 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
     );
     assert!(!auditor.logs().contains("panicked"), "{}", auditor.logs());
 }
+
+/// Non-kopf Deployments beside the kopf operator, as on a platform cluster.
+const NOISE_DEPLOYMENTS: usize = 2_000;
+
+/// `count` Deployments that run no kopf, with no pods (a log is never needed to tell):
+/// web servers and workers whose command lines say what they run, and images whose
+/// command comes from their CMD (the spec cannot decide, and no pod ever ran).
+fn noise_manifests(ns: &str, count: usize) -> String {
+    let mut out = String::new();
+    for i in 0..count {
+        let (image, command) = match i % 4 {
+            0 => ("nginx:1.27", r#"command: ["nginx", "-g", "daemon off;"]"#),
+            1 => ("python:3.12", r#"command: ["gunicorn", "app:wsgi"]"#),
+            2 => (
+                "python:3.12",
+                r#"command: ["python", "-m", "celery", "worker"]"#,
+            ),
+            _ => ("registry.example.com/team/service:1", ""),
+        };
+        out.push_str(&format!(
+            "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: noise-{i}, namespace: {ns}}}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: noise-{i}}}}}\n  template:\n    metadata: {{labels: {{app: noise-{i}}}}}\n    spec:\n      containers:\n      - name: main\n        image: {image}\n        {command}\n"
+        ));
+    }
+    out
+}
+
+/// A line of the auditor's text log without its ANSI colour sequences.
+fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ ... m
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_cluster_audit_finds_only_kopf_among_thousands_of_deployments() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    ensure_cluster_crd(&client).await;
+    let noise = TestNamespace::create(&client, "cka-noise").await;
+    let kopf = TestNamespace::create(&client, "cka-kopf").await;
+    let home = TestNamespace::create(&client, "cka-nhome").await;
+    let ours = [noise.name.as_str(), kopf.name.as_str()];
+    let _fixture = Fixture::start("image-cmd", &kopf.name, None);
+    let operator = deployment_of(&client, &kopf.name).await;
+    say(format!(
+        "creating {NOISE_DEPLOYMENTS} non-kopf Deployments in {}",
+        noise.name
+    ));
+    let (ok, _, err) = kubectl_run(
+        &["apply", "-f", "-"],
+        Some(&noise_manifests(&noise.name, NOISE_DEPLOYMENTS)),
+    );
+    assert!(ok, "creating the noise Deployments: {err}");
+
+    let cka_name = format!("e2e-{}", home.name);
+    let scoped = ScopedAuditor::create(&client, &home.name, &ours).await;
+    let _grants = ClusterAuditGrants::apply(&home.name, &cka_name, &ours);
+    let _guard = ClusterAuditGuard(cka_name.clone());
+    let auditor =
+        Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
+    let api: Api<ClusterKopfAudit> = Api::all(client.clone());
+    let cka: ClusterKopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "ClusterKopfAudit",
+        "metadata": {"name": cka_name},
+        "spec": {
+            "namespaceSelector": {"matchExpressions": [{
+                "key": "kubernetes.io/metadata.name", "operator": "In", "values": ours
+            }]},
+            "defaults": {"interval": "30s"}
+        }
+    }))
+    .expect("ClusterKopfAudit JSON");
+    api.create(&PostParams::default(), &cka)
+        .await
+        .expect("creating the ClusterKopfAudit");
+
+    let status = summary_when(
+        &api,
+        &cka_name,
+        "the ClusterKopfAudit to find the one operator among the noise",
+        |s| s["discovered"] == 1,
+    )
+    .await;
+    say(format!("status: {status}"));
+    assert_eq!(status["summary"]["generated"], 1, "{status}");
+    assert_eq!(
+        audits_in(&client, &kopf.name, &cka_name).await.len(),
+        1,
+        "exactly one KopfAudit for the operator"
+    );
+    assert!(
+        audits_in(&client, &noise.name, &cka_name).await.is_empty(),
+        "no KopfAudit for any of the {NOISE_DEPLOYMENTS} non-kopf Deployments"
+    );
+    let audit = Api::<KopfAudit>::namespaced(client.clone(), &kopf.name)
+        .get(&operator)
+        .await
+        .expect("the operator's generated KopfAudit");
+    assert_eq!(
+        audit.spec.target.deployment.as_deref(),
+        Some(operator.as_str())
+    );
+    // The next pass reads no log again: the operator's verdict is remembered until its
+    // rollout changes (the noise is decided by its spec, or has no pod to read).
+    wait_for(
+        "a pass that remembers the operator's verdict",
+        Duration::from_secs(120),
+        || async {
+            auditor
+                .logs()
+                .lines()
+                .filter(|l| l.contains("cluster audit discovered"))
+                .map(without_colours)
+                .any(|l| l.contains("remembered=1") && l.contains("log_decided=0"))
+                .then_some(())
+        },
+    )
+    .await;
+    let status = summary_when(&api, &cka_name, "the same after it", |s| {
+        s["discovered"] == 1
+    })
+    .await;
+    assert_eq!(status["summary"]["generated"], 1, "{status}");
+    let logs = auditor.logs();
+    assert!(!logs.contains("panicked"), "{logs}");
+}

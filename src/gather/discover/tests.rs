@@ -270,3 +270,31 @@ async fn what_keep_leaves_out_is_never_read() {
         "an excluded Deployment's pods are not listed"
     );
 }
+
+#[tokio::test]
+async fn a_hidden_deployment_scaled_to_zero_costs_no_pod_list() {
+    let (client, api) = FakeApi::start("team", |_: &Method, path: &str, _: &serde_json::Value| {
+        assert!(
+            path.starts_with("/apis/apps/v1/deployments?"),
+            "only the Deployment list: {path}"
+        );
+        let mut idle = deployment("idle-app", &["gunicorn", "app:wsgi"]);
+        idle["spec"]["replicas"] = 0.into();
+        json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {}, "items": [idle]}),
+        )
+    });
+    let found = discover(&client, &Verdicts::default(), Scope::default())
+        .await
+        .expect("discovered");
+    assert!(found.found.is_empty(), "{found:?}");
+    assert_eq!(found.undetermined.len(), 1, "{found:?}");
+    assert!(
+        found.undetermined[0].reason.contains("scaled to zero"),
+        "{:?}",
+        found.undetermined[0]
+    );
+    assert_eq!(found.cost.pod_lists, 0);
+    assert_eq!(api.take().len(), 1, "one request: the list");
+}
