@@ -12,6 +12,12 @@ step() { echo; echo "=== [test $(date +%H:%M:%S)] $*"; }
 step "rust toolchain: the release rust-toolchain.toml pins, without a download (hack/rust-toolchain.sh)"
 bash hack/rust-toolchain.sh | tail -n 1
 
+step "cargo's target dir: cached outside the clone, keyed on the toolchain (a fresh clone compiles only this crate)"
+cache_root=${KOPF_AUDIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kopf-audit}
+toolchain_key=$(rustc -V | sha256sum | cut -c1-12)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache_root/cargo-target-test-$toolchain_key}
+echo "CARGO_TARGET_DIR=$CARGO_TARGET_DIR"
+
 step "tool versions"
 cargo --version
 go version
@@ -102,4 +108,4 @@ cargo test --manifest-path hack/argocd/Cargo.toml
 
 step "all tests: cargo test --workspace (end-to-end tests print their progress)"
 cargo test --workspace --features e2e --no-fail-fast -- --test-threads="${KOPF_AUDIT_TEST_THREADS:-4}"
-echo "HTML report rendered by Chromium (tests/html_report.rs): target/test-artifacts/report.html, its screenshot target/test-artifacts/report.png"
+echo "HTML report rendered by Chromium (tests/html_report.rs): $CARGO_TARGET_DIR/test-artifacts/report.html, its screenshot $CARGO_TARGET_DIR/test-artifacts/report.png"
