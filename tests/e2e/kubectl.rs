@@ -13,9 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// A PATH directory holding only the plugin (a symlink to the built binary).
+/// A PATH directory holding only the plugin (a symlink to the built binary), one per
+/// call: tests run at once, and one re-creating a shared directory would take the
+/// plugin away from the other mid-test ("unknown command").
 fn plugin_dir() -> PathBuf {
-    let dir = support::workdir().join(format!("kubectl-plugins-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = support::workdir().join(format!("kubectl-plugins-{}-{call}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("plugin dir");
     std::os::unix::fs::symlink(
