@@ -412,25 +412,6 @@ fn noise_manifests(ns: &str, count: usize) -> String {
     out
 }
 
-/// A line of the auditor's text log without its ANSI colour sequences.
-fn without_colours(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // ESC [ ... m
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[tokio::test]
 async fn a_cluster_audit_finds_only_kopf_among_thousands_of_deployments() {
     let client = support::admin_client().await;
@@ -510,7 +491,7 @@ async fn a_cluster_audit_finds_only_kopf_among_thousands_of_deployments() {
                 .logs()
                 .lines()
                 .filter(|l| l.contains("cluster audit discovered"))
-                .map(without_colours)
+                .map(kopf_log::strip_ansi)
                 .any(|l| l.contains("remembered=1") && l.contains("log_decided=0"))
                 .then_some(())
         },
