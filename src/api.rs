@@ -379,6 +379,9 @@ pub enum Recognition {
     /// The operator's files (`kopf-audit lint`): the image's `CMD` in its Dockerfile, or
     /// `kopf.run()` in its Python.
     Files,
+    /// kopf's peering objects (discovery): one of the Deployment's pods is a peer in a
+    /// `KopfPeering` of its namespace or in a `ClusterKopfPeering`.
+    Peering,
 }
 
 /// The auditor's reading of one target Deployment.

@@ -242,8 +242,9 @@ def main() -> None:
     c = runs[-1]['cost']
     print(f'deployments listed: {c["deployments"]} in {c["pages"]} pages ({c["listBytes"] / 2**20:.1f} MiB)')
     print(f'decided by spec / by log: {c["decidedBySpec"]} / {c["decidedByLog"]}')
-    print(f'requests: {c["requests"]} ({c["podLists"]} pod lists, '
-          f'{c["requests"] - c["pages"] - c["podLists"]} log reads of at most 64 KiB)')
+    peering = c.get('peeringLists', 0)
+    print(f'requests: {c["requests"]} ({c["podLists"]} pod lists, {peering} peering lists, '
+          f'{c["requests"] - c["pages"] - c["podLists"] - peering} log reads of at most 64 KiB)')
     print(f'wall time (s), {len(runs)} runs: {walls}')
     print(f'peak RSS (MiB), {len(runs)} runs: {[round(k / 1024, 1) for k in rss]}')
     print(f'CPU (s): {[r["cpu_s"] for r in runs]}')

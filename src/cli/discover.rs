@@ -13,6 +13,7 @@ fn recognised_word(by: Recognition) -> &'static str {
         Recognition::CommandLine => "command-line",
         Recognition::Log => "log",
         Recognition::Files => "files",
+        Recognition::Peering => "peering",
     }
 }
 
@@ -115,16 +116,18 @@ fn cost_json(cost: &DiscoveryCost, requests: u64) -> serde_json::Value {
 pub(crate) fn summary(discovery: &Discovery, requests: u64) -> String {
     let c = &discovery.cost;
     let mut out = format!(
-        "kopf-audit discover: {} kopf operator(s) among {} Deployment(s); {} decided by their spec, {} by their pods' logs; {} request(s): {} list page(s) of Deployments ({} bytes), {} pod list(s), {} log read(s)\n",
+        "kopf-audit discover: {} kopf operator(s) among {} Deployment(s); {} decided by their spec, {} by their pods' logs, {} by kopf's peering objects; {} request(s): {} list page(s) of Deployments ({} bytes), {} pod list(s), {} list(s) of peering objects, {} log read(s)\n",
         discovery.found.len(),
         c.deployments,
         c.decided_by_spec,
         c.decided_by_log,
+        c.decided_by_peering,
         requests,
         c.pages,
         c.list_bytes,
         c.pod_lists,
-        requests.saturating_sub(c.pages + c.pod_lists),
+        c.peering_lists,
+        requests.saturating_sub(c.pages + c.pod_lists + c.peering_lists),
     );
     for Undetermined {
         namespace,

@@ -9,6 +9,8 @@
 //! its uid or generation changed.
 
 use super::recognise::{self, Recognised, Verdicts, Workload};
+use crate::api::Recognition;
+use crate::model::discovery::peers::{PeerPods, PodName};
 use crate::model::discovery::{
     ContainerProjection, DeploymentPage, DeploymentProjection, Discovered, DiscoveryCost, Rollout,
     SpecDecision, decide_from_spec,
@@ -20,7 +22,7 @@ use kube::Client;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use kube::core::Selector;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Deployments per page of the list: a page of projections is what is held at once.
@@ -190,23 +192,29 @@ pub(crate) async fn discover_in(
             break;
         }
     }
-    discovery.cost.decided_by_log = pending.len() as u64;
     discovery.cost.pod_lists = pending.len() as u64;
+    let peers = peers_of(client, &pending, &mut discovery.cost).await;
+    let peers = &peers;
     let mut by_log = futures::stream::iter(pending)
         .map(|p| async move {
             let rollout = p.rollout.clone();
-            (rollout, decide_by_log(client, verdicts, p).await)
+            (rollout, decide_by_log(client, verdicts, peers, p).await)
         })
         .buffer_unordered(CONCURRENT_LOG_READS);
     while let Some((rollout, outcome)) = by_log.next().await {
         match outcome {
             LogOutcome::Kopf(row) => {
+                match row.recognised_by {
+                    Recognition::Peering => discovery.cost.decided_by_peering += 1,
+                    _ => discovery.cost.decided_by_log += 1,
+                }
                 if let Some(r) = rollout {
                     fingerprints.put(r, Some((*row).clone()));
                 }
                 discovery.found.push(*row);
             }
             LogOutcome::NotKopf => {
+                discovery.cost.decided_by_log += 1;
                 if let Some(r) = rollout {
                     fingerprints.put(r, None);
                 }
@@ -223,6 +231,19 @@ pub(crate) async fn discover_in(
         .undetermined
         .sort_by_key(|u| by_name(&u.namespace, &u.deployment));
     Ok(discovery)
+}
+
+/// The pods kopf's peering objects name, read only when some Deployment is left to
+/// its pods (the `KopfPeering`s of those Deployments' namespaces, and the
+/// `ClusterKopfPeering`s).
+async fn peers_of(client: &Client, pending: &[Pending], cost: &mut DiscoveryCost) -> PeerPods {
+    if pending.is_empty() {
+        return PeerPods::default();
+    }
+    let namespaces: BTreeSet<String> = pending.iter().map(|p| p.namespace.clone()).collect();
+    let (peers, requests) = super::peering::for_discovery(client, &namespaces).await;
+    cost.peering_lists = requests;
+    peers
 }
 
 /// One page of the Deployment list and its size in bytes.
@@ -306,8 +327,14 @@ enum LogOutcome {
 }
 
 /// Lists a few pods of a Deployment and reads the first lines of their hidden
-/// containers' logs.
-async fn decide_by_log(client: &Client, verdicts: &Verdicts, p: Pending) -> LogOutcome {
+/// containers' logs, unless a peering object names one of the pods (and the
+/// Deployment has one hidden container, which then runs kopf).
+async fn decide_by_log(
+    client: &Client,
+    verdicts: &Verdicts,
+    peers: &PeerPods,
+    p: Pending,
+) -> LogOutcome {
     let undetermined = |reason: String| {
         LogOutcome::Undetermined(Undetermined {
             namespace: p.namespace.clone(),
@@ -332,6 +359,9 @@ async fn decide_by_log(client: &Client, verdicts: &Verdicts, p: Pending) -> LogO
             .collect(),
         Err(e) => return undetermined(format!("listing its pods: {e}")),
     };
+    if let Some(row) = by_peering(peers, &p, &pods) {
+        return LogOutcome::Kopf(Box::new(row));
+    }
     let workload = Workload {
         namespace: &p.namespace,
         name: &p.name,
@@ -345,6 +375,26 @@ async fn decide_by_log(client: &Client, verdicts: &Verdicts, p: Pending) -> LogO
         Recognised::NotKopf => LogOutcome::NotKopf,
         Recognised::Undetermined(why) => undetermined(why.message),
     }
+}
+
+/// The row of a Deployment with one hidden container whose pod a peering object names.
+fn by_peering(peers: &PeerPods, p: &Pending, pods: &[Pod]) -> Option<Discovered> {
+    let [container] = p.hidden.as_slice() else {
+        return None;
+    };
+    if peers.is_empty() {
+        return None;
+    }
+    let names = pods.iter().map(|pod| PodName {
+        namespace: &p.namespace,
+        name: pod.metadata.name.as_deref().unwrap_or_default(),
+        hostname: pod.spec.as_ref().and_then(|s| s.hostname.as_deref()),
+    });
+    let (pod, sighting) = peers.find(names)?;
+    Some(
+        Discovered::by_peering(&p.name, &container.name, pod, sighting)
+            .with_labels(p.labels.clone()),
+    )
 }
 
 #[cfg(test)]

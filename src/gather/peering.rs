@@ -4,6 +4,7 @@
 //! `CLUSTER_PEERINGS_K/_Z`, `NAMESPACED_PEERINGS_K/_Z`). Only within the audit's reach.
 
 use super::{Namespaces, Reach, obstacle};
+use crate::model::discovery::peers::PeerPods;
 use crate::model::evidence::{Gathered, Peer, PeeringObject};
 use crate::model::kopf_run::{KopfRun, Peering};
 use crate::model::names::{name_selector, path_segment};
@@ -91,6 +92,55 @@ pub(crate) async fn gather(
         }
     }
     Ok(out)
+}
+
+/// Peering objects read per request by discovery: a status may be as large as an
+/// object may be, and a tenant may fill its own, so a small page bounds what is held.
+const DISCOVERY_PAGE: u32 = 5;
+
+/// Pages read per list by discovery: kopf needs one peering object per name.
+const DISCOVERY_PAGES: usize = 4;
+
+/// The peering objects discovery reads to recognise kopf's pods: the
+/// `ClusterKopfPeering`s, and the `KopfPeering`s of `namespaces`, in both of kopf's
+/// groups, at most [`DISCOVERY_PAGES`] pages of [`DISCOVERY_PAGE`] per list. A group
+/// not installed, or not readable, adds nothing: peering only spares log reads. Also
+/// returns the requests made.
+pub(crate) async fn for_discovery(
+    client: &Client,
+    namespaces: &std::collections::BTreeSet<String>,
+) -> (PeerPods, u64) {
+    let mut objects = PeerPods::default();
+    let mut requests = 0;
+    for group in GROUPS {
+        let cluster = Api::all_with(client.clone(), &resource(group, true));
+        requests += list_pages(&cluster, &mut objects).await;
+        for ns in namespaces {
+            let api = Api::namespaced_with(client.clone(), ns, &resource(group, false));
+            requests += list_pages(&api, &mut objects).await;
+        }
+    }
+    (objects, requests)
+}
+
+/// Reads up to [`DISCOVERY_PAGES`] pages of `api` into `out`; the requests made.
+async fn list_pages(api: &Api<DynamicObject>, out: &mut PeerPods) -> u64 {
+    let mut params = ListParams::default().limit(DISCOVERY_PAGE);
+    let mut requests = 0;
+    for _ in 0..DISCOVERY_PAGES {
+        requests += 1;
+        let Ok(page) = api.list(&params).await else {
+            break;
+        };
+        for item in &page.items {
+            out.add(&peering_object(item));
+        }
+        match page.metadata.continue_.filter(|t| !t.is_empty()) {
+            Some(token) => params.continue_token = Some(token),
+            None => break,
+        }
+    }
+    requests
 }
 
 /// `kopf.dev/v1` `clusterkopfpeerings` or `kopfpeerings` (likewise `zalando.org/v1`).

@@ -348,11 +348,18 @@ pub(crate) struct DiscoveryCost {
     pub(crate) list_bytes: u64,
     /// Deployments the spec decided (kopf or not).
     pub(crate) decided_by_spec: u64,
-    /// Deployments left to their pods' logs (their spec could not decide), the
-    /// undetermined included.
+    /// Deployments their pods' logs decided (kopf or not).
     pub(crate) decided_by_log: u64,
+    /// Deployments found by kopf's peering objects naming one of their pods (no log
+    /// read).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) decided_by_peering: u64,
     /// Pod lists read (one per Deployment whose spec could not decide).
     pub(crate) pod_lists: u64,
+    /// Lists of kopf's peering objects read (only when some Deployment is left to its
+    /// pods).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) peering_lists: u64,
     /// Deployments whose spec could not decide, decided by the verdict of an earlier
     /// discovery of the same rollout (no pod list, no log read).
     #[serde(skip_serializing_if = "is_zero")]
@@ -362,6 +369,8 @@ pub(crate) struct DiscoveryCost {
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
+
+pub(crate) mod peers;
 
 #[cfg(test)]
 mod tests;

@@ -276,6 +276,7 @@ async fn discover_and_apply(cka: &ClusterKopfAudit, ctx: &ClusterContext) -> Res
         remembered = discovery.cost.remembered,
         fingerprints = fingerprints.len(),
         log_decided = discovery.cost.decided_by_log,
+        peering_decided = discovery.cost.decided_by_peering,
         "cluster audit discovered"
     );
     apply_and_delete(ctx, &plan).await?;

@@ -200,3 +200,45 @@ async fn discover_finds_every_kopf_operator_however_it_is_started_and_nothing_el
     );
     say(format!("discovered: {found:?}\n{}", discover(&["-A"])));
 }
+
+/// A real kopf operator started by its image's CMD, in the default `KopfPeering` of its
+/// namespace with `POD_ID` set to its pod's name: once kopf has written its identity
+/// into the peering object, discovery recognises it by that, with no log read.
+#[tokio::test]
+async fn discover_recognises_kopf_by_its_peering_identity_without_reading_a_log() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "disc-peer").await;
+    let _fixture = Fixture::start("peering-pod-id", &ns.name, None);
+    let json = wait_for(
+        "discover to recognise the operator by its peering identity",
+        Duration::from_secs(120),
+        || async {
+            let out = discover(&["-n", &ns.name, "-o", "json"]);
+            let json: serde_json::Value =
+                serde_json::from_str(&out).unwrap_or_else(|e| panic!("JSON ({e}): {out}"));
+            (json["operators"][0]["recognisedBy"] == "peering").then_some(json)
+        },
+    )
+    .await;
+    let operators = json["operators"].as_array().expect("operators");
+    assert_eq!(operators.len(), 1, "{json}");
+    let operator = &operators[0];
+    assert_eq!(operator["deployment"], "peering-pod-id-operator", "{json}");
+    assert_eq!(operator["container"], "operator", "{json}");
+    assert_eq!(operator["scope"], "namespaced", "{json}");
+    let evidence = operator["evidence"].as_str().unwrap_or_default();
+    assert!(
+        evidence.contains(&format!("KopfPeering {}/default", ns.name)),
+        "{json}"
+    );
+    let cost = &json["cost"];
+    assert_eq!(cost["decidedByPeering"], 1, "{json}");
+    assert_eq!(cost["decidedByLog"], 0, "{json}");
+    let requests = cost["requests"].as_u64().expect("requests");
+    let listed = ["pages", "podLists", "peeringLists"]
+        .iter()
+        .map(|k| cost[*k].as_u64().unwrap_or_default())
+        .sum::<u64>();
+    assert_eq!(requests, listed, "no log read: {json}");
+}

@@ -120,8 +120,10 @@ async fn finds_kopf_by_command_line_and_reads_logs_only_where_the_spec_cannot_de
             pages: 2,
             list_bytes: found.cost.list_bytes,
             decided_by_spec: 2,
-            decided_by_log: 4,
+            decided_by_log: 3,
+            decided_by_peering: 0,
             pod_lists: 4,
+            peering_lists: 4,
             remembered: 0,
         }
     );
@@ -297,4 +299,128 @@ async fn a_hidden_deployment_scaled_to_zero_costs_no_pod_list() {
     );
     assert_eq!(found.cost.pod_lists, 0);
     assert_eq!(api.take().len(), 1, "one request: the list");
+}
+
+/// `hidden-kopf` and `hidden-web` as in [`cluster`], with kopf's peering objects: a
+/// `ClusterKopfPeering` naming `hidden-kopf-0` by `user@host/…` when `cluster_names` is
+/// set, and in namespace `elsewhere` a tenant's `KopfPeering` naming `hidden-web-0`.
+fn with_peering(
+    cluster_names: bool,
+) -> impl Fn(&Method, &str, &serde_json::Value) -> Response<Body> {
+    move |method: &Method, path: &str, body: &serde_json::Value| {
+        let peering = |namespace: Option<&str>, id: &str| {
+            let mut metadata = serde_json::json!({"name": "default"});
+            if let Some(ns) = namespace {
+                metadata["namespace"] = ns.into();
+            }
+            serde_json::json!({
+                "apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": metadata,
+                "status": {id: {"priority": 0, "lifetime": 60, "lastseen": "2026-12-03T10:00:00+00:00"}}
+            })
+        };
+        let list = |items: Vec<serde_json::Value>| {
+            json(
+                StatusCode::OK,
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}),
+            )
+        };
+        if path.starts_with("/apis/kopf.dev/v1/clusterkopfpeerings") {
+            let items = if cluster_names {
+                vec![peering(None, "root@hidden-kopf-0/20261203100000/abc")]
+            } else {
+                Vec::new()
+            };
+            return list(items);
+        }
+        if path.starts_with("/apis/kopf.dev/v1/namespaces/team/kopfpeerings") {
+            // The tenant of `team` names a pod of another namespace: never believed.
+            return list(vec![peering(Some("team"), "elsewhere-app-0")]);
+        }
+        if path.starts_with("/apis/apps/v1/deployments?") {
+            return list(vec![
+                deployment("hidden-kopf", &[]),
+                deployment("hidden-web", &[]),
+            ]);
+        }
+        cluster(method, path, body)
+    }
+}
+
+#[tokio::test]
+async fn a_pod_kopf_peering_names_is_kopf_without_a_log_read() {
+    let (client, api) = FakeApi::start("team", with_peering(true));
+    let found = discover(&client, &Verdicts::default(), Scope::default())
+        .await
+        .expect("discovered");
+    let [row] = &found.found[..] else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        (
+            row.deployment.as_str(),
+            row.recognised_by,
+            row.scope.as_str()
+        ),
+        ("hidden-kopf", Recognition::Peering, "cluster-wide")
+    );
+    assert_eq!(row.container, "main");
+    assert!(
+        row.evidence.contains("ClusterKopfPeering default"),
+        "{}",
+        row.evidence
+    );
+    assert_eq!(
+        (found.cost.decided_by_peering, found.cost.decided_by_log),
+        (1, 1)
+    );
+    let seen = api.take();
+    let logs: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.path.contains("/log"))
+        .map(|s| s.path.as_str())
+        .collect();
+    assert_eq!(logs.len(), 1, "only hidden-web's log: {logs:#?}");
+    assert!(logs[0].contains("hidden-web-0"), "{logs:#?}");
+    let peering_lists: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.path.contains("peerings"))
+        .map(|s| s.path.as_str())
+        .collect();
+    assert_eq!(peering_lists.len(), 4, "{peering_lists:#?}");
+    assert!(
+        peering_lists.iter().all(|p| p.contains("limit=5")),
+        "{peering_lists:#?}"
+    );
+    assert_eq!(found.cost.peering_lists, 4);
+}
+
+#[tokio::test]
+async fn without_a_peer_the_log_decides_as_before() {
+    let (client, _api) = FakeApi::start("team", with_peering(false));
+    let found = discover(&client, &Verdicts::default(), Scope::default())
+        .await
+        .expect("discovered");
+    let rows: Vec<(&str, Recognition)> = found
+        .found
+        .iter()
+        .map(|d| (d.deployment.as_str(), d.recognised_by))
+        .collect();
+    assert_eq!(rows, [("hidden-kopf", Recognition::Log)]);
+    assert_eq!(found.cost.decided_by_peering, 0);
+}
+
+#[tokio::test]
+async fn nothing_hidden_no_peering_read() {
+    let (client, api) = FakeApi::start("team", |_: &Method, path: &str, _: &serde_json::Value| {
+        assert!(!path.contains("peerings"), "no peering read: {path}");
+        json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {}, "items": [deployment("site", &["nginx"])]}),
+        )
+    });
+    let found = discover(&client, &Verdicts::default(), Scope::default())
+        .await
+        .expect("discovered");
+    assert!(found.found.is_empty());
+    assert_eq!(api.take().len(), 1);
 }
