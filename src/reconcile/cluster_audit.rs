@@ -112,8 +112,14 @@ impl ClusterContext {
 
 /// Runs the ClusterKopfAudit controller until the process stops. It waits first for
 /// the KopfAudit cache: planning against an empty one would generate a KopfAudit for
-/// every operator that has a hand-written one.
-pub(super) async fn run(ctx: Arc<Context>, audits: Store<KopfAudit>) {
+/// every operator that has a hand-written one. Every ClusterKopfAudit discovers again
+/// at each item of `deployments_changed` (a Deployment appeared, rolled out, changed
+/// its labels or went), besides its interval.
+pub(super) async fn run(
+    ctx: Arc<Context>,
+    audits: Store<KopfAudit>,
+    deployments_changed: impl futures::Stream<Item = ()> + Send + Sync + 'static,
+) {
     if !crate::gather::rbac::until_synced(&audits).await {
         return;
     }
@@ -133,6 +139,7 @@ pub(super) async fn run(ctx: Arc<Context>, audits: Store<KopfAudit>) {
         failures: Mutex::default(),
     });
     Controller::for_stream(stream, store)
+        .reconcile_all_on(deployments_changed)
         .run(reconcile, error_policy, shared)
         .for_each(|result| async move {
             if let Err(e) = result {

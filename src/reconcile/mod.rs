@@ -7,6 +7,7 @@
 pub(crate) mod backoff;
 mod churn;
 mod cluster_audit;
+mod deployment_changes;
 pub(crate) mod http;
 pub(crate) mod leader;
 mod memory;
@@ -183,7 +184,8 @@ pub(crate) async fn run(
     let controller = Controller::for_stream(audit_stream, audit_store.clone()).with_config(config);
     tokio::spawn(readiness.when_synced(sync_futures(&audit_store, &rbac_stores)));
     tokio::spawn(forget_deleted_audits(audit_store.clone(), ctx.clone()));
-    let cluster_audits = start_cluster_audits(&ctx, &audit_store);
+    let deployment_changes = Arc::new(deployment_changes::DeploymentChanges::default());
+    let cluster_audits = start_cluster_audits(&ctx, &audit_store, &deployment_changes);
 
     let controller = watches::attach_targets(
         controller,
@@ -192,6 +194,7 @@ pub(crate) async fn run(
         &audit_store,
         &ctx.memory,
         ctx.settings.allow_cross_namespace,
+        cluster_audits.is_some().then_some(deployment_changes),
     );
     let controller = watches::attach_rbac(
         controller,
@@ -235,6 +238,7 @@ pub(crate) async fn run(
 fn start_cluster_audits(
     ctx: &Arc<Context>,
     audits: &Store<KopfAudit>,
+    changes: &Arc<deployment_changes::DeploymentChanges>,
 ) -> Option<tokio::task::JoinHandle<()>> {
     if !ctx.settings.cluster_audits {
         return None;
@@ -246,6 +250,7 @@ fn start_cluster_audits(
     Some(tokio::spawn(cluster_audit::run(
         ctx.clone(),
         audits.clone(),
+        changes.clone().triggers(deployment_changes::SPACING),
     )))
 }
 

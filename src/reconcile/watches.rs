@@ -18,6 +18,7 @@
 //!   [`CHURN_PERIOD`](super::churn::CHURN_PERIOD), the last of them at its end.
 
 use super::churn::{ChurnBound, Source};
+use super::deployment_changes::DeploymentChanges;
 use super::memory::AuditMemory;
 use crate::api::KopfAudit;
 use crate::gather::rbac::{RbacStores, reaches};
@@ -606,7 +607,8 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
     (stores, streams)
 }
 
-/// Adds the target watches (Deployments, pods) that map to KopfAudits. They cache
+/// Adds the target watches (Deployments, pods) that map to KopfAudits; the Deployment
+/// watch also tells `changes` (the ClusterKopfAudit controller's). They cache
 /// nothing: only objects in a namespace some KopfAudit may target pass, and only when
 /// what the checks read of them changed. A KopfAudit whose target is refused (another
 /// namespace without `cross_namespace`) is never re-run by that namespace's changes:
@@ -619,6 +621,7 @@ pub(super) fn attach_targets(
     audits: &Store<KopfAudit>,
     targets: &Arc<AuditMemory>,
     cross_namespace: bool,
+    changes: Option<Arc<DeploymentChanges>>,
 ) -> Controller<KopfAudit> {
     let config = watcher::Config::default();
     let deployments = warn_on_error(
@@ -629,6 +632,11 @@ pub(super) fn attach_targets(
         )
         .default_backoff(),
     )
+    .inspect(move |event| {
+        if let (Some(changes), Ok(event)) = (&changes, event) {
+            changes.observe(event);
+        }
+    })
     .touched_objects();
     let pods = warn_on_error(
         "pods",

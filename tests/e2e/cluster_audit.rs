@@ -505,3 +505,85 @@ async fn a_cluster_audit_finds_only_kopf_among_thousands_of_deployments() {
     let logs = auditor.logs();
     assert!(!logs.contains("panicked"), "{logs}");
 }
+
+/// A kopf operator installed after the ClusterKopfAudit is audited within seconds, not
+/// at the next interval (here an hour): the auditor's Deployment watch (metadata only)
+/// asks for a discovery when a Deployment appears or goes.
+#[tokio::test]
+async fn an_operator_installed_later_is_audited_long_before_the_interval() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    ensure_cluster_crd(&client).await;
+    let late = TestNamespace::create(&client, "cka-late").await;
+    let home = TestNamespace::create(&client, "cka-lhome").await;
+    let ours = [late.name.as_str()];
+    let cka_name = format!("e2e-{}", home.name);
+    let scoped = ScopedAuditor::create(&client, &home.name, &ours).await;
+    let _grants = ClusterAuditGrants::apply(&home.name, &cka_name, &ours);
+    let _guard = ClusterAuditGuard(cka_name.clone());
+    let auditor =
+        Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
+    let api: Api<ClusterKopfAudit> = Api::all(client.clone());
+    let cka: ClusterKopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "ClusterKopfAudit",
+        "metadata": {"name": cka_name},
+        "spec": {
+            "namespaceSelector": {"matchExpressions": [{
+                "key": "kubernetes.io/metadata.name", "operator": "In", "values": ours
+            }]},
+            "defaults": {"interval": "1h"}
+        }
+    }))
+    .expect("ClusterKopfAudit JSON");
+    api.create(&PostParams::default(), &cka)
+        .await
+        .expect("creating the ClusterKopfAudit");
+    summary_when(&api, &cka_name, "a first discovery finding nothing", |s| {
+        s["discovered"] == 0
+    })
+    .await;
+
+    let installed = std::time::Instant::now();
+    let fixture = Fixture::start("good", &late.name, None);
+    let operator = deployment_of(&client, &late.name).await;
+    wait_for(
+        "a KopfAudit for the operator installed after the first discovery",
+        Duration::from_secs(90),
+        || async {
+            audits_in(&client, &late.name, &cka_name)
+                .await
+                .get(&operator)
+                .filter(|(generated, _)| *generated)
+                .map(|_| ())
+        },
+    )
+    .await;
+    say(format!(
+        "generated {:.0?} after the operator was installed (interval 1h)",
+        installed.elapsed()
+    ));
+
+    let removed = std::time::Instant::now();
+    drop(fixture);
+    Api::<Deployment>::namespaced(client.clone(), &late.name)
+        .delete(&operator, &DeleteParams::default())
+        .await
+        .expect("deleting the operator's Deployment");
+    wait_for(
+        "its KopfAudit to go with its Deployment",
+        Duration::from_secs(90),
+        || async {
+            audits_in(&client, &late.name, &cka_name)
+                .await
+                .is_empty()
+                .then_some(())
+        },
+    )
+    .await;
+    say(format!(
+        "its KopfAudit deleted {:.0?} after its Deployment",
+        removed.elapsed()
+    ));
+    let logs = auditor.logs();
+    assert!(!logs.contains("panicked"), "{logs}");
+}
