@@ -140,6 +140,7 @@ impl DeploymentChanges {
 mod tests {
     use super::*;
     use futures::StreamExt;
+    use std::future::Future;
     use std::sync::Arc;
 
     fn deployment(uid: &str, generation: i64, label: &str) -> PartialObjectMeta<Deployment> {
@@ -155,14 +156,11 @@ mod tests {
         let notified = changes.notify.notified();
         futures::pin_mut!(notified);
         let waker = futures::task::noop_waker();
-        let ready = notified
+        notified
             .as_mut()
             .poll(&mut std::task::Context::from_waker(&waker))
-            .is_ready();
-        ready
+            .is_ready()
     }
-
-    use std::future::Future;
 
     fn first_list(changes: &DeploymentChanges, deployments: &[PartialObjectMeta<Deployment>]) {
         changes.observe(&watcher::Event::Init);
