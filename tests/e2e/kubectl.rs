@@ -17,17 +17,13 @@ use std::time::Duration;
 /// call: tests run at once, and one re-creating a shared directory would take the
 /// plugin away from the other mid-test ("unknown command").
 fn plugin_dir() -> PathBuf {
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = support::workdir().join(format!("kubectl-plugins-{}-{call}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("plugin dir");
-    std::os::unix::fs::symlink(
-        env!("CARGO_BIN_EXE_kubectl-kopf_audit"),
-        dir.join("kubectl-kopf_audit"),
+    support::bin_dir(
+        "kubectl-plugins",
+        &[(
+            "kubectl-kopf_audit",
+            PathBuf::from(env!("CARGO_BIN_EXE_kubectl-kopf_audit")),
+        )],
     )
-    .expect("symlink");
-    dir
 }
 
 /// Runs the cluster's kubectl with the plugin on PATH; (exit code, stdout, stderr).

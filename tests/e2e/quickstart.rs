@@ -9,7 +9,7 @@ use crate::support::{self, Fixture, TestNamespace, say};
 use kopf_audit::api::KopfAudit;
 use kube::Api;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The quick start's shell blocks, from the README, joined in order.
@@ -38,20 +38,18 @@ fn quick_start() -> String {
 }
 
 /// A directory holding `kopf-audit`, `kubectl-kopf_audit` and `kubectl`, for PATH.
-fn tools(dir: &Path) {
-    std::fs::create_dir_all(dir).expect("tools dir");
-    for (name, target) in [
-        ("kopf-audit", support::auditor_binary()),
-        (
-            "kubectl-kopf_audit",
-            std::path::PathBuf::from(env!("CARGO_BIN_EXE_kubectl-kopf_audit")),
-        ),
-        ("kubectl", support::kubectl()),
-    ] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&target, &link).expect("tool link");
-    }
+fn tools() -> PathBuf {
+    support::bin_dir(
+        "quickstart-bin",
+        &[
+            ("kopf-audit", support::auditor_binary()),
+            (
+                "kubectl-kopf_audit",
+                PathBuf::from(env!("CARGO_BIN_EXE_kubectl-kopf_audit")),
+            ),
+            ("kubectl", support::kubectl()),
+        ],
+    )
 }
 
 #[tokio::test]
@@ -77,8 +75,7 @@ async fn the_readme_quick_start_ends_with_a_compliant_audit() {
     );
     assert!(ok, "the Deployment takes a rolling update: {err}");
     let script = quick_start();
-    let bin = support::workdir().join(format!("quickstart-bin-{}", ns.name));
-    tools(&bin);
+    let bin = tools();
     let path = format!(
         "{}:{}",
         bin.display(),

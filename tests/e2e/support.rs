@@ -34,6 +34,21 @@ pub fn workdir() -> PathBuf {
         .unwrap_or_else(|| repo().join(".e2e"))
 }
 
+/// A fresh directory under the work dir, unique to this process and call, holding a
+/// symlink per `(name, target)`: programs a test puts first on PATH (two tests never
+/// share one, so neither removes the other's while it runs).
+pub fn bin_dir(tag: &str, links: &[(&str, PathBuf)]) -> PathBuf {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = workdir().join(format!("{tag}-{}-{call}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("bin dir");
+    for (name, target) in links {
+        std::os::unix::fs::symlink(target, dir.join(name)).expect("symlink");
+    }
+    dir
+}
+
 /// The admin kubeconfig of the running cluster, or a panic saying how to start one.
 pub fn kubeconfig_path() -> PathBuf {
     if let Some(p) = std::env::var_os("KOPF_AUDIT_KUBECONFIG") {
