@@ -119,6 +119,8 @@ async fn audit_pair(
     }
     let second = statuses.pop().expect("two statuses");
     let first = statuses.pop().expect("two statuses");
+    drop((_auditor, _second, _first));
+    release_objects(&client, &ns.name).await;
     Pair {
         namespace: ns.name.clone(),
         first,
@@ -328,27 +330,29 @@ async fn a_rival_in_another_namespace_is_named_by_its_service_account() {
         "the objects in dispute: {evidence}"
     );
     drop((_auditor, _remote, _alpha));
-    release_widgets(&client, &contested.name).await;
+    release_objects(&client, &contested.name).await;
 }
 
-/// Takes the finalizers off the Widgets of `ns` once their operators are stopped, so
-/// that its namespace goes away on the shared cluster.
-async fn release_widgets(client: &kube::Client, ns: &str) {
+/// Takes the finalizers off the conflict objects of `ns` once their operators are
+/// stopped, so that its namespace goes away on the shared cluster.
+async fn release_objects(client: &kube::Client, ns: &str) {
     use kube::api::{Patch, PatchParams};
-    let resource =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", "Widget"), "widgets");
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
-    let Ok(list) = api.list(&ListParams::default()).await else {
-        return;
-    };
-    for widget in list.items {
-        let name = widget.metadata.name.unwrap_or_default();
-        let _ = api
-            .patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
-            )
-            .await;
+    for (kind, plural) in [("Widget", "widgets"), ("Gizmo", "gizmos")] {
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", kind), plural);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+        let Ok(list) = api.list(&ListParams::default()).await else {
+            continue;
+        };
+        for object in list.items {
+            let name = object.metadata.name.unwrap_or_default();
+            let _ = api
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+                )
+                .await;
+        }
     }
 }
