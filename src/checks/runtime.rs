@@ -120,13 +120,11 @@ fn operator_conflict(target: &TargetEvidence, kopf: &KopfEvidence) -> Vec<Findin
         .iter()
         .map(|rival| conflict::rival_finding(target.name(), rival, handled, samples, &disputed))
         .collect();
-    let unexplained: Vec<&model_conflict::Disputed> = disputed
-        .iter()
-        .filter(|d| !rivals.iter().any(|r| r.overlap.covers(&d.namespace)))
-        .collect();
+    let unexplained = model_conflict::unexplained(&disputed, &rivals);
     if !unexplained.is_empty() {
         out.push(conflict::marks_finding(
             target.name(),
+            &own.service_account,
             operators,
             &unexplained,
         ));

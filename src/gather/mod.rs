@@ -526,7 +526,15 @@ async fn gather_kopf(
     let peering = peering::gather(client, &run, target.namespace(), reach).await;
     let webhooks = webhooks::gather(client, reach).await;
     let own = crate::model::conflict::audited(target, &run);
-    let operators = operators::gather(client, reach, shared, &own).await;
+    let operators = operators::gather(
+        client,
+        reach,
+        shared,
+        &own,
+        handled.as_deref().ok(),
+        objects.as_ref().ok().map(|o| &o.samples[..]),
+    )
+    .await;
     KopfEvidence {
         run,
         handled,

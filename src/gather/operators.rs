@@ -5,6 +5,12 @@
 //! the custom resources its bound rules point at as handled (the same inference as the
 //! audited operator's, [`handled::candidates`], from the shared RBAC caches).
 //!
+//! When sampled objects carry two operators' marks that no rival found explains, it also
+//! collects who RBAC lets patch them ([`Patchers`], from the shared RBAC caches): the
+//! ServiceAccounts bound by the RoleBindings of the namespace in dispute, and by the
+//! ClusterRoleBindings with `--allow-cross-namespace`, so that a rival whose Deployment
+//! is out of reach is named by its ServiceAccount.
+//!
 //! Without `--allow-cross-namespace` only the KopfAudit's namespace is searched. What is
 //! found is remembered per searched scope for [`REMEMBERED_FOR`], so that the audits of
 //! a cluster's operators share one discovery per interval instead of one each.
@@ -13,15 +19,15 @@ use super::discover::{self, DiscoverError};
 use super::handled::candidates;
 use super::rbac::binding_namespaces;
 use super::{Reach, Shared, obstacle};
-use crate::model::conflict::{Operator, Operators, Searched, overlap};
+use crate::model::conflict::{self, Operator, Operators, Patchers, Place, Searched, overlap};
 use crate::model::discovery::Discovered;
-use crate::model::evidence::{Gathered, Obstacle, Unavailable};
+use crate::model::evidence::{Gathered, HandledResource, ObjectSample, Obstacle, Unavailable};
 use crate::model::kopf_run::{KopfRun, Peering, Scope, find_kopf, template_containers};
 use crate::model::rbac::ServiceAccountRef;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
 use kube::api::Api;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -92,6 +98,8 @@ pub(crate) async fn gather(
     reach: &Reach,
     shared: &Shared,
     own: &Operator,
+    handled: Option<&[HandledResource]>,
+    samples: Option<&[ObjectSample]>,
 ) -> Gathered<Operators> {
     let (scope, searched) = if reach.cross_namespace {
         (None, Searched::Cluster)
@@ -122,7 +130,63 @@ pub(crate) async fn gather(
         };
         found.extend(operator);
     }
-    Ok(Operators { found, searched })
+    let patchers = match (handled, samples) {
+        (Some(handled), Some(samples)) => {
+            patchers(client, reach, shared, own, &found, handled, samples).await
+        }
+        _ => None,
+    };
+    Ok(Operators {
+        found,
+        searched,
+        patchers,
+    })
+}
+
+/// Who RBAC lets patch the objects in dispute that no rival found explains, in the
+/// namespaces in reach (the RoleBindings there, and the ClusterRoleBindings with
+/// `--allow-cross-namespace`); `None` when nothing is in dispute, or a read failed (the
+/// finding then names no one, as before).
+async fn patchers(
+    client: &Client,
+    reach: &Reach,
+    shared: &Shared,
+    own: &Operator,
+    found: &[Operator],
+    handled: &[HandledResource],
+    samples: &[ObjectSample],
+) -> Option<Patchers> {
+    let disputed = conflict::disputed(samples, handled);
+    let rivals = conflict::rivals(own, handled, found);
+    let unexplained = conflict::unexplained(&disputed, &rivals);
+    let cluster_bindings = reach.may_read(None);
+    let places: Vec<Place> = conflict::places(&unexplained)
+        .into_iter()
+        .filter(|(_, ns)| reach.may_read(Some(ns.as_str())) || (ns.is_empty() && cluster_bindings))
+        .collect();
+    if places.is_empty() {
+        return None;
+    }
+    let mut accounts = BTreeMap::new();
+    for (resource, namespace) in places {
+        match shared
+            .rbac
+            .patchers(client, &resource, &namespace, cluster_bindings)
+            .await
+        {
+            Ok(found) => {
+                accounts.insert((resource, namespace), found);
+            }
+            Err(why) => {
+                tracing::debug!(%namespace, reason = %why.message, "who may patch the objects in dispute is unknown");
+                return None;
+            }
+        }
+    }
+    Some(Patchers {
+        accounts,
+        cluster_bindings,
+    })
 }
 
 /// The kopf Deployments of `scope`, discovered at most once per [`REMEMBERED_FOR`].

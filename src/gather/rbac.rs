@@ -11,6 +11,7 @@
 //! what it lacks.
 
 use super::{Reach, obstacle};
+use crate::model::conflict::{ResourceKey, grants_patch};
 use crate::model::evidence::{
     Gathered, HandledResource, Obstacle, RbacEvidence, TargetEvidence, Unavailable,
 };
@@ -407,6 +408,108 @@ impl RbacReader {
         Ok(out)
     }
 
+    /// The ServiceAccounts bound to a role that grants `patch` on `resource` by name
+    /// ([`grants_patch`]) in `namespace`: the subjects of the namespace's RoleBindings
+    /// (none for `""`, a cluster-scoped resource) and, when `cluster_bindings`, of every
+    /// ClusterRoleBinding. A `User` subject counts when it is a ServiceAccount's user
+    /// name; groups do not (they name no one operator). For
+    /// `runtime.operator-conflict`, to name a rival whose Deployment is out of reach.
+    pub(crate) async fn patchers(
+        &self,
+        client: &Client,
+        resource: &ResourceKey,
+        namespace: &str,
+        cluster_bindings: bool,
+    ) -> Result<BTreeSet<ServiceAccountRef>, Unavailable> {
+        let mut bound: Vec<(BindingKind, RoleRef, Vec<ServiceAccountRef>)> = Vec::new();
+        if !namespace.is_empty() {
+            let role_bindings: Vec<Arc<RoleBinding>> =
+                match synced(covers(&self.stores.role_bindings, namespace)) {
+                    Some(cached) => cached
+                        .into_iter()
+                        .filter(|b| b.metadata.namespace.as_deref() == Some(namespace))
+                        .collect(),
+                    None => list_pages(Api::<RoleBinding>::namespaced(
+                        client.clone(),
+                        &path_segment(namespace),
+                    ))
+                    .await
+                    .map_err(|e| {
+                        unavailable(
+                            &e,
+                            &format!("list rolebindings.rbac.authorization.k8s.io in {namespace}"),
+                            RBAC_GRANT,
+                        )
+                    })?
+                    .into_iter()
+                    .map(Arc::new)
+                    .collect(),
+                };
+            bound.extend(role_bindings.iter().map(|b| {
+                (
+                    BindingKind::RoleBinding(namespace.to_string()),
+                    b.role_ref.clone(),
+                    service_accounts(b.subjects.as_ref(), Some(namespace)),
+                )
+            }));
+        }
+        if cluster_bindings {
+            let cluster: Vec<Arc<ClusterRoleBinding>> =
+                match synced(self.stores.cluster_role_bindings.as_ref()) {
+                    Some(cached) => cached,
+                    None => list_pages(Api::<ClusterRoleBinding>::all(client.clone()))
+                        .await
+                        .map_err(|e| {
+                            unavailable(
+                                &e,
+                                "list clusterrolebindings.rbac.authorization.k8s.io",
+                                RBAC_GRANT,
+                            )
+                        })?
+                        .into_iter()
+                        .map(Arc::new)
+                        .collect(),
+                };
+            bound.extend(cluster.iter().map(|b| {
+                (
+                    BindingKind::ClusterRoleBinding,
+                    b.role_ref.clone(),
+                    service_accounts(b.subjects.as_ref(), None),
+                )
+            }));
+        }
+        let mut grants: HashMap<(BindingKind, String, String), bool> = HashMap::new();
+        let mut out = BTreeSet::new();
+        for (kind, role_ref, accounts) in bound {
+            if accounts.is_empty() {
+                continue;
+            }
+            let key = (kind.clone(), role_ref.kind.clone(), role_ref.name.clone());
+            let granted = match grants.get(&key) {
+                Some(granted) => *granted,
+                None => {
+                    let rules = self
+                        .role_of(
+                            client,
+                            RoleKind::parse(&role_ref.kind),
+                            &kind,
+                            &role_ref.name,
+                        )
+                        .await?
+                        .map(|(rules, _)| rules)
+                        .unwrap_or_default();
+                    let granted = rules.iter().any(|r| grants_patch(r, resource));
+                    grants.insert(key, granted);
+                    granted
+                }
+            };
+            if granted {
+                out.extend(accounts);
+            }
+        }
+        Ok(out)
+    }
+
     /// The rules of a bound role and whether it is aggregated; `None` when it is missing.
     async fn role_of(
         &self,
@@ -701,6 +804,39 @@ fn reaching(
         .flatten()
         .filter_map(|s| reaches(s, sa, ns))
         .min()
+}
+
+/// The ServiceAccounts a binding names: `ServiceAccount` subjects (in the binding's
+/// namespace when they name none) and `User` subjects spelled as a ServiceAccount's
+/// user name (`system:serviceaccount:NS:NAME`).
+pub(crate) fn service_accounts(
+    subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>,
+    binding_namespace: Option<&str>,
+) -> Vec<ServiceAccountRef> {
+    subjects
+        .into_iter()
+        .flatten()
+        .filter_map(|s| match s.kind.as_str() {
+            "ServiceAccount" => {
+                let namespace = s.namespace.as_deref().or(binding_namespace)?;
+                Some(ServiceAccountRef {
+                    namespace: namespace.to_string(),
+                    name: s.name.clone(),
+                })
+            }
+            "User" => {
+                let rest = s.name.strip_prefix("system:serviceaccount:")?;
+                let (namespace, name) = rest.split_once(':')?;
+                (!namespace.is_empty() && !name.is_empty() && !name.contains(':')).then(|| {
+                    ServiceAccountRef {
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    }
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The resource rules of a role (non-resource URL rules dropped).

@@ -10,7 +10,10 @@
 use super::evidence::{HandledResource, ObjectSample, TargetEvidence};
 use super::kopf_marks;
 use super::kopf_run::{KopfRun, Peering};
-pub(crate) use super::operators::{Operator, Operators, ResourceKey, Searched};
+pub(crate) use super::operators::{
+    Operator, Operators, Patchers, Place, ResourceKey, Searched, grants_patch,
+};
+use super::rbac::ServiceAccountRef;
 use std::collections::BTreeSet;
 
 /// The audited operator: its Deployment and how it runs kopf (its resources are the
@@ -220,6 +223,8 @@ pub(crate) struct Disputed {
     pub(crate) object: String,
     /// Its namespace (empty when cluster-scoped).
     pub(crate) namespace: String,
+    /// Its resource.
+    pub(crate) resource: ResourceKey,
     /// The marks of two operators.
     pub(crate) marks: Vec<Marks>,
 }
@@ -260,7 +265,8 @@ pub(crate) fn disputed(samples: &[ObjectSample], handled: &[HandledResource]) ->
     let mut out: Vec<Disputed> = samples
         .iter()
         .filter_map(|sample| {
-            let group = handled.get(sample.resource).map(|h| h.group.as_str());
+            let resource = handled.get(sample.resource)?;
+            let group = Some(resource.group.as_str());
             let prefixes = diffbase_prefixes(sample);
             let finalizers = kopf_finalizers(sample, group, &prefixes);
             let mut marks = Vec::new();
@@ -273,11 +279,77 @@ pub(crate) fn disputed(samples: &[ObjectSample], handled: &[HandledResource]) ->
             (!marks.is_empty()).then(|| Disputed {
                 object: sample.qualified_name(),
                 namespace: sample.namespace.clone(),
+                resource: (resource.group.clone(), resource.plural.clone()),
                 marks,
             })
         })
         .collect();
     out.sort_by(|a, b| a.object.cmp(&b.object));
+    out
+}
+
+/// The objects in dispute that no rival explains: none of the rivals serves their
+/// namespace. The finding for them names who else may patch them ([`suspects`]).
+pub(crate) fn unexplained<'a>(disputed: &'a [Disputed], rivals: &[Rival]) -> Vec<&'a Disputed> {
+    disputed
+        .iter()
+        .filter(|d| !rivals.iter().any(|r| r.overlap.covers(&d.namespace)))
+        .collect()
+}
+
+/// The places (resource and namespace) of some objects in dispute, sorted.
+pub(crate) fn places(disputed: &[&Disputed]) -> BTreeSet<Place> {
+    disputed
+        .iter()
+        .map(|d| (d.resource.clone(), d.namespace.clone()))
+        .collect()
+}
+
+/// Who may have left the other operator's marks, as far as the audit may tell.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Suspect {
+    /// A kopf Deployment found in reach runs as a ServiceAccount that may patch the
+    /// objects (its command line hid how it peers, or its RBAC used wildcards: it was
+    /// not called a rival).
+    Deployment(String, ServiceAccountRef),
+    /// A ServiceAccount that may patch the objects, whose Deployment the audit may not
+    /// read (or runs no kopf the audit recognised).
+    ServiceAccount(ServiceAccountRef),
+}
+
+impl Suspect {
+    /// How a message names it.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Suspect::Deployment(name, sa) => format!("Deployment {name} (ServiceAccount {sa})"),
+            Suspect::ServiceAccount(sa) => format!("ServiceAccount {sa}"),
+        }
+    }
+}
+
+/// The ServiceAccounts other than `own` that RBAC lets patch the objects in dispute
+/// (any of their places), each named by the kopf Deployment found running as it when
+/// there is one; Deployments first, then by name.
+pub(crate) fn suspects(
+    own: &ServiceAccountRef,
+    disputed: &[&Disputed],
+    patchers: &Patchers,
+    found: &[Operator],
+) -> Vec<Suspect> {
+    let accounts: BTreeSet<&ServiceAccountRef> = places(disputed)
+        .iter()
+        .filter_map(|place| patchers.accounts.get(place))
+        .flatten()
+        .filter(|sa| *sa != own)
+        .collect();
+    let mut out: Vec<Suspect> = accounts
+        .into_iter()
+        .map(|sa| match found.iter().find(|o| o.service_account == *sa) {
+            Some(operator) => Suspect::Deployment(operator.name(), sa.clone()),
+            None => Suspect::ServiceAccount(sa.clone()),
+        })
+        .collect();
+    out.sort();
     out
 }
 

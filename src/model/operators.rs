@@ -3,8 +3,8 @@
 //! conflict model ([`super::conflict`]) decides who fights whom.
 
 use super::kopf_run::{Peering, Scope};
-use super::rbac::ServiceAccountRef;
-use std::collections::BTreeSet;
+use super::rbac::{Rule, ServiceAccountRef, Verb};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A resource, `(group, plural)`: what two operators' handled resources are compared by.
 pub(crate) type ResourceKey = (String, String);
@@ -87,4 +87,35 @@ pub(crate) struct Operators {
     pub(crate) found: Vec<Operator>,
     /// Where they were looked for.
     pub(crate) searched: Searched,
+    /// Who RBAC lets patch the objects in dispute that no rival found explains; `None`
+    /// when nothing is in dispute or the bindings could not be read.
+    pub(crate) patchers: Option<Patchers>,
+}
+
+/// Where objects are in dispute: a resource in a namespace.
+pub(crate) type Place = (ResourceKey, String);
+
+/// The ServiceAccounts RBAC lets patch the objects in dispute, per resource and
+/// namespace: kopf adds its finalizer and writes its diff-base and progress annotations
+/// with `patch` (kopf 1.45 `_cogs/clients/patching.py`), so the other operator runs as
+/// one of them. They name a rival whose Deployment the audit may not read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Patchers {
+    /// Per place, the ServiceAccounts bound to a role that grants `patch` on the
+    /// resource by name ([`grants_patch`]), the audited operator's own among them.
+    pub(crate) accounts: BTreeMap<Place, BTreeSet<ServiceAccountRef>>,
+    /// Whether ClusterRoleBindings were read too. Without `--allow-cross-namespace`
+    /// only the RoleBindings of the namespace in dispute (the KopfAudit's own) are:
+    /// cluster-scoped objects are outside a KopfAudit's reach (README, "Tenancy").
+    pub(crate) cluster_bindings: bool,
+}
+
+/// Whether a rule grants `patch` on the resource, naming its group and plural: rules
+/// with `*` groups or resources (cluster-admin and the like, bound to many subjects
+/// that are no kopf operator) would make every such subject a suspect, so they do not
+/// count. `resourceNames` do not matter: kopf patches the objects it serves by name.
+pub(crate) fn grants_patch(rule: &Rule, (group, plural): &ResourceKey) -> bool {
+    rule.has_verb(Verb::Patch)
+        && rule.api_groups.iter().any(|g| g == group)
+        && rule.resources.iter().any(|r| r == plural)
 }

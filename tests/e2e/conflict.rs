@@ -2,6 +2,8 @@
 //! each under its own ServiceAccount: two standalone operators on the same Widgets fight
 //! (each audit names the other operator); two operators in one peering (different
 //! priorities: one runs, one pauses) and two operators on different resources do not.
+//! A rival whose Deployment lives in another namespace, audited without
+//! `--allow-cross-namespace`, is named by the ServiceAccount RBAC lets patch the Widgets.
 
 use crate::operator::{audit_for, condition, create_audit, ensure_crd, found_checks, wait_status};
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
@@ -31,7 +33,17 @@ struct Pair {
 /// The conflict objects of `ns` and the diff-base prefixes on each, once every one
 /// carries one: kopf has handled them all.
 async fn wait_handled(client: &kube::Client, ns: &str) -> BTreeMap<String, Vec<String>> {
-    wait_for("kopf's diff-base on every conflict object", WITHIN, || {
+    wait_marked(client, ns, 1).await
+}
+
+/// The conflict objects of `ns` and the diff-base prefixes on each, once every one
+/// carries at least `operators` of them.
+async fn wait_marked(
+    client: &kube::Client,
+    ns: &str,
+    operators: usize,
+) -> BTreeMap<String, Vec<String>> {
+    wait_for("kopf's diff-bases on every conflict object", WITHIN, || {
         let client = client.clone();
         let ns = ns.to_string();
         async move {
@@ -42,7 +54,13 @@ async fn wait_handled(client: &kube::Client, ns: &str) -> BTreeMap<String, Vec<S
                     plural,
                 );
                 let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &resource);
-                for object in api.list(&ListParams::default()).await.ok()?.items {
+                let objects = match api.list(&ListParams::default()).await {
+                    Ok(list) => list.items,
+                    // Gizmos are served only once conflict-gizmos has run.
+                    Err(kube::Error::Api(e)) if e.code == 404 => Vec::new(),
+                    Err(_) => return None,
+                };
+                for object in objects {
                     let prefixes: Vec<String> = object
                         .metadata
                         .annotations
@@ -54,7 +72,7 @@ async fn wait_handled(client: &kube::Client, ns: &str) -> BTreeMap<String, Vec<S
                     out.insert(object.metadata.name.clone().unwrap_or_default(), prefixes);
                 }
             }
-            (!out.is_empty() && out.values().all(|p| !p.is_empty())).then_some(out)
+            (!out.is_empty() && out.values().all(|p| p.len() >= operators)).then_some(out)
         }
     })
     .await
@@ -101,6 +119,8 @@ async fn audit_pair(
     }
     let second = statuses.pop().expect("two statuses");
     let first = statuses.pop().expect("two statuses");
+    drop((_auditor, _second, _first));
+    release_objects(&client, &ns.name).await;
     Pair {
         namespace: ns.name.clone(),
         first,
@@ -213,5 +233,126 @@ async fn two_operators_on_different_resources_do_not_conflict() {
             "operators on different resources do not fight: {:#?}",
             status.findings
         );
+    }
+}
+
+/// Lets conflict-remote (ServiceAccount `conflict-remote-operator` of `remote`) serve
+/// the Widgets of `contested`: a Role and RoleBinding there, which its own manifests
+/// cannot hold (they are applied in its namespace only).
+async fn grant_remote(client: &kube::Client, contested: &str, remote: &str) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use kube::api::PostParams;
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "conflict-remote-operator", "namespace": contested},
+        "rules": [
+            {"apiGroups": [GROUP], "resources": ["widgets"],
+             "verbs": ["get", "list", "watch", "patch"]},
+            {"apiGroups": [GROUP], "resources": ["widgets/status"], "verbs": ["get", "patch"]},
+        ]
+    }))
+    .expect("a Role");
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "conflict-remote-operator", "namespace": contested},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                    "name": "conflict-remote-operator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "conflict-remote-operator",
+                      "namespace": remote}]
+    }))
+    .expect("a RoleBinding");
+    Api::<Role>::namespaced(client.clone(), contested)
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("creating the Role");
+    Api::<RoleBinding>::namespaced(client.clone(), contested)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("creating the RoleBinding");
+}
+
+#[tokio::test]
+async fn a_rival_in_another_namespace_is_named_by_its_service_account() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let remote = TestNamespace::create(&client, "conflict-far").await;
+    let contested = TestNamespace::named(&client, &format!("{}-contested", remote.name)).await;
+    let _alpha = Fixture::start("conflict-alpha", &contested.name, None);
+    grant_remote(&client, &contested.name, &remote.name).await;
+    let _remote = Fixture::start("conflict-remote", &remote.name, None);
+    let marked = wait_marked(&client, &contested.name, 2).await;
+    say(format!("marked: {marked:?}"));
+    // Without --allow-cross-namespace: the audit may not read conflict-remote's Deployment.
+    let _auditor = Auditor::start(&support::kubeconfig_path(), &contested.name, &[]);
+    create_audit(
+        &client,
+        &contested.name,
+        audit_for("alpha", "conflict-alpha-operator", "30s"),
+    )
+    .await
+    .expect("creating the KopfAudit");
+    let audit = wait_status(
+        &client,
+        &contested.name,
+        "alpha",
+        "the audit of conflict-alpha beside a rival from another namespace",
+        WITHIN,
+        |s| {
+            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
+                && found_checks(s).contains(CHECK)
+        },
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let found = conflicts(&status);
+    let [finding] = found[..] else {
+        panic!("one conflict finding: {:#?}", status.findings)
+    };
+    say(format!(
+        "{}: {} [{:?}]",
+        finding.target, finding.message, finding.evidence
+    ));
+    let suspect = format!(
+        "RBAC lets one other ServiceAccount patch them, so the other operator likely runs as it: ServiceAccount {}/conflict-remote-operator.",
+        remote.name
+    );
+    assert!(
+        finding.message.contains(&suspect),
+        "names {suspect}: {}",
+        finding.message
+    );
+    assert!(
+        !finding.message.contains("Deployment "),
+        "its Deployment is out of reach: {}",
+        finding.message
+    );
+    let evidence = finding.evidence.as_deref().unwrap_or_default();
+    assert!(
+        evidence.contains(&format!("{}/contested-1", contested.name)),
+        "the objects in dispute: {evidence}"
+    );
+    drop((_auditor, _remote, _alpha));
+    release_objects(&client, &contested.name).await;
+}
+
+/// Takes the finalizers off the conflict objects of `ns` once their operators are
+/// stopped, so that its namespace goes away on the shared cluster.
+async fn release_objects(client: &kube::Client, ns: &str) {
+    use kube::api::{Patch, PatchParams};
+    for (kind, plural) in [("Widget", "widgets"), ("Gizmo", "gizmos")] {
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, "v1", kind), plural);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+        let Ok(list) = api.list(&ListParams::default()).await else {
+            continue;
+        };
+        for object in list.items {
+            let name = object.metadata.name.unwrap_or_default();
+            let _ = api
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+                )
+                .await;
+        }
     }
 }

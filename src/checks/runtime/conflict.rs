@@ -1,16 +1,25 @@
 //! The findings of `runtime.operator-conflict` ([`super::operator_conflict`]): one per
 //! rival, naming it and the objects in dispute, and one for objects in dispute that no
-//! rival in reach explains.
+//! rival in reach explains, naming the ServiceAccounts RBAC lets patch them (the other
+//! operator's Deployment may be out of the audit's reach; its RBAC in the namespace in
+//! dispute is not).
 
 use super::super::finding;
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::model::bounded::listed;
-use crate::model::conflict::{self, Disputed, Operators, Rival, Searched};
+use crate::model::bounded::{MAX_LISTED, listed};
+use crate::model::conflict::{
+    self, Disputed, Operator, Operators, Patchers, Rival, Searched, Suspect,
+};
 use crate::model::evidence::{HandledResource, ObjectSample};
+use crate::model::rbac::ServiceAccountRef;
+use std::collections::BTreeSet;
 
 /// At most this many objects in dispute are named in a finding.
 const NAMED_OBJECTS: usize = 5;
+
+/// At most this many ServiceAccounts that may patch the objects in dispute are named.
+const NAMED_ACCOUNTS: usize = 3;
 
 /// The finding naming one rival, its shared resources and namespaces, and the objects
 /// in dispute: those with two operators' marks first, else the sampled objects of the
@@ -79,9 +88,11 @@ fn describe_disputed(d: &Disputed) -> String {
     format!("{} ({})", d.object, marks.join(", "))
 }
 
-/// The finding for objects with two operators' marks that no rival in reach explains.
+/// The finding for objects with two operators' marks that no rival in reach explains:
+/// where the auditor looked, and who may have left the marks ([`suspects`]).
 pub(super) fn marks_finding(
     target: &str,
+    own: &ServiceAccountRef,
     operators: &Operators,
     disputed: &[&Disputed],
 ) -> Finding {
@@ -92,17 +103,61 @@ pub(super) fn marks_finding(
         ),
     };
     let named: Vec<String> = disputed.iter().map(|d| describe_disputed(d)).collect();
+    let who = operators
+        .patchers
+        .as_ref()
+        .map(|patchers| suspects(own, disputed, patchers, &operators.found))
+        .unwrap_or_default();
     finding(
         CheckId::RuntimeOperatorConflict,
         target,
         format!(
-            "Handled objects carry the marks of two kopf operators (two diff-bases or two kopf finalizers), yet no other kopf operator serving them was found {searched}: another operator (or one that ran before under other settings) handles them too, and the two fight over them. Find the other operator and let only one serve these objects, or remove the stale marks if it is gone.",
+            "Handled objects carry the marks of two kopf operators (two diff-bases or two kopf finalizers), yet no other kopf operator serving them was found {searched}: another operator (or one that ran before under other settings) handles them too, and the two fight over them.{who} Find the other operator and let only one serve these objects, or remove the stale marks if it is gone.",
         ),
         Some(format!(
             "objects in dispute: {}",
             listed(&named, "; ", NAMED_OBJECTS)
         )),
     )
+}
+
+/// Who may have left the other operator's marks, as a sentence (with a leading space),
+/// empty when RBAC could not be read: the ServiceAccounts other than `own` that RBAC
+/// lets patch the objects (at most [`NAMED_ACCOUNTS`], each by its kopf Deployment when
+/// one in reach runs as it), or, when there is none, which bindings were read.
+fn suspects(
+    own: &ServiceAccountRef,
+    disputed: &[&Disputed],
+    patchers: &Patchers,
+    found: &[Operator],
+) -> String {
+    let suspects: Vec<String> = conflict::suspects(own, disputed, patchers, found)
+        .iter()
+        .map(Suspect::describe)
+        .collect();
+    match suspects.len() {
+        0 if patchers.cluster_bindings => " No other ServiceAccount is granted patch on them by a role naming their resource (grants through wildcards, such as cluster-admin's, are not counted).".to_string(),
+        0 => {
+            let namespaces: Vec<String> = conflict::places(disputed)
+                .into_iter()
+                .map(|(_, ns)| ns)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            format!(
+                " Its Deployment is outside what this audit may read, and no RoleBinding of namespace {} grants another ServiceAccount patch on them (ClusterRoleBindings, cluster-scoped, are read only with --allow-cross-namespace): it cannot be named.",
+                listed(&namespaces, ", ", MAX_LISTED)
+            )
+        }
+        1 => format!(
+            " RBAC lets one other ServiceAccount patch them, so the other operator likely runs as it: {}.",
+            suspects[0]
+        ),
+        n => format!(
+            " RBAC lets {n} other ServiceAccounts patch them, and the other operator likely runs as one of them: {}.",
+            listed(&suspects, ", ", NAMED_ACCOUNTS)
+        ),
+    }
 }
 
 #[cfg(test)]

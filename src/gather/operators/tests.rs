@@ -100,7 +100,7 @@ fn reach(cross_namespace: bool) -> Reach {
 async fn finds_the_kopf_operators_of_the_namespace_with_what_they_serve() {
     let (client, api) = FakeApi::start("team", cluster);
     let shared = Shared::default();
-    let found = gather(&client, &reach(false), &shared, &own())
+    let found = gather(&client, &reach(false), &shared, &own(), None, None)
         .await
         .expect("operators found");
     assert_eq!(found.searched, Searched::Namespace("team".into()));
@@ -134,7 +134,7 @@ async fn finds_the_kopf_operators_of_the_namespace_with_what_they_serve() {
         "every command line decided: no pod or log is read: {seen:?}"
     );
     // A second audit within the interval reuses what the first found.
-    let again = gather(&client, &reach(false), &shared, &own())
+    let again = gather(&client, &reach(false), &shared, &own(), None, None)
         .await
         .expect("remembered");
     assert_eq!(again.found, found.found);
@@ -151,7 +151,7 @@ async fn a_refused_list_is_the_obstacle() {
         )
     });
     let shared = Shared::default();
-    let why = gather(&client, &reach(true), &shared, &own())
+    let why = gather(&client, &reach(true), &shared, &own(), None, None)
         .await
         .expect_err("refused");
     assert_eq!(why.why, Obstacle::Forbidden);
@@ -159,5 +159,159 @@ async fn a_refused_list_is_the_obstacle() {
         why.message.contains("list on deployments"),
         "{}",
         why.message
+    );
+}
+
+/// No other kopf Deployment in reach; in `team`, RoleBindings let `ops/beta-sa` patch
+/// Widgets (a Role naming them), `ops/viewer` only read them and `ops/admin` do anything
+/// (cluster-admin: wildcards, not counted); a ClusterRoleBinding lets `ops/wide` patch
+/// them everywhere.
+fn rbac_only(method: &Method, path: &str, _: &serde_json::Value) -> Response<Body> {
+    assert_eq!(
+        method,
+        Method::GET,
+        "finding who may patch only reads: {path}"
+    );
+    let list = |items: Vec<serde_json::Value>| {
+        json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {}, "items": items}),
+        )
+    };
+    let binding = |name: &str, kind: &str, role: &str, ns: Option<&str>| {
+        serde_json::json!({
+            "metadata": {"name": name, "namespace": ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "ops"}]
+        })
+    };
+    let rules = |verbs: serde_json::Value, resources: serde_json::Value| {
+        serde_json::json!({"metadata": {"name": "r"},
+            "rules": [{"apiGroups": ["example.com"], "resources": resources, "verbs": verbs}]})
+    };
+    match path.split('?').next().unwrap_or_default() {
+        "/apis/apps/v1/namespaces/team/deployments" | "/apis/apps/v1/deployments" => list(vec![]),
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings" => list(vec![
+            binding("beta-sa", "Role", "beta", Some("team")),
+            binding("viewer", "Role", "viewer", Some("team")),
+            binding("admin", "ClusterRole", "cluster-admin", Some("team")),
+        ]),
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles/beta" => json(
+            StatusCode::OK,
+            rules(
+                serde_json::json!(["get", "patch"]),
+                serde_json::json!(["widgets"]),
+            ),
+        ),
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles/viewer" => json(
+            StatusCode::OK,
+            rules(serde_json::json!(["get"]), serde_json::json!(["widgets"])),
+        ),
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin" => json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {"name": "cluster-admin"},
+                "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
+        ),
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" => {
+            list(vec![binding("wide", "ClusterRole", "widget-editor", None)])
+        }
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/widget-editor" => json(
+            StatusCode::OK,
+            rules(serde_json::json!(["*"]), serde_json::json!(["widgets"])),
+        ),
+        _ => json(StatusCode::NOT_FOUND, serde_json::json!({"code": 404})),
+    }
+}
+
+/// A Widget in `team` with these diff-base prefixes.
+fn widget_marked(prefixes: &[&str]) -> ObjectSample {
+    ObjectSample {
+        resource: 0,
+        namespace: "team".into(),
+        name: "w1".into(),
+        annotations: prefixes
+            .iter()
+            .map(|p| (format!("{p}/last-handled-configuration"), 10))
+            .collect(),
+        finalizers: Vec::new(),
+        deletion_timestamp: None,
+        status_kopf_keys: Vec::new(),
+        handling: Default::default(),
+    }
+}
+
+#[tokio::test]
+async fn who_may_patch_objects_in_dispute_is_read_from_the_bindings_in_reach() {
+    let (client, api) = FakeApi::start("team", rbac_only);
+    let handled = [crate::model::testing::widget(true, true)];
+    let fought = [widget_marked(&["alpha.org", "beta.org"])];
+    let sa = |ns: &str, name: &str| ServiceAccountRef {
+        namespace: ns.into(),
+        name: name.into(),
+    };
+    let place = (
+        ("example.com".to_string(), "widgets".to_string()),
+        "team".to_string(),
+    );
+    // Without --allow-cross-namespace: the RoleBindings of `team` only.
+    let shared = Shared::default();
+    let found = gather(
+        &client,
+        &reach(false),
+        &shared,
+        &own(),
+        Some(&handled),
+        Some(&fought),
+    )
+    .await
+    .expect("operators found");
+    let patchers = found.patchers.expect("who may patch is known");
+    assert!(!patchers.cluster_bindings);
+    assert_eq!(
+        patchers.accounts.get(&place),
+        Some(&BTreeSet::from([sa("ops", "beta-sa")])),
+        "read-only and wildcard grants do not count"
+    );
+    let seen = api.take();
+    assert!(
+        seen.iter().all(|s| !s.path.contains("clusterrolebindings")),
+        "no ClusterRoleBinding is read without the allowance: {seen:?}"
+    );
+    // With it: the ClusterRoleBindings too.
+    let shared = Shared::default();
+    let found = gather(
+        &client,
+        &reach(true),
+        &shared,
+        &own(),
+        Some(&handled),
+        Some(&fought),
+    )
+    .await
+    .expect("operators found");
+    let patchers = found.patchers.expect("who may patch is known");
+    assert!(patchers.cluster_bindings);
+    assert_eq!(
+        patchers.accounts.get(&place),
+        Some(&BTreeSet::from([sa("ops", "beta-sa"), sa("ops", "wide")]))
+    );
+    // Nothing in dispute: no binding is read for it.
+    api.take();
+    let shared = Shared::default();
+    let calm = [widget_marked(&["alpha.org"])];
+    let found = gather(
+        &client,
+        &reach(false),
+        &shared,
+        &own(),
+        Some(&handled),
+        Some(&calm),
+    )
+    .await
+    .expect("operators found");
+    assert_eq!(found.patchers, None);
+    assert!(
+        api.take().iter().all(|s| !s.path.contains("rbac")),
+        "no RBAC read without a dispute"
     );
 }

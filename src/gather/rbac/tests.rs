@@ -326,3 +326,28 @@ fn a_schema_keeps_kopf_s_status_whichever_way_it_says_so() {
         "type": "object", "properties": {"kopf": declared}}}})
     ));
 }
+
+#[test]
+fn a_binding_names_service_accounts_as_such_or_by_their_user_name() {
+    let subjects = vec![
+        subject("ServiceAccount", "beta", Some("ops")),
+        subject("ServiceAccount", "local", None),
+        subject("User", "system:serviceaccount:far:gamma", None),
+        subject("User", "alice", None),
+        subject("User", "system:serviceaccount:broken", None),
+        subject("Group", "system:serviceaccounts:ops", None),
+    ];
+    let sa = |ns: &str, name: &str| ServiceAccountRef {
+        namespace: ns.into(),
+        name: name.into(),
+    };
+    assert_eq!(
+        service_accounts(Some(&subjects), Some("team")),
+        vec![sa("ops", "beta"), sa("team", "local"), sa("far", "gamma")]
+    );
+    // A ClusterRoleBinding's ServiceAccount subject without a namespace names no one.
+    assert_eq!(
+        service_accounts(Some(&subjects), None),
+        vec![sa("ops", "beta"), sa("far", "gamma")]
+    );
+}

@@ -5,7 +5,7 @@ use crate::model::evidence::Handling;
 use crate::model::kopf_run::Scope;
 use crate::model::rbac::ServiceAccountRef;
 use crate::model::testing::{ns, widget};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn widgets() -> BTreeSet<ResourceKey> {
     BTreeSet::from([("example.com".to_string(), "widgets".to_string())])
@@ -158,4 +158,132 @@ fn one_operator_s_marks_and_identical_defaults_are_not_disputed() {
         &[kopf_marks::DEFAULT_FINALIZER, "foregroundDeletion"],
     );
     assert!(disputed(&[one], &[widget(true, true)]).is_empty());
+}
+
+fn sa(namespace: &str, name: &str) -> ServiceAccountRef {
+    ServiceAccountRef {
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+fn contested(namespace: &str, name: &str) -> Disputed {
+    Disputed {
+        object: format!("{namespace}/{name}"),
+        namespace: namespace.into(),
+        resource: ("example.com".into(), "widgets".into()),
+        marks: vec![Marks::DiffBases(vec!["a.org".into(), "b.org".into()])],
+    }
+}
+
+fn widgets_in(namespace: &str) -> Place {
+    (("example.com".into(), "widgets".into()), namespace.into())
+}
+
+#[test]
+fn disputed_objects_know_their_resource() {
+    let both = sample(
+        &[
+            "a.example.org/last-handled-configuration",
+            "b.example.org/last-handled-configuration",
+        ],
+        &[],
+    );
+    let found = disputed(&[both], &[widget(true, true)]);
+    assert_eq!(
+        found[0].resource,
+        ("example.com".to_string(), "widgets".to_string())
+    );
+}
+
+#[test]
+fn objects_a_rival_serves_are_explained_the_others_are_not() {
+    let a = operator("team", "a", ns(&["team"]), Peering::Standalone);
+    let b = operator("team", "b", ns(&["team"]), Peering::Standalone);
+    let found = rivals(&a, &[widget(true, true)], &[b]);
+    let objects = [contested("team", "w1"), contested("other", "w2")];
+    let left: Vec<&str> = unexplained(&objects, &found)
+        .iter()
+        .map(|d| d.object.as_str())
+        .collect();
+    assert_eq!(left, ["other/w2"]);
+    assert_eq!(unexplained(&objects, &[]).len(), 2);
+}
+
+#[test]
+fn only_a_rule_naming_the_resource_with_patch_grants_it() {
+    use crate::model::testing::rule;
+    let key = ("example.com".to_string(), "widgets".to_string());
+    assert!(grants_patch(
+        &rule(&["example.com"], &["widgets"], &["get", "patch"]),
+        &key
+    ));
+    assert!(grants_patch(
+        &rule(&["example.com"], &["widgets"], &["*"]),
+        &key
+    ));
+    assert!(!grants_patch(
+        &rule(&["example.com"], &["widgets"], &["get", "list", "watch"]),
+        &key
+    ));
+    assert!(!grants_patch(
+        &rule(&["example.com"], &["widgets/status"], &["patch"]),
+        &key
+    ));
+    assert!(
+        !grants_patch(&rule(&["*"], &["*"], &["*"]), &key),
+        "cluster-admin"
+    );
+    assert!(!grants_patch(
+        &rule(&["example.com"], &["*"], &["patch"]),
+        &key
+    ));
+    assert!(!grants_patch(
+        &rule(&["other.com"], &["widgets"], &["patch"]),
+        &key
+    ));
+}
+
+#[test]
+fn suspects_are_the_other_accounts_that_may_patch_by_deployment_when_found() {
+    let own = sa("team", "a-sa");
+    let hidden = operator("team", "hidden", ns(&["team"]), Peering::Unknown);
+    let patchers = Patchers {
+        accounts: BTreeMap::from([
+            (
+                widgets_in("team"),
+                BTreeSet::from([
+                    own.clone(),
+                    sa("ops", "beta"),
+                    hidden.service_account.clone(),
+                ]),
+            ),
+            (
+                widgets_in("elsewhere"),
+                BTreeSet::from([sa("far", "gamma")]),
+            ),
+        ]),
+        cluster_bindings: false,
+    };
+    let objects = [contested("team", "w1")];
+    let disputed: Vec<&Disputed> = objects.iter().collect();
+    let found = suspects(&own, &disputed, &patchers, &[hidden]);
+    assert_eq!(
+        found,
+        vec![
+            Suspect::Deployment("team/hidden".into(), sa("team", "hidden-sa")),
+            Suspect::ServiceAccount(sa("ops", "beta")),
+        ],
+        "the own account and those of places not in dispute are no suspects"
+    );
+    assert_eq!(
+        found[0].describe(),
+        "Deployment team/hidden (ServiceAccount team/hidden-sa)"
+    );
+    assert_eq!(found[1].describe(), "ServiceAccount ops/beta");
+    let alone = Patchers {
+        accounts: BTreeMap::from([(widgets_in("team"), BTreeSet::from([own.clone()]))]),
+        cluster_bindings: false,
+    };
+    assert!(suspects(&own, &disputed, &alone, &[]).is_empty());
 }

@@ -2,7 +2,7 @@
 
 use super::super::operator_conflict;
 use crate::catalog::CheckId;
-use crate::model::conflict::{Operator, Operators, Searched};
+use crate::model::conflict::{Operator, Operators, Patchers, Searched};
 use crate::model::evidence::{Handling, ObjectEvidence};
 use crate::model::evidence::{KopfEvidence, ObjectSample, TargetEvidence};
 use crate::model::kopf_run::{Peering, Scope};
@@ -66,6 +66,7 @@ fn evidence(
     k.operators = Ok(Operators {
         found: others,
         searched: Searched::Namespace("team".into()),
+        patchers: None,
     });
     k
 }
@@ -203,4 +204,208 @@ fn nothing_is_concluded_without_the_other_operators() {
         "no",
     ));
     assert!(operator_conflict(&t, &k).is_empty());
+}
+
+fn account(namespace: &str, name: &str) -> ServiceAccountRef {
+    ServiceAccountRef {
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+/// Widget `w1` in `team` with the diff-bases of two operators.
+fn fought_over() -> ObjectSample {
+    object(
+        "w1",
+        &[
+            "alpha.example.org/last-handled-configuration",
+            "beta.example.org/last-handled-configuration",
+        ],
+        &["alpha.example.org/finalizer", "beta.example.org/finalizer"],
+    )
+}
+
+/// What RBAC lets patch Widgets in `team`: these accounts, and the audited operator's
+/// own (`team/default`, the target's template names none).
+fn may_patch(accounts: &[ServiceAccountRef], cluster_bindings: bool) -> Option<Patchers> {
+    let mut set: BTreeSet<ServiceAccountRef> = accounts.iter().cloned().collect();
+    set.insert(account("team", "default"));
+    Some(Patchers {
+        accounts: BTreeMap::from([(
+            (
+                ("example.com".to_string(), "widgets".to_string()),
+                "team".to_string(),
+            ),
+            set,
+        )]),
+        cluster_bindings,
+    })
+}
+
+fn with_operators(k: &mut KopfEvidence, searched: Searched, patchers: Option<Patchers>) {
+    if let Ok(operators) = &mut k.operators {
+        operators.searched = searched;
+        operators.patchers = patchers;
+    }
+}
+
+#[test]
+fn a_rival_in_reach_elsewhere_is_named_by_its_deployment() {
+    // With --allow-cross-namespace the rival's Deployment in `ops` is read: the finding
+    // names it (and its ServiceAccount), whatever RBAC says of who else may patch.
+    let t = target("a", "team");
+    let mut k = evidence(
+        ns(&["team"]),
+        Peering::Standalone,
+        vec![other("ops", "beta", ns(&["team"]), Peering::Standalone)],
+        vec![fought_over()],
+    );
+    with_operators(
+        &mut k,
+        Searched::Cluster,
+        may_patch(
+            &[account("ops", "beta-sa"), account("ci", "deployer")],
+            true,
+        ),
+    );
+    let found = operator_conflict(&t, &k);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].message.contains(
+            "Deployment ops/beta (ServiceAccount ops/beta-sa) runs another kopf operator"
+        ),
+        "{}",
+        found[0].message
+    );
+    assert!(
+        !found[0].message.contains("ci/deployer"),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn a_rival_out_of_reach_is_named_by_the_service_account_that_may_patch() {
+    let t = target("a", "team");
+    let mut k = evidence(
+        ns(&["team"]),
+        Peering::Standalone,
+        vec![],
+        vec![fought_over()],
+    );
+    with_operators(
+        &mut k,
+        Searched::Namespace("team".into()),
+        may_patch(&[account("ops", "beta-sa")], false),
+    );
+    let found = operator_conflict(&t, &k);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let message = &found[0].message;
+    assert!(
+        message.contains(
+            "RBAC lets one other ServiceAccount patch them, so the other operator likely runs as it: ServiceAccount ops/beta-sa."
+        ),
+        "{message}"
+    );
+    assert!(
+        !message.contains("team/default"),
+        "not the own account: {message}"
+    );
+    assert!(
+        found[0]
+            .evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("team/w1")),
+        "{:?}",
+        found[0].evidence
+    );
+}
+
+#[test]
+fn many_service_accounts_that_may_patch_are_named_bounded() {
+    let t = target("a", "team");
+    let mut k = evidence(
+        ns(&["team"]),
+        Peering::Standalone,
+        vec![],
+        vec![fought_over()],
+    );
+    let accounts: Vec<ServiceAccountRef> =
+        (0..7).map(|i| account("ops", &format!("sa-{i}"))).collect();
+    with_operators(
+        &mut k,
+        Searched::Namespace("team".into()),
+        may_patch(&accounts, false),
+    );
+    let found = operator_conflict(&t, &k);
+    let message = &found[0].message;
+    assert!(
+        message.contains(
+            "RBAC lets 7 other ServiceAccounts patch them, and the other operator likely runs as one of them: ServiceAccount ops/sa-0, ServiceAccount ops/sa-1, ServiceAccount ops/sa-2 and 4 more."
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_kopf_deployment_in_reach_that_may_patch_is_named_by_its_deployment() {
+    // Its command line hides how it peers: not called a rival, yet it may patch.
+    let t = target("a", "team");
+    let hidden = other("team", "hidden", ns(&["team"]), Peering::Unknown);
+    let mut k = evidence(
+        ns(&["team"]),
+        Peering::Standalone,
+        vec![hidden],
+        vec![fought_over()],
+    );
+    with_operators(
+        &mut k,
+        Searched::Namespace("team".into()),
+        may_patch(&[account("team", "hidden-sa")], false),
+    );
+    let found = operator_conflict(&t, &k);
+    assert!(
+        found[0]
+            .message
+            .contains("likely runs as it: Deployment team/hidden (ServiceAccount team/hidden-sa)."),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn with_no_other_account_that_may_patch_the_finding_says_what_was_read() {
+    let t = target("a", "team");
+    let mut k = evidence(
+        ns(&["team"]),
+        Peering::Standalone,
+        vec![],
+        vec![fought_over()],
+    );
+    with_operators(
+        &mut k,
+        Searched::Namespace("team".into()),
+        may_patch(&[], false),
+    );
+    let message = operator_conflict(&t, &k)[0].message.clone();
+    assert!(
+        message.contains(
+            "Its Deployment is outside what this audit may read, and no RoleBinding of namespace team grants another ServiceAccount patch on them (ClusterRoleBindings, cluster-scoped, are read only with --allow-cross-namespace): it cannot be named."
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("RBAC lets"), "{message}");
+    with_operators(&mut k, Searched::Cluster, may_patch(&[], true));
+    let message = operator_conflict(&t, &k)[0].message.clone();
+    assert!(
+        message.contains(
+            "No other ServiceAccount is granted patch on them by a role naming their resource"
+        ),
+        "{message}"
+    );
+    // RBAC unread: the finding names no one, and says nothing of RBAC.
+    with_operators(&mut k, Searched::Namespace("team".into()), None);
+    let message = operator_conflict(&t, &k)[0].message.clone();
+    assert!(!message.contains("RBAC"), "{message}");
+    assert!(!message.contains("RoleBinding"), "{message}");
 }
