@@ -5,8 +5,10 @@
 //!
 //! It is fed by the KopfAudit controller's Deployment watch (metadata only, one watch
 //! for both controllers), and keeps a hash of each Deployment's uid and of its
-//! generation and labels: about 40 bytes a Deployment. Changes are coalesced: at most
-//! one discovery is asked for every [`SPACING`], however many Deployments change.
+//! generation and labels: about 40 bytes a Deployment. Changes are coalesced: a
+//! discovery is asked for [`SETTLE`] after a change, and then none for [`MIN_GAP`],
+//! however many Deployments change: a tenant who churns its Deployments can make
+//! discovery run at most once a minute, not once per change.
 
 use futures::Stream;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -19,8 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// How long after a change discovery is asked for: the changes of one `kubectl apply`
+/// or `helm install` arrive within it.
+pub(super) const SETTLE: Duration = Duration::from_secs(5);
+
 /// The least time between two discoveries asked for by Deployment changes.
-pub(super) const SPACING: Duration = Duration::from_secs(15);
+pub(super) const MIN_GAP: Duration = Duration::from_secs(60);
 
 /// The Deployments seen, and whether one changed since discovery last ran.
 #[derive(Debug, Default)]
@@ -122,16 +128,20 @@ impl DeploymentChanges {
         self.state().deployments.len()
     }
 
-    /// One item after each change, at most one every `spacing`: the changes within a
-    /// spacing are answered by one discovery.
+    /// One item `settle` after a change, then none for `gap`: the changes of that time
+    /// are answered by one item after it.
     pub(super) fn triggers(
         self: std::sync::Arc<Self>,
-        spacing: Duration,
+        settle: Duration,
+        gap: Duration,
     ) -> impl Stream<Item = ()> + Send + Sync + 'static {
-        futures::stream::unfold(self, move |changes| async move {
+        futures::stream::unfold((self, true), move |(changes, first)| async move {
+            if !first {
+                tokio::time::sleep(gap).await;
+            }
             changes.notify.notified().await;
-            tokio::time::sleep(spacing).await;
-            Some(((), changes))
+            tokio::time::sleep(settle).await;
+            Some(((), (changes, false)))
         })
     }
 }
@@ -214,17 +224,31 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn many_changes_within_a_spacing_ask_for_one_discovery() {
+    async fn churn_asks_for_one_discovery_a_gap() {
         let changes = Arc::new(DeploymentChanges::default());
         first_list(&changes, &[]);
-        let mut triggers = Box::pin(changes.clone().triggers(Duration::from_secs(15)));
-        for i in 0..100 {
-            changes.observe(&watcher::Event::Apply(deployment(&format!("d{i}"), 1, "x")));
-        }
+        let (settle, gap) = (Duration::from_secs(5), Duration::from_secs(60));
+        let mut triggers = Box::pin(changes.clone().triggers(settle, gap));
+        let churn = |from: usize| {
+            for i in from..from + 100 {
+                changes.observe(&watcher::Event::Apply(deployment(&format!("d{i}"), 1, "x")));
+            }
+        };
         let start = tokio::time::Instant::now();
+        churn(0);
         assert_eq!(triggers.next().await, Some(()));
-        assert_eq!(start.elapsed(), Duration::from_secs(15));
+        assert_eq!(start.elapsed(), settle, "a quiet cluster's change: soon");
+        churn(100);
+        assert_eq!(triggers.next().await, Some(()));
+        assert_eq!(
+            start.elapsed(),
+            settle + gap + settle,
+            "changes right after one: after the gap"
+        );
         let next = tokio::time::timeout(Duration::from_secs(3600), triggers.next()).await;
-        assert!(next.is_err(), "one discovery for the hundred changes");
+        assert!(
+            next.is_err(),
+            "one discovery for each burst of a hundred changes"
+        );
     }
 }

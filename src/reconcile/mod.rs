@@ -250,7 +250,9 @@ fn start_cluster_audits(
     Some(tokio::spawn(cluster_audit::run(
         ctx.clone(),
         audits.clone(),
-        changes.clone().triggers(deployment_changes::SPACING),
+        changes
+            .clone()
+            .triggers(deployment_changes::SETTLE, deployment_changes::MIN_GAP),
     )))
 }
 

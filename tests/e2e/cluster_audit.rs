@@ -508,7 +508,8 @@ async fn a_cluster_audit_finds_only_kopf_among_thousands_of_deployments() {
 
 /// A kopf operator installed after the ClusterKopfAudit is audited within seconds, not
 /// at the next interval (here an hour): the auditor's Deployment watch (metadata only)
-/// asks for a discovery when a Deployment appears or goes.
+/// asks for a discovery when a Deployment appears or goes (5 s after, or after the
+/// minute that follows the previous one: other tests change Deployments too).
 #[tokio::test]
 async fn an_operator_installed_later_is_audited_long_before_the_interval() {
     let client = support::admin_client().await;
@@ -548,7 +549,7 @@ async fn an_operator_installed_later_is_audited_long_before_the_interval() {
     let operator = deployment_of(&client, &late.name).await;
     wait_for(
         "a KopfAudit for the operator installed after the first discovery",
-        Duration::from_secs(90),
+        Duration::from_secs(150),
         || async {
             audits_in(&client, &late.name, &cka_name)
                 .await
@@ -571,7 +572,7 @@ async fn an_operator_installed_later_is_audited_long_before_the_interval() {
         .expect("deleting the operator's Deployment");
     wait_for(
         "its KopfAudit to go with its Deployment",
-        Duration::from_secs(90),
+        Duration::from_secs(150),
         || async {
             audits_in(&client, &late.name, &cka_name)
                 .await
