@@ -1,9 +1,11 @@
-//! Discovery I/O: lists the Deployments in scope, page by page, each read into a
+//! Discovery I/O: reads kopf's peering objects (the pods they name run kopf:
+//! [`PeerPods`]), lists the Deployments in scope, page by page, each read into a
 //! projection of its name, selector and command lines (the rest of the object is
 //! skipped while parsing, never held); decides from the spec what it can
 //! ([`decide_from_spec`]), and only for the Deployments whose spec cannot decide lists
-//! a few of their pods and reads the first lines of one pod's log per hidden container
-//! (the log recognition of [`recognise`], 64 KiB at most per read). A discovery that
+//! a few of their pods and, unless a peering object names one, reads the first lines
+//! of one pod's log per hidden container (the log recognition of [`recognise`], 64 KiB
+//! at most per read). A discovery that
 //! runs again and again (a ClusterKopfAudit's) remembers each log verdict per rollout
 //! ([`Fingerprints`]): a Deployment's pods are listed and its log read again only once
 //! its uid or generation changed.
@@ -22,7 +24,7 @@ use kube::Client;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use kube::core::Selector;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Deployments per page of the list: a page of projections is what is held at once.
@@ -153,6 +155,8 @@ pub(crate) async fn discover_in(
     keep: &(dyn Fn(&str, &str) -> bool + Sync),
 ) -> Result<Discovery, DiscoverError> {
     let mut discovery = Discovery::default();
+    let (peers, peering_lists) = super::peering::for_discovery(client, scope.namespace).await;
+    discovery.cost.peering_lists = peering_lists;
     let mut pending = Vec::new();
     let mut seen = HashSet::new();
     let mut continue_token: Option<String> = None;
@@ -165,7 +169,11 @@ pub(crate) async fn discover_in(
             if !keep(&deployment.metadata.namespace, &deployment.metadata.name) {
                 continue;
             }
-            match decide(deployment) {
+            match decide(deployment, &peers) {
+                Decided::Kopf(row) if row.recognised_by == Recognition::Peering => {
+                    discovery.cost.decided_by_peering += 1;
+                    discovery.found.push(row);
+                }
                 Decided::Kopf(row) => {
                     discovery.cost.decided_by_spec += 1;
                     discovery.found.push(row);
@@ -193,7 +201,6 @@ pub(crate) async fn discover_in(
         }
     }
     discovery.cost.pod_lists = pending.len() as u64;
-    let peers = peers_of(client, &pending, &mut discovery.cost).await;
     let peers = &peers;
     let mut by_log = futures::stream::iter(pending)
         .map(|p| async move {
@@ -233,19 +240,6 @@ pub(crate) async fn discover_in(
     Ok(discovery)
 }
 
-/// The pods kopf's peering objects name, read only when some Deployment is left to
-/// its pods (the `KopfPeering`s of those Deployments' namespaces, and the
-/// `ClusterKopfPeering`s).
-async fn peers_of(client: &Client, pending: &[Pending], cost: &mut DiscoveryCost) -> PeerPods {
-    if pending.is_empty() {
-        return PeerPods::default();
-    }
-    let namespaces: BTreeSet<String> = pending.iter().map(|p| p.namespace.clone()).collect();
-    let (peers, requests) = super::peering::for_discovery(client, &namespaces).await;
-    cost.peering_lists = requests;
-    peers
-}
-
 /// One page of the Deployment list and its size in bytes.
 async fn list_page(
     client: &Client,
@@ -282,8 +276,10 @@ enum Decided {
 }
 
 /// Decides a Deployment from its spec, keeping only what its log recognition needs
-/// when the spec cannot.
-fn decide(deployment: DeploymentProjection) -> Decided {
+/// when the spec cannot. A Deployment of one container whose command the spec takes
+/// for another program (a console script of its own that calls `kopf.run()`) is kopf
+/// all the same when a peering object names one of its pods.
+fn decide(deployment: DeploymentProjection, peers: &PeerPods) -> Decided {
     let DeploymentProjection { metadata, spec } = deployment;
     let rollout = metadata.rollout();
     let containers: Vec<Container> = spec
@@ -297,7 +293,10 @@ fn decide(deployment: DeploymentProjection) -> Decided {
         SpecDecision::Kopf(run) => Decided::Kopf(
             Discovered::new(&metadata.namespace, &metadata.name, &run).with_labels(metadata.labels),
         ),
-        SpecDecision::NotKopf => Decided::NotKopf,
+        SpecDecision::NotKopf => match peer_of_deployment(peers, &metadata, &containers) {
+            Some(row) => Decided::Kopf(row.with_labels(metadata.labels)),
+            None => Decided::NotKopf,
+        },
         SpecDecision::Undecided(_) if spec.replicas == Some(0) => {
             Decided::ScaledToZero(Undetermined {
                 namespace: metadata.namespace,
@@ -375,6 +374,25 @@ async fn decide_by_log(
         Recognised::NotKopf => LogOutcome::NotKopf,
         Recognised::Undetermined(why) => undetermined(why.message),
     }
+}
+
+/// The row of a Deployment of one container one of whose pods, by the name the
+/// Deployment gives its pods, a peering object names.
+fn peer_of_deployment(
+    peers: &PeerPods,
+    metadata: &crate::model::discovery::NameProjection,
+    containers: &[Container],
+) -> Option<Discovered> {
+    let [container] = containers else {
+        return None;
+    };
+    let (pod, sighting) = peers.of_deployment(&metadata.namespace, &metadata.name)?;
+    Some(Discovered::by_peering(
+        &metadata.name,
+        &container.name,
+        pod,
+        sighting,
+    ))
 }
 
 /// The row of a Deployment with one hidden container whose pod a peering object names.

@@ -98,27 +98,26 @@ pub(crate) async fn gather(
 /// object may be, and a tenant may fill its own, so a small page bounds what is held.
 const DISCOVERY_PAGE: u32 = 5;
 
-/// Pages read per list by discovery: kopf needs one peering object per name.
-const DISCOVERY_PAGES: usize = 4;
+/// Pages read per list by discovery: 200 peering objects of a kind and group.
+const DISCOVERY_PAGES: usize = 40;
 
 /// The peering objects discovery reads to recognise kopf's pods: the
-/// `ClusterKopfPeering`s, and the `KopfPeering`s of `namespaces`, in both of kopf's
-/// groups, at most [`DISCOVERY_PAGES`] pages of [`DISCOVERY_PAGE`] per list. A group
-/// not installed, or not readable, adds nothing: peering only spares log reads. Also
-/// returns the requests made.
-pub(crate) async fn for_discovery(
-    client: &Client,
-    namespaces: &std::collections::BTreeSet<String>,
-) -> (PeerPods, u64) {
+/// `ClusterKopfPeering`s, and the `KopfPeering`s of `namespace` (of every namespace:
+/// `None`), in both of kopf's groups, at most [`DISCOVERY_PAGES`] pages of
+/// [`DISCOVERY_PAGE`] per list. A group not installed, or not readable, adds nothing:
+/// peering only adds to what the spec and the logs show. Also returns the requests
+/// made.
+pub(crate) async fn for_discovery(client: &Client, namespace: Option<&str>) -> (PeerPods, u64) {
     let mut objects = PeerPods::default();
     let mut requests = 0;
     for group in GROUPS {
         let cluster = Api::all_with(client.clone(), &resource(group, true));
         requests += list_pages(&cluster, &mut objects).await;
-        for ns in namespaces {
-            let api = Api::namespaced_with(client.clone(), ns, &resource(group, false));
-            requests += list_pages(&api, &mut objects).await;
-        }
+        let namespaced = match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource(group, false)),
+            None => Api::all_with(client.clone(), &resource(group, false)),
+        };
+        requests += list_pages(&namespaced, &mut objects).await;
     }
     (objects, requests)
 }

@@ -169,14 +169,31 @@ async fn a_namespace_and_a_selector_narrow_the_list() {
         .await
         .expect("discovered");
     assert!(found.found.is_empty());
-    let [list] = &api.take()[..] else {
-        panic!("one list")
+    let seen = api.take();
+    let [list] = &seen
+        .iter()
+        .filter(|s| s.path.contains("/deployments"))
+        .collect::<Vec<_>>()[..]
+    else {
+        panic!("one list: {seen:#?}")
     };
     assert!(
         list.path
             .starts_with("/apis/apps/v1/namespaces/team/deployments?"),
         "{}",
         list.path
+    );
+    let kopf_peerings: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.path.contains("/kopfpeerings"))
+        .map(|s| s.path.as_str())
+        .collect();
+    assert_eq!(kopf_peerings.len(), 2, "{seen:#?}");
+    assert!(
+        kopf_peerings
+            .iter()
+            .all(|p| p.contains("/namespaces/team/kopfpeerings")),
+        "the namespace's KopfPeerings only: {kopf_peerings:#?}"
     );
     assert!(
         list.path.contains("labelSelector=tier%3Dops"),
@@ -277,8 +294,8 @@ async fn what_keep_leaves_out_is_never_read() {
 async fn a_hidden_deployment_scaled_to_zero_costs_no_pod_list() {
     let (client, api) = FakeApi::start("team", |_: &Method, path: &str, _: &serde_json::Value| {
         assert!(
-            path.starts_with("/apis/apps/v1/deployments?"),
-            "only the Deployment list: {path}"
+            path.starts_with("/apis/apps/v1/deployments?") || path.contains("peerings"),
+            "only the Deployment list and kopf's peering objects: {path}"
         );
         let mut idle = deployment("idle-app", &["gunicorn", "app:wsgi"]);
         idle["spec"]["replicas"] = 0.into();
@@ -298,12 +315,17 @@ async fn a_hidden_deployment_scaled_to_zero_costs_no_pod_list() {
         found.undetermined[0]
     );
     assert_eq!(found.cost.pod_lists, 0);
-    assert_eq!(api.take().len(), 1, "one request: the list");
+    assert_eq!(
+        api.take().len(),
+        1 + found.cost.peering_lists as usize,
+        "the list and the peering objects' only"
+    );
 }
 
 /// `hidden-kopf` and `hidden-web` as in [`cluster`], with kopf's peering objects: a
 /// `ClusterKopfPeering` naming `hidden-kopf-0` by `user@host/…` when `cluster_names` is
-/// set, and in namespace `elsewhere` a tenant's `KopfPeering` naming `hidden-web-0`.
+/// set, and in namespace `elsewhere` a tenant's `KopfPeering` naming `hidden-web-0` of
+/// `team` (not believed: `hidden-web` is decided by its log).
 fn with_peering(
     cluster_names: bool,
 ) -> impl Fn(&Method, &str, &serde_json::Value) -> Response<Body> {
@@ -332,9 +354,9 @@ fn with_peering(
             };
             return list(items);
         }
-        if path.starts_with("/apis/kopf.dev/v1/namespaces/team/kopfpeerings") {
-            // The tenant of `team` names a pod of another namespace: never believed.
-            return list(vec![peering(Some("team"), "elsewhere-app-0")]);
+        if path.starts_with("/apis/kopf.dev/v1/kopfpeerings") {
+            // The tenant of `elsewhere` names a pod of `team`: never believed.
+            return list(vec![peering(Some("elsewhere"), "hidden-web-0")]);
         }
         if path.starts_with("/apis/apps/v1/deployments?") {
             return list(vec![
@@ -410,17 +432,50 @@ async fn without_a_peer_the_log_decides_as_before() {
 }
 
 #[tokio::test]
-async fn nothing_hidden_no_peering_read() {
+async fn a_console_script_kopf_calls_is_found_by_its_pods_peer_name() {
     let (client, api) = FakeApi::start("team", |_: &Method, path: &str, _: &serde_json::Value| {
-        assert!(!path.contains("peerings"), "no peering read: {path}");
+        assert!(!path.contains("/pods"), "no pod list, no log: {path}");
+        let items = if path.starts_with("/apis/kopf.dev/v1/clusterkopfpeerings") {
+            vec![serde_json::json!({
+                "apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
+                "metadata": {"name": "default"},
+                "status": {"kopf@my-op-7d9f8c5b4-x2k4z/20261203100000/abc":
+                    {"priority": 0, "lifetime": 60, "lastseen": "2026-12-03T10:00:00+00:00"}}
+            })]
+        } else if path.starts_with("/apis/apps/v1/deployments?") {
+            vec![
+                deployment("my-op", &["my-operator"]),
+                deployment("other", &["my-operator"]),
+            ]
+        } else {
+            Vec::new()
+        };
         json(
             StatusCode::OK,
-            serde_json::json!({"metadata": {}, "items": [deployment("site", &["nginx"])]}),
+            serde_json::json!({"metadata": {}, "items": items}),
         )
     });
     let found = discover(&client, &Verdicts::default(), Scope::default())
         .await
         .expect("discovered");
-    assert!(found.found.is_empty());
-    assert_eq!(api.take().len(), 1);
+    let [row] = &found.found[..] else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        (
+            row.deployment.as_str(),
+            row.recognised_by,
+            row.container.as_str()
+        ),
+        ("my-op", Recognition::Peering, "main")
+    );
+    assert_eq!(
+        (found.cost.decided_by_peering, found.cost.decided_by_spec),
+        (1, 1)
+    );
+    assert_eq!(
+        api.take().len(),
+        5,
+        "the Deployment list and 4 peering lists"
+    );
 }

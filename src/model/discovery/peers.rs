@@ -7,7 +7,9 @@
 //! hostname, which is the pod's name unless `spec.hostname` says otherwise.
 //!
 //! A pod named by a peering object runs kopf, so its Deployment is decided without
-//! reading its log. Who may write a peering object is trusted only as far as it
+//! reading its log; and a Deployment whose spec shows another program (a console
+//! script of its own that calls `kopf.run()`) is kopf when a peer has the name of one
+//! of its pods. Who may write a peering object is trusted only as far as it
 //! reaches: a `KopfPeering` is namespaced (a tenant may write its own), so it names
 //! pods of its own namespace only; a `ClusterKopfPeering` is cluster-scoped (written by
 //! operators granted it cluster-wide) and names pods anywhere.
@@ -18,8 +20,13 @@ use crate::model::evidence::PeeringObject;
 use std::collections::HashMap;
 
 /// Identities kept per peering object: kopf's own peering has one per running
-/// instance, so a status with more is not kopf's doing and the rest is ignored.
-const IDENTITIES_PER_OBJECT: usize = 100;
+/// instance (and the dead ones not yet cleaned), so a status with more is not kopf's
+/// doing and the rest is ignored.
+const IDENTITIES_PER_OBJECT: usize = 20;
+
+/// The characters Kubernetes draws a pod name's generated parts from (apimachinery
+/// `util/rand` `SafeEncodeString` and `String`: no vowels, no 0, 1, 3).
+const GENERATED: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// Longest identity kept: a pod name is at most 253 characters, and `user@host/…`
 /// adds a user and a timestamp.
@@ -53,6 +60,8 @@ impl Sighting {
 #[derive(Debug, Default)]
 pub(crate) struct PeerPods {
     by_host: HashMap<String, Vec<Sighting>>,
+    /// The hosts shaped like a Deployment's pod names, by that Deployment's name.
+    by_deployment: HashMap<String, Vec<String>>,
 }
 
 impl PeerPods {
@@ -73,12 +82,19 @@ impl PeerPods {
             peering: object.name.clone(),
         };
         for peer in object.peers.iter().take(IDENTITIES_PER_OBJECT) {
-            if let Some(host) = identity_host(&peer.id) {
-                self.by_host
-                    .entry(host.to_string())
+            let Some(host) = identity_host(&peer.id) else {
+                continue;
+            };
+            let sightings = self.by_host.entry(host.to_string()).or_default();
+            if sightings.is_empty()
+                && let Some(deployment) = deployment_of_pod(host)
+            {
+                self.by_deployment
+                    .entry(deployment.to_string())
                     .or_default()
-                    .push(sighting.clone());
+                    .push(host.to_string());
             }
+            sightings.push(sighting.clone());
         }
     }
 
@@ -104,6 +120,40 @@ impl PeerPods {
             Some((pod, sighting))
         })
     }
+}
+
+impl PeerPods {
+    /// A pod of the Deployment `namespace`/`name`, by the names a Deployment gives its
+    /// pods (`NAME-<template hash>-<5 characters>`), that a peering object reaching
+    /// `namespace` names, and where.
+    pub(crate) fn of_deployment<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &str,
+    ) -> Option<(PodName<'a>, &'a Sighting)> {
+        let hosts = self.by_deployment.get(name)?;
+        let pods = hosts.iter().map(|host| PodName {
+            namespace,
+            name: host,
+            hostname: None,
+        });
+        self.find(pods)
+    }
+}
+
+/// The Deployment a pod name says it belongs to: `NAME` of `NAME-<hash>-<xxxxx>`, where
+/// the ReplicaSet's `pod-template-hash` (up to 10 characters) and the 5 random ones are
+/// drawn from [`GENERATED`]. `None` for a name of another shape.
+fn deployment_of_pod(pod: &str) -> Option<&str> {
+    let generated = |part: &str| part.bytes().all(|b| GENERATED.contains(&b));
+    let (rest, random) = pod.rsplit_once('-')?;
+    let (deployment, hash) = rest.rsplit_once('-')?;
+    let shaped = random.len() == 5
+        && generated(random)
+        && (1..=10).contains(&hash.len())
+        && generated(hash)
+        && !deployment.is_empty();
+    shaped.then_some(deployment)
 }
 
 /// What names a pod to kopf's identity: its namespace, its name, and its hostname when
@@ -238,8 +288,47 @@ mod tests {
         let ids: Vec<String> = (0..1000).map(|i| format!("pod-{i}")).collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let peers = PeerPods::new(&[object(Some("team"), &ids)]);
-        assert!(peers.find([pod("team", "pod-99")]).is_some());
-        assert!(peers.find([pod("team", "pod-100")]).is_none());
+        assert!(peers.find([pod("team", "pod-19")]).is_some());
+        assert!(peers.find([pod("team", "pod-20")]).is_none());
+    }
+
+    #[test]
+    fn a_pod_name_tells_its_deployment() {
+        assert_eq!(deployment_of_pod("my-op-7d9f8c5b4-x2k4z"), Some("my-op"));
+        assert_eq!(deployment_of_pod("op-5c6b9-bcd22"), Some("op"));
+        for other in [
+            "my-op",
+            "my-op-0",
+            "my-op-7d9f8c5b4",
+            "my-op-7d9f8c5b4-x2k4",
+            "my-op-7d9f8c5b4-aeiou",
+            "my-op-7d9f8c5b41abc-x2k4z",
+            "-7d9f8c5b4-x2k4z",
+        ] {
+            assert_eq!(deployment_of_pod(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_deployment_is_found_by_its_pods_names_in_reach_only() {
+        let peers = PeerPods::new(&[
+            object(Some("team"), &["op-7d9f8c5b4-x2k4z"]),
+            object(None, &["root@web-api-5c6b9-bcd22/20261203101600/abc"]),
+        ]);
+        let (pod, _) = peers.of_deployment("team", "op").expect("its pod");
+        assert_eq!(pod.name, "op-7d9f8c5b4-x2k4z");
+        assert!(
+            peers.of_deployment("other", "op").is_none(),
+            "another namespace's KopfPeering"
+        );
+        assert!(
+            peers.of_deployment("apps", "web-api").is_some(),
+            "a ClusterKopfPeering"
+        );
+        assert!(
+            peers.of_deployment("apps", "web").is_none(),
+            "web-api's pod is not web's"
+        );
     }
 
     #[test]
