@@ -106,7 +106,7 @@ pub(crate) fn kopf_audits_yaml(
     if let Template::Like { cka, .. } = template {
         let _ = writeln!(
             out,
-            "# The KopfAudits ClusterKopfAudit {name} generates, to commit in its place. Delete\n# it first and wait for its KopfAudits to go (`kubectl get kopfaudit -A -l {label}={name}`):\n# applied over a generated one of the same name, a KopfAudit stays its.",
+            "# The KopfAudits ClusterKopfAudit {name} generates, to commit in its place.\n# Delete it first and wait until `kubectl get kopfaudit -A -l {label}={name}`\n# lists none: applied over a generated KopfAudit of the same name, one would keep\n# its label and owner reference, and go with it.",
             name = cka.name_any(),
             label = crate::catalog::CLUSTER_AUDIT_LABEL,
         );
