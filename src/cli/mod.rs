@@ -1110,6 +1110,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn discover_like_takes_a_cluster_audits_scope_instead_of_its_own() {
+        use clap::CommandFactory;
+        match Cli::try_parse_from(["kopf-audit", "discover", "--like", "platform", "-o", "yaml"]) {
+            Ok(Cli {
+                command: Command::Discover(args),
+                ..
+            }) => {
+                assert_eq!(args.like.as_deref(), Some("platform"));
+                assert!(matches!(args.output, DiscoverOutput::Yaml));
+            }
+            _ => panic!("discover --like platform -o yaml"),
+        }
+        for scope in [&["-A"][..], &["-n", "team"], &["-l", "app=op"]] {
+            let argv: Vec<&str> = ["kopf-audit", "discover", "--like", "platform"]
+                .into_iter()
+                .chain(scope.iter().copied())
+                .collect();
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?} refused");
+        }
+        let help = Cli::command()
+            .find_subcommand_mut("discover")
+            .expect("discover")
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains("--like <CLUSTER_KOPF_AUDIT>")
+                && help.contains("kopf-audit discover --like platform -o yaml"),
+            "{help}"
+        );
+    }
+
     fn run_log_level(args: &[&str]) -> Result<String, String> {
         let argv = ["kopf-audit", "run"].iter().chain(args);
         match Cli::try_parse_from(argv) {
