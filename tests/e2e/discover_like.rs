@@ -139,6 +139,45 @@ impl Drop for Grants {
     }
 }
 
+/// Strips the finalizers from a fixture's objects when dropped, after the fixture has
+/// stopped (declared before it): no operator is left to remove them, and the namespace
+/// would stay Terminating.
+struct Unfinalize {
+    ns: String,
+    resource: String,
+}
+
+impl Unfinalize {
+    fn of(fixture: &str, ns: &str) -> Unfinalize {
+        let (group, plural) = support::fixture_crd(fixture);
+        Unfinalize {
+            ns: ns.to_string(),
+            resource: format!("{plural}.{group}"),
+        }
+    }
+}
+
+impl Drop for Unfinalize {
+    fn drop(&mut self) {
+        let (_, names, _) =
+            kubectl_run(&["get", &self.resource, "-n", &self.ns, "-o", "name"], None);
+        for name in names.lines().filter(|l| !l.is_empty()) {
+            let _ = kubectl_run(
+                &[
+                    "patch",
+                    name,
+                    "-n",
+                    &self.ns,
+                    "--type=merge",
+                    "-p",
+                    r#"{"metadata":{"finalizers":null}}"#,
+                ],
+                None,
+            );
+        }
+    }
+}
+
 /// The first Deployment of `ns` (a fixture's).
 async fn deployment_of(client: &Client, ns: &str) -> String {
     Api::<Deployment>::namespaced(client.clone(), ns)
@@ -264,6 +303,10 @@ async fn discover_like_a_cluster_audit_prints_kopf_audits_that_find_the_same() {
         let (ok, _, err) = kubectl_run(&["label", "namespace", ns, &label], None);
         assert!(ok, "labelling {ns}: {err}");
     }
+    let _unfinalize = [
+        Unfinalize::of("python-m-kopf", &by_command.name),
+        Unfinalize::of("image-cmd", &by_log.name),
+    ];
     let _fixtures = [
         Fixture::start("python-m-kopf", &by_command.name, None),
         Fixture::start("image-cmd", &by_log.name, None),
