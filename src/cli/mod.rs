@@ -804,7 +804,12 @@ async fn like_of(client: &kube::Client, name: &str) -> Result<Like, String> {
     let cka = Api::<crate::api::ClusterKopfAudit>::all(client.clone())
         .get(name)
         .await
-        .map_err(|e| format!("cannot read ClusterKopfAudit {name}: {e}"))?;
+        .map_err(|e| match e {
+            kube::Error::Api(s) if s.code == 404 => format!(
+                "there is no ClusterKopfAudit {name} (`kubectl get clusterkopfaudits` lists them)"
+            ),
+            e => format!("cannot read ClusterKopfAudit {name}: {e}"),
+        })?;
     let scope =
         discover::like_scope(&cka.spec).map_err(|e| format!("ClusterKopfAudit {name}: {e}"))?;
     let namespaces = match &scope.namespace_selector {

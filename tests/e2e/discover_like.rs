@@ -482,5 +482,18 @@ async fn discover_like_a_cluster_audit_prints_kopf_audits_that_find_the_same() {
         let after = settled_findings(&client, ns, name, before).await;
         assert_eq!(&after, before, "{ns}/{name}: the same findings");
     }
+    // A ClusterKopfAudit that does not exist (this one, now): exit 2, saying so.
+    let gone = Command::new(support::auditor_binary())
+        .args(["discover", "--like", &cka_name, "-o", "yaml"])
+        .env("KUBECONFIG", support::kubeconfig_path())
+        .output()
+        .expect("running kopf-audit discover");
+    let stderr = String::from_utf8_lossy(&gone.stderr);
+    assert_eq!(gone.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("there is no ClusterKopfAudit {cka_name}"))
+            && gone.stdout.is_empty(),
+        "{stderr}"
+    );
     assert!(!auditor.logs().contains("panicked"), "{}", auditor.logs());
 }
