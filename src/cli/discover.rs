@@ -1,10 +1,17 @@
 //! `kopf-audit discover`: every kopf operator among the Deployments in scope, as a
 //! table, as JSON, or as KopfAudits to commit to a GitOps repository (one per operator,
-//! in its namespace, targeting its Deployment and container).
+//! in its namespace, targeting its Deployment and container). With `--like`, the scope
+//! and the KopfAudits are a ClusterKopfAudit's: what its controller would generate,
+//! less what marks them generated.
 
-use crate::api::{KopfAudit, KopfAuditSpec, Recognition};
+use crate::api::{AuditDefaults, ClusterKopfAudit, ClusterKopfAuditSpec, KopfAudit, Recognition};
+use crate::evaluate::cluster_audit::{Found, generated_spec, to_commit};
 use crate::gather::discover::{Discovery, Undetermined};
 use crate::model::discovery::{Discovered, DiscoveryCost};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::ResourceExt;
+use kube::core::Selector;
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// The word a table shows for how kopf was recognised.
@@ -64,32 +71,124 @@ pub(crate) fn table(found: &[Discovered]) -> String {
     out
 }
 
-/// One KopfAudit per operator found: named after its Deployment, in its namespace,
-/// with every default, each preceded by a comment saying how kopf was recognised.
-pub(crate) fn kopf_audits_yaml(found: &[Discovered]) -> Result<String, serde_yaml::Error> {
+/// What the KopfAudits of `-o yaml` are like.
+pub(crate) enum Template<'a> {
+    /// Named after their Deployments, every default.
+    Defaults,
+    /// Those the ClusterKopfAudit `cka` would generate, given the KopfAudits that exist
+    /// (`existing`, which may cover an operator already), as hand-written ones.
+    Like {
+        /// The ClusterKopfAudit.
+        cka: &'a ClusterKopfAudit,
+        /// The KopfAudits of the cluster.
+        existing: &'a [KopfAudit],
+    },
+}
+
+/// One KopfAudit per operator found, in its namespace, each preceded by a comment
+/// saying how kopf was recognised; with [`Template::Like`], only those the
+/// ClusterKopfAudit would generate (a comment names the others).
+pub(crate) fn kopf_audits_yaml(
+    found: &[Discovered],
+    template: &Template<'_>,
+) -> Result<String, serde_yaml::Error> {
+    let audits: Vec<KopfAudit> = match template {
+        Template::Defaults => found.iter().map(kopf_audit).collect(),
+        Template::Like { cka, existing } => {
+            let found = Found {
+                operators: found.to_vec(),
+                undetermined: BTreeSet::new(),
+            };
+            to_commit(cka, &found, existing)
+        }
+    };
     let mut out = String::new();
-    for d in found {
-        let audit = kopf_audit(d);
+    if let Template::Like { cka, .. } = template {
         let _ = writeln!(
             out,
-            "---\n# {}/{}: kopf recognised by {} ({})",
+            "# The KopfAudits ClusterKopfAudit {name} generates, to commit in its place.\n# Delete it first and wait until `kubectl get kopfaudit -A -l {label}={name}`\n# lists none: applied over a generated KopfAudit of the same name, one would keep\n# its label and owner reference, and go with it.",
+            name = cka.name_any(),
+            label = crate::catalog::CLUSTER_AUDIT_LABEL,
+        );
+    }
+    for d in found {
+        let recognised = format!(
+            "{}/{}: kopf recognised by {} ({})",
             d.namespace,
             d.deployment,
             recognised_word(d.recognised_by),
             one_line(&d.evidence)
         );
-        out.push_str(&serde_yaml::to_string(&audit)?);
+        match audits.iter().find(|a| audits_operator(a, d)) {
+            Some(audit) => {
+                let _ = writeln!(out, "---\n# {recognised}");
+                out.push_str(&serde_yaml::to_string(audit)?);
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "# {recognised}; a KopfAudit written elsewhere audits it already, none generated"
+                );
+            }
+        }
     }
     Ok(out)
 }
 
+/// Whether `audit` (one of those printed) is the KopfAudit of the operator `d`.
+fn audits_operator(audit: &KopfAudit, d: &Discovered) -> bool {
+    audit.metadata.namespace.as_deref() == Some(d.namespace.as_str())
+        && audit.spec.target.deployment.as_deref() == Some(d.deployment.as_str())
+}
+
 /// A KopfAudit for an operator found: its Deployment and container, every default.
 pub(crate) fn kopf_audit(d: &Discovered) -> KopfAudit {
-    let mut spec = KopfAuditSpec::for_deployment(&d.deployment);
-    spec.target.container = Some(d.container.clone());
-    let mut audit = KopfAudit::new(&d.deployment, spec);
+    let mut audit = KopfAudit::new(&d.deployment, generated_spec(&AuditDefaults::default(), d));
     audit.metadata.namespace = Some(d.namespace.clone());
     audit
+}
+
+/// A ClusterKopfAudit's scope as discovery takes it: its selectors as `kubectl -l`
+/// text (`None`: every namespace, every Deployment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LikeScope {
+    /// The namespaces' selector.
+    pub(crate) namespace_selector: Option<String>,
+    /// The Deployments' selector.
+    pub(crate) deployment_selector: Option<String>,
+}
+
+/// The scope of a ClusterKopfAudit's spec, or what is invalid in it (its controller
+/// stalls on the same).
+pub(crate) fn like_scope(spec: &ClusterKopfAuditSpec) -> Result<LikeScope, String> {
+    Ok(LikeScope {
+        namespace_selector: selector_text(spec.namespace_selector.as_ref(), "namespaceSelector")?,
+        deployment_selector: selector_text(spec.selector.as_ref(), "selector")?,
+    })
+}
+
+/// A label selector as `kubectl -l` text; `None` when absent or selecting everything.
+fn selector_text(selector: Option<&LabelSelector>, field: &str) -> Result<Option<String>, String> {
+    let Some(selector) = selector else {
+        return Ok(None);
+    };
+    match Selector::try_from(selector.clone()) {
+        Ok(s) if s.selects_all() => Ok(None),
+        Ok(s) => Ok(Some(s.to_string())),
+        Err(e) => Err(format!("spec.{field} is invalid: {e}")),
+    }
+}
+
+/// Whether a ClusterKopfAudit looks at the Deployment `namespace/name`: its namespace
+/// among those its namespaceSelector matches (`None`: every namespace), and not
+/// excluded.
+pub(crate) fn like_keeps(
+    spec: &ClusterKopfAuditSpec,
+    namespaces: Option<&BTreeSet<String>>,
+    namespace: &str,
+    name: &str,
+) -> bool {
+    namespaces.is_none_or(|n| n.contains(namespace)) && !spec.exclusions.excludes(namespace, name)
 }
 
 /// Text on one line, for a YAML comment.
@@ -180,10 +279,13 @@ mod tests {
 
     #[test]
     fn the_yaml_is_one_kopf_audit_per_operator_that_the_api_accepts() {
-        let yaml = kopf_audits_yaml(&[
-            row("op", Recognition::Log, None),
-            row("cmd", Recognition::CommandLine, None),
-        ])
+        let yaml = kopf_audits_yaml(
+            &[
+                row("op", Recognition::Log, None),
+                row("cmd", Recognition::CommandLine, None),
+            ],
+            &Template::Defaults,
+        )
         .expect("yaml");
         let docs: Vec<KopfAudit> = serde_yaml::Deserializer::from_str(&yaml)
             .map(|d| serde::Deserialize::deserialize(d).expect("a KopfAudit"))
@@ -196,5 +298,196 @@ mod tests {
         assert!(docs[0].status.is_none());
         assert!(yaml.contains("# team/op: kopf recognised by log"), "{yaml}");
         assert!(!yaml.contains("status"), "{yaml}");
+    }
+
+    /// A ClusterKopfAudit whose defaults differ from every default in each field.
+    fn platform() -> ClusterKopfAudit {
+        let spec: ClusterKopfAuditSpec = serde_json::from_value(serde_json::json!({
+            "namespaceSelector": {"matchLabels": {"team": "platform"}},
+            "selector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["test"]}]},
+            "exclusions": {"namespaces": ["legacy"], "deployments": [{"namespace": "team", "name": "old"}]},
+            "defaults": {
+                "interval": "30s",
+                "checks": {"disable": ["rbac.events"], "severity": {"workload.liveness": "error"}},
+                "thresholds": {"eventRepeats": 7},
+                "logs": {"window": "5m"}
+            }
+        }))
+        .expect("a ClusterKopfAudit spec");
+        let mut cka = ClusterKopfAudit::new("platform", spec);
+        cka.metadata.uid = Some("uid-platform".into());
+        cka
+    }
+
+    fn parse(yaml: &str) -> Vec<KopfAudit> {
+        serde_yaml::Deserializer::from_str(yaml)
+            .map(|d| serde::Deserialize::deserialize(d).expect("a KopfAudit"))
+            .collect()
+    }
+
+    #[test]
+    fn like_a_cluster_audit_the_yaml_is_what_it_generates_less_what_marks_it_generated() {
+        let cka = platform();
+        let found = [
+            row("op", Recognition::Log, None),
+            row("cmd", Recognition::CommandLine, None),
+        ];
+        let template = Template::Like {
+            cka: &cka,
+            existing: &[],
+        };
+        let yaml = kopf_audits_yaml(&found, &template).expect("yaml");
+        let docs = parse(&yaml);
+        assert_eq!(docs.len(), 2, "{yaml}");
+        for (doc, operator) in docs.iter().zip(&found) {
+            let generated = crate::evaluate::cluster_audit::generated_audit(
+                &cka,
+                operator,
+                &operator.deployment,
+            );
+            assert_eq!(doc.spec, generated.spec, "the generated spec: {yaml}");
+            assert_eq!(doc.metadata.name, generated.metadata.name, "{yaml}");
+            assert_eq!(doc.metadata.namespace, generated.metadata.namespace);
+            assert!(
+                generated
+                    .labels()
+                    .contains_key(crate::catalog::CLUSTER_AUDIT_LABEL)
+            );
+            assert!(
+                doc.labels().is_empty(),
+                "no label marks it generated: {yaml}"
+            );
+            assert!(doc.owner_references().is_empty(), "not owned: {yaml}");
+        }
+        assert_eq!(docs[0].spec.interval, "30s");
+        assert_eq!(docs[0].spec.logs.window.as_deref(), Some("5m"));
+        assert_eq!(
+            docs[0].spec.checks.disable,
+            vec![crate::catalog::CheckId::RbacEvents]
+        );
+        assert_eq!(
+            docs[0].spec.checks.severity.get("workload.liveness"),
+            Some(&crate::catalog::Severity::Error)
+        );
+        assert_eq!(docs[0].spec.thresholds, cka.spec.defaults.thresholds);
+        assert_eq!(docs[0].spec.thresholds.event_repeats, Some(7));
+        assert!(
+            !yaml.contains("labels:") && !yaml.contains("ownerReferences"),
+            "{yaml}"
+        );
+        assert!(
+            yaml.starts_with("# The KopfAudits ClusterKopfAudit platform generates"),
+            "{yaml}"
+        );
+    }
+
+    #[test]
+    fn like_a_cluster_audit_an_operator_audited_elsewhere_gets_none_and_names_agree() {
+        let cka = platform();
+        let found = [
+            row("covered", Recognition::Log, None),
+            row("named", Recognition::Log, None),
+            row("ours", Recognition::Log, None),
+        ];
+        let written = |name: &str, deployment: &str, labels: &[(&str, &str)]| {
+            let mut a = KopfAudit::new(name, crate::api::KopfAuditSpec::for_deployment(deployment));
+            a.metadata.namespace = Some("team".into());
+            a.metadata.labels = Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            );
+            a
+        };
+        let existing = [
+            // Written by hand for `covered`: it wins, nothing is generated.
+            written("team-audit", "covered", &[]),
+            // Written by hand for another Deployment, with `named`'s name.
+            written("named", "elsewhere", &[]),
+            // Generated by this ClusterKopfAudit: it is replaced, not respected.
+            written(
+                "ours",
+                "ours",
+                &[(crate::catalog::CLUSTER_AUDIT_LABEL, "platform")],
+            ),
+        ];
+        let template = Template::Like {
+            cka: &cka,
+            existing: &existing,
+        };
+        let yaml = kopf_audits_yaml(&found, &template).expect("yaml");
+        let names: Vec<(String, Option<String>)> = parse(&yaml)
+            .iter()
+            .map(|a| (a.name_any(), a.spec.target.deployment.clone()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("named-kopf-audit".to_string(), Some("named".to_string())),
+                ("ours".to_string(), Some("ours".to_string())),
+            ],
+            "{yaml}"
+        );
+        assert!(
+            yaml.contains("# team/covered: kopf recognised by log")
+                && yaml.contains("audits it already, none generated"),
+            "{yaml}"
+        );
+    }
+
+    #[test]
+    fn every_default_without_like_is_the_shared_spec_with_no_defaults_changed() {
+        let d = row("op", Recognition::Log, None);
+        let audit = kopf_audit(&d);
+        assert_eq!(audit.spec, generated_spec(&AuditDefaults::default(), &d));
+        assert_eq!(audit.spec.interval, crate::api::DEFAULT_INTERVAL);
+        assert!(audit.labels().is_empty());
+    }
+
+    #[test]
+    fn like_scope_takes_the_cluster_audits_selectors_and_exclusions() {
+        let cka = platform();
+        let scope = like_scope(&cka.spec).expect("valid selectors");
+        assert_eq!(
+            scope,
+            LikeScope {
+                namespace_selector: Some("team=platform".into()),
+                deployment_selector: Some("tier notin (test)".into()),
+            }
+        );
+        let selected: BTreeSet<String> = ["team".to_string(), "legacy".to_string()].into();
+        let keeps = |ns: &str, name: &str| like_keeps(&cka.spec, Some(&selected), ns, name);
+        assert!(keeps("team", "op"));
+        assert!(!keeps("team", "old"), "an excluded Deployment");
+        assert!(!keeps("legacy", "op"), "an excluded namespace");
+        assert!(
+            !keeps("other", "op"),
+            "a namespace its selector does not match"
+        );
+        assert!(
+            like_keeps(&cka.spec, None, "other", "op"),
+            "no namespaceSelector: every namespace"
+        );
+
+        let mut everything = cka.spec.clone();
+        everything.namespace_selector = Some(LabelSelector::default());
+        everything.selector = None;
+        assert_eq!(
+            like_scope(&everything),
+            Ok(LikeScope {
+                namespace_selector: None,
+                deployment_selector: None
+            })
+        );
+        let mut invalid = cka.spec;
+        invalid.selector = Some(
+            serde_json::from_value(
+                serde_json::json!({"matchExpressions": [{"key": "tier", "operator": "Sometimes"}]}),
+            )
+            .expect("selector"),
+        );
+        let refused = like_scope(&invalid).expect_err("an invalid operator");
+        assert!(refused.starts_with("spec.selector is invalid"), "{refused}");
     }
 }

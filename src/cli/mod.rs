@@ -96,7 +96,9 @@ enum Command {
     #[command(after_help = LINT_EXAMPLES)]
     Lint(LintArgs),
     /// Find every kopf operator among the Deployments and print them as a table, JSON,
-    /// or KopfAudits to commit (`-o yaml`).
+    /// or KopfAudits to commit (`-o yaml`); `--like` a ClusterKopfAudit, its scope and
+    /// the KopfAudits it generates.
+    #[command(after_help = DISCOVER_EXAMPLES)]
     Discover(DiscoverArgs),
     /// Ask for one audit of a KopfAudit now: sets its `kopfaudit.dev/requested-at`
     /// annotation to the current time, and waits until the status echoes it.
@@ -207,10 +209,35 @@ struct DiscoverArgs {
     /// Only Deployments matching this label selector (`kubectl -l` syntax).
     #[arg(short = 'l', long)]
     selector: Option<String>,
+    /// Discover as the ClusterKopfAudit of this name does: its namespaceSelector,
+    /// selector and exclusions are the scope, and `-o yaml` prints the KopfAudits it
+    /// generates (its names, its spec.defaults) without the label and owner reference
+    /// that mark them generated, to commit in its place.
+    #[arg(
+        long,
+        value_name = "CLUSTER_KOPF_AUDIT",
+        conflicts_with_all = ["namespace", "all_namespaces", "selector"]
+    )]
+    like: Option<String>,
     /// Output format: a table, JSON (with what discovery cost), or KopfAudit YAML.
     #[arg(short, long, value_enum, default_value = "table")]
     output: DiscoverOutput,
 }
+
+/// `kopf-audit discover --help`'s examples.
+const DISCOVER_EXAMPLES: &str = "\
+Examples:
+  # The kopf operators of every namespace, and how each was recognised
+  kopf-audit discover -A
+
+  # A KopfAudit for each, every default, to commit to a GitOps repository
+  kopf-audit discover -A -o yaml > kopf-audits.yaml
+
+  # The KopfAudits the ClusterKopfAudit `platform` generates (its scope, its defaults),
+  # as hand-written ones to commit in its place
+  kopf-audit discover --like platform -o yaml > kopf-audits.yaml
+
+Exit status: 0 discovery ran (whatever it found), 2 it could not.";
 
 #[derive(Clone, Copy, ValueEnum)]
 enum DiscoverOutput {
@@ -696,40 +723,10 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
 }
 
 /// `kopf-audit discover`: 0 when discovery ran (whatever it found), 2 when the
-/// Deployments could not be listed.
+/// Deployments (or, with `--like`, the ClusterKopfAudit, the namespaces or the
+/// KopfAudits) could not be read.
 async fn discover_command(args: DiscoverArgs) -> ExitCode {
-    use crate::gather::discover::{Scope, discover};
-    let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (client, default_ns) = match client_and_namespace(Some(requests.clone())).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let namespace = (!args.all_namespaces).then(|| args.namespace.unwrap_or(default_ns));
-    let scope = Scope {
-        namespace: namespace.as_deref(),
-        selector: args.selector.as_deref(),
-    };
-    let verdicts = crate::gather::recognise::Verdicts::default();
-    let found = match discover(&client, &verdicts, scope).await {
-        Ok(found) => found,
-        Err(e) => {
-            eprintln!("kopf-audit: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let requests = requests.load(Ordering::Relaxed);
-    eprint!("{}", discover::summary(&found, requests));
-    let printed = match args.output {
-        DiscoverOutput::Table => Ok(discover::table(&found.found)),
-        DiscoverOutput::Json => serde_json::to_string_pretty(&discover::json(&found, requests))
-            .map(|s| s + "\n")
-            .map_err(|e| e.to_string()),
-        DiscoverOutput::Yaml => discover::kopf_audits_yaml(&found.found).map_err(|e| e.to_string()),
-    };
-    match printed {
+    match discover_and_print(args).await {
         Ok(text) => {
             out(text);
             ExitCode::SUCCESS
@@ -739,6 +736,109 @@ async fn discover_command(args: DiscoverArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Discovers as `args` ask, writes the summary to stderr, and returns what to print.
+async fn discover_and_print(args: DiscoverArgs) -> Result<String, String> {
+    use crate::gather::discover::{Fingerprints, Scope, discover_in};
+    let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (client, default_ns) = client_and_namespace(Some(requests.clone())).await?;
+    let like = match &args.like {
+        Some(name) => Some(like_of(&client, name).await?),
+        None => None,
+    };
+    let namespace = (!args.all_namespaces && like.is_none())
+        .then(|| args.namespace.clone().unwrap_or(default_ns));
+    let scope = Scope {
+        namespace: namespace.as_deref(),
+        selector: match &like {
+            Some(l) => l.scope.deployment_selector.as_deref(),
+            None => args.selector.as_deref(),
+        },
+    };
+    let keep = |ns: &str, name: &str| {
+        like.as_ref()
+            .is_none_or(|l| discover::like_keeps(&l.cka.spec, l.namespaces.as_ref(), ns, name))
+    };
+    let verdicts = crate::gather::recognise::Verdicts::default();
+    let found = discover_in(&client, &verdicts, &Fingerprints::default(), scope, &keep)
+        .await
+        .map_err(|e| e.to_string())?;
+    let existing = match (&like, args.output) {
+        (Some(_), DiscoverOutput::Yaml) => every_kopf_audit(&client).await?,
+        _ => Vec::new(),
+    };
+    let requests = requests.load(Ordering::Relaxed);
+    eprint!("{}", discover::summary(&found, requests));
+    match args.output {
+        DiscoverOutput::Table => Ok(discover::table(&found.found)),
+        DiscoverOutput::Json => serde_json::to_string_pretty(&discover::json(&found, requests))
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string()),
+        DiscoverOutput::Yaml => {
+            let template = match &like {
+                Some(l) => discover::Template::Like {
+                    cka: &l.cka,
+                    existing: &existing,
+                },
+                None => discover::Template::Defaults,
+            };
+            discover::kopf_audits_yaml(&found.found, &template).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// The ClusterKopfAudit `discover --like` names, its scope, and the namespaces its
+/// namespaceSelector matches (`None`: every one).
+struct Like {
+    cka: crate::api::ClusterKopfAudit,
+    scope: discover::LikeScope,
+    namespaces: Option<std::collections::BTreeSet<String>>,
+}
+
+/// Reads the ClusterKopfAudit `name` and lists the namespaces it selects.
+async fn like_of(client: &kube::Client, name: &str) -> Result<Like, String> {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams};
+    let cka = Api::<crate::api::ClusterKopfAudit>::all(client.clone())
+        .get(name)
+        .await
+        .map_err(|e| match e {
+            kube::Error::Api(s) if s.code == 404 => format!(
+                "there is no ClusterKopfAudit {name} (`kubectl get clusterkopfaudits` lists them)"
+            ),
+            e => format!("cannot read ClusterKopfAudit {name}: {e}"),
+        })?;
+    let scope =
+        discover::like_scope(&cka.spec).map_err(|e| format!("ClusterKopfAudit {name}: {e}"))?;
+    let namespaces = match &scope.namespace_selector {
+        Some(selector) => Some(
+            Api::<Namespace>::all(client.clone())
+                .list_metadata(&ListParams::default().labels(selector))
+                .await
+                .map_err(|e| format!("listing the namespaces {name} selects: {e}"))?
+                .items
+                .into_iter()
+                .map(|n| n.name_any())
+                .collect(),
+        ),
+        None => None,
+    };
+    Ok(Like {
+        cka,
+        scope,
+        namespaces,
+    })
+}
+
+/// Every KopfAudit of the cluster: one may already audit an operator found.
+async fn every_kopf_audit(client: &kube::Client) -> Result<Vec<KopfAudit>, String> {
+    kube::api::Api::<KopfAudit>::all(client.clone())
+        .list(&kube::api::ListParams::default())
+        .await
+        .map(|list| list.items)
+        .map_err(|e| format!("listing the KopfAudits that may audit an operator already: {e}"))
 }
 
 /// Prints a command's results as its output flags ask and returns its exit code: 0
@@ -1013,6 +1113,38 @@ mod tests {
                 "{help}"
             );
         }
+    }
+
+    #[test]
+    fn discover_like_takes_a_cluster_audits_scope_instead_of_its_own() {
+        use clap::CommandFactory;
+        match Cli::try_parse_from(["kopf-audit", "discover", "--like", "platform", "-o", "yaml"]) {
+            Ok(Cli {
+                command: Command::Discover(args),
+                ..
+            }) => {
+                assert_eq!(args.like.as_deref(), Some("platform"));
+                assert!(matches!(args.output, DiscoverOutput::Yaml));
+            }
+            _ => panic!("discover --like platform -o yaml"),
+        }
+        for scope in [&["-A"][..], &["-n", "team"], &["-l", "app=op"]] {
+            let argv: Vec<&str> = ["kopf-audit", "discover", "--like", "platform"]
+                .into_iter()
+                .chain(scope.iter().copied())
+                .collect();
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?} refused");
+        }
+        let help = Cli::command()
+            .find_subcommand_mut("discover")
+            .expect("discover")
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains("--like <CLUSTER_KOPF_AUDIT>")
+                && help.contains("kopf-audit discover --like platform -o yaml"),
+            "{help}"
+        );
     }
 
     fn run_log_level(args: &[&str]) -> Result<String, String> {

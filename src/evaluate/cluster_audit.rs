@@ -13,8 +13,8 @@
 
 use super::conditions::DesiredCondition;
 use crate::api::{
-    AuditTarget, ClusterKopfAudit, ClusterKopfAuditStatus, ClusterSummary, KopfAudit,
-    KopfAuditSpec, Offender,
+    AuditDefaults, AuditTarget, ClusterKopfAudit, ClusterKopfAuditStatus, ClusterSummary,
+    KopfAudit, KopfAuditSpec, Offender,
 };
 use crate::catalog::{
     CLUSTER_AUDIT_LABEL, ConditionReason, ConditionStatus, ConditionType, FIELD_MANAGER,
@@ -186,15 +186,11 @@ fn generated_name(operator: &Discovered, taken: &BTreeSet<DeploymentKey>) -> Str
     }
 }
 
-/// The generated KopfAudit of one operator: its Deployment and container, the defaults,
-/// the label and the controller owner reference.
-pub(crate) fn generated_audit(
-    cka: &ClusterKopfAudit,
-    operator: &Discovered,
-    name: &str,
-) -> KopfAudit {
-    let defaults = &cka.spec.defaults;
-    let spec = KopfAuditSpec {
+/// The spec of an operator's KopfAudit: its Deployment and container, and `defaults`.
+/// One function for the generated KopfAudits and for `kopf-audit discover -o yaml`, so
+/// that a KopfAudit printed there audits as the generated one does.
+pub(crate) fn generated_spec(defaults: &AuditDefaults, operator: &Discovered) -> KopfAuditSpec {
+    KopfAuditSpec {
         target: AuditTarget {
             deployment: Some(operator.deployment.clone()),
             container: Some(operator.container.clone()).filter(|c| !c.is_empty()),
@@ -206,8 +202,45 @@ pub(crate) fn generated_audit(
         thresholds: defaults.thresholds.clone(),
         logs: defaults.logs.clone(),
         suspend: false,
-    };
-    let mut audit = KopfAudit::new(name, spec);
+    }
+}
+
+/// The KopfAudits `cka` would generate for what was `found`, given the KopfAudits of
+/// the namespaces in scope, as KopfAudits to commit in its place: the same names,
+/// namespaces and specs, without the labels and owner reference that mark them
+/// generated (a KopfAudit labelled as its own would be managed, and deleted, by the
+/// controller; one without is hand-written, and wins over generation). Operators a
+/// KopfAudit written elsewhere already audits get none, as they get none generated.
+pub(crate) fn to_commit(
+    cka: &ClusterKopfAudit,
+    found: &Found,
+    existing: &[KopfAudit],
+) -> Vec<KopfAudit> {
+    let owner = cka.name_any();
+    let written_elsewhere: Vec<KopfAudit> = existing
+        .iter()
+        .filter(|a| !generated_by(a, &owner))
+        .cloned()
+        .collect();
+    plan(cka, found, &written_elsewhere)
+        .apply
+        .into_iter()
+        .map(|mut audit| {
+            audit.metadata.labels = None;
+            audit.metadata.owner_references = None;
+            audit
+        })
+        .collect()
+}
+
+/// The generated KopfAudit of one operator: its [`generated_spec`], the label and the
+/// controller owner reference.
+pub(crate) fn generated_audit(
+    cka: &ClusterKopfAudit,
+    operator: &Discovered,
+    name: &str,
+) -> KopfAudit {
+    let mut audit = KopfAudit::new(name, generated_spec(&cka.spec.defaults, operator));
     audit.metadata.namespace = Some(operator.namespace.clone());
     audit.metadata.labels = Some(BTreeMap::from([
         (CLUSTER_AUDIT_LABEL.to_string(), cka.name_any()),

@@ -11,6 +11,7 @@ mod cluster_audit;
 mod conflict;
 mod delivery;
 mod discover;
+mod discover_like;
 mod evidence;
 mod harness;
 mod helm;
