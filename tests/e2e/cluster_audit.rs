@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Applies the ClusterKopfAudit CRD and waits until it is served.
-async fn ensure_cluster_crd(client: &Client) {
+pub(crate) async fn ensure_cluster_crd(client: &Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.patch(
         "clusterkopfaudits.kopfaudit.dev",
@@ -52,12 +52,12 @@ async fn ensure_cluster_crd(client: &Client) {
 /// What the scoped auditor needs besides reading and status writes: creating and
 /// deleting KopfAudits in `namespaces`, and writing the status of the ClusterKopfAudit
 /// `cka` only. Deleted when dropped.
-struct ClusterAuditGrants {
+pub(crate) struct ClusterAuditGrants {
     name: String,
 }
 
 impl ClusterAuditGrants {
-    fn apply(home: &str, cka: &str, namespaces: &[&str]) -> ClusterAuditGrants {
+    pub(crate) fn apply(home: &str, cka: &str, namespaces: &[&str]) -> ClusterAuditGrants {
         let name = format!("kopf-audit-cka-{home}");
         let mut manifests = format!(
             r#"
@@ -124,7 +124,7 @@ impl Drop for ClusterAuditGrants {
 }
 
 /// Deletes the ClusterKopfAudit when dropped (a failed test leaves none behind).
-struct ClusterAuditGuard(String);
+pub(crate) struct ClusterAuditGuard(pub(crate) String);
 
 impl Drop for ClusterAuditGuard {
     fn drop(&mut self) {
@@ -162,7 +162,7 @@ async fn audits_in(client: &Client, ns: &str, cka: &str) -> BTreeMap<String, (bo
 }
 
 /// The first Deployment of `ns` (a fixture's).
-async fn deployment_of(client: &Client, ns: &str) -> String {
+pub(crate) async fn deployment_of(client: &Client, ns: &str) -> String {
     Api::<Deployment>::namespaced(client.clone(), ns)
         .list(&ListParams::default())
         .await

@@ -10,11 +10,13 @@
 //! only this ClusterKopfAudit's status). A kopf Deployment in a namespace without the
 //! label, and one excluded by name, show that `--like` keeps to its scope.
 
+use crate::cluster_audit::{
+    ClusterAuditGrants, ClusterAuditGuard, deployment_of, ensure_cluster_crd,
+};
 use crate::operator::ensure_crd;
 use crate::support::{
-    self, Auditor, Fixture, ScopedAuditor, TestNamespace, kubectl_run, say, wait_for,
+    self, Auditor, Fixture, ScopedAuditor, TestNamespace, Unfinalize, kubectl_run, say, wait_for,
 };
-use k8s_openapi::api::apps::v1::Deployment;
 use kopf_audit::api::{ClusterKopfAudit, KopfAudit};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -24,171 +26,6 @@ use std::time::Duration;
 
 /// The label that puts a namespace in this test's ClusterKopfAudit's scope.
 const SCOPE_LABEL: &str = "e2e.kopfaudit.dev/discover-like";
-
-/// Applies the ClusterKopfAudit CRD (as `kopf-audit crd` prints it) and waits until it
-/// is served.
-fn ensure_cluster_crd() {
-    let out = Command::new(support::auditor_binary())
-        .args(["crd", "--kind", "cluster-kopf-audit"])
-        .output()
-        .expect("running kopf-audit crd");
-    assert!(out.status.success(), "kopf-audit crd");
-    let crd = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (ok, _, err) = kubectl_run(
-        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
-        Some(&crd),
-    );
-    assert!(ok, "applying the ClusterKopfAudit CRD: {err}");
-    let (ok, out, err) = kubectl_run(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=30s",
-            "crd/clusterkopfaudits.kopfaudit.dev",
-        ],
-        None,
-    );
-    assert!(ok, "the ClusterKopfAudit CRD established: {out}{err}");
-}
-
-/// What the scoped auditor needs for a ClusterKopfAudit besides reading and status
-/// writes: writing KopfAudits in `namespaces`, and the status of `cka` only. Deleted
-/// when dropped, with the ClusterKopfAudit.
-struct Grants {
-    name: String,
-    cka: String,
-}
-
-impl Grants {
-    fn apply(home: &str, cka: &str, namespaces: &[&str]) -> Grants {
-        let name = format!("kopf-audit-like-{home}");
-        // The one status cluster-wide; KopfAudits only in the test's namespaces.
-        let mut manifests = format!(
-            r#"
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {{name: {name}}}
-rules:
-- {{apiGroups: [kopfaudit.dev], resources: [clusterkopfaudits/status], resourceNames: [{cka}], verbs: [patch]}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {{name: {name}}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
-subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {home}}}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {{name: {name}-generate}}
-rules:
-- {{apiGroups: [kopfaudit.dev], resources: [kopfaudits], verbs: [create, patch, delete]}}
-"#
-        );
-        for ns in namespaces {
-            manifests.push_str(&format!(
-                r#"---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {{name: kopf-audit-generate, namespace: {ns}}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}-generate}}
-subjects: [{{kind: ServiceAccount, name: kopf-audit, namespace: {home}}}]
-"#
-            ));
-        }
-        let (ok, _, err) = kubectl_run(&["apply", "-f", "-"], Some(&manifests));
-        assert!(ok, "applying the ClusterKopfAudit grants: {err}");
-        Grants {
-            name,
-            cka: cka.to_string(),
-        }
-    }
-}
-
-impl Drop for Grants {
-    fn drop(&mut self) {
-        let generate = format!("{}-generate", self.name);
-        let _ = kubectl_run(
-            &[
-                "delete",
-                "clusterkopfaudit",
-                &self.cka,
-                "--ignore-not-found",
-                "--wait=false",
-            ],
-            None,
-        );
-        let _ = kubectl_run(
-            &[
-                "delete",
-                "clusterrole",
-                &self.name,
-                &generate,
-                "--ignore-not-found",
-            ],
-            None,
-        );
-        let _ = kubectl_run(
-            &[
-                "delete",
-                "clusterrolebinding",
-                &self.name,
-                "--ignore-not-found",
-            ],
-            None,
-        );
-    }
-}
-
-/// Strips the finalizers from a fixture's objects when dropped, after the fixture has
-/// stopped (declared before it): no operator is left to remove them, and the namespace
-/// would stay Terminating.
-struct Unfinalize {
-    ns: String,
-    resource: String,
-}
-
-impl Unfinalize {
-    fn of(fixture: &str, ns: &str) -> Unfinalize {
-        let (group, plural) = support::fixture_crd(fixture);
-        Unfinalize {
-            ns: ns.to_string(),
-            resource: format!("{plural}.{group}"),
-        }
-    }
-}
-
-impl Drop for Unfinalize {
-    fn drop(&mut self) {
-        let (_, names, _) =
-            kubectl_run(&["get", &self.resource, "-n", &self.ns, "-o", "name"], None);
-        for name in names.lines().filter(|l| !l.is_empty()) {
-            let _ = kubectl_run(
-                &[
-                    "patch",
-                    name,
-                    "-n",
-                    &self.ns,
-                    "--type=merge",
-                    "-p",
-                    r#"{"metadata":{"finalizers":null}}"#,
-                ],
-                None,
-            );
-        }
-    }
-}
-
-/// The first Deployment of `ns` (a fixture's).
-async fn deployment_of(client: &Client, ns: &str) -> String {
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
-        .await
-        .expect("deployments")
-        .items
-        .first()
-        .map(ResourceExt::name_any)
-        .expect("the fixture's Deployment")
-}
 
 /// A finding as it is stable from one audit to the next: check ID, severity, target
 /// (messages and times may change).
@@ -292,7 +129,7 @@ fn discover(args: &[&str]) -> String {
 async fn discover_like_a_cluster_audit_prints_kopf_audits_that_find_the_same() {
     let client = support::admin_client().await;
     ensure_crd(&client).await;
-    ensure_cluster_crd();
+    ensure_cluster_crd(&client).await;
     let by_command = TestNamespace::create(&client, "like-pym").await;
     let by_log = TestNamespace::create(&client, "like-imgcmd").await;
     let outside = TestNamespace::create(&client, "like-out").await;
@@ -325,7 +162,8 @@ async fn discover_like_a_cluster_audit_prints_kopf_audits_that_find_the_same() {
 
     let cka_name = format!("e2e-{}", home.name);
     let scoped = ScopedAuditor::create(&client, &home.name, &ours).await;
-    let _grants = Grants::apply(&home.name, &cka_name, &ours);
+    let _grants = ClusterAuditGrants::apply(&home.name, &cka_name, &ours);
+    let _guard = ClusterAuditGuard(cka_name.clone());
     let auditor =
         Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
     let api: Api<ClusterKopfAudit> = Api::all(client.clone());

@@ -806,3 +806,42 @@ pub async fn scale_to_zero(client: &Client, ns: &str, deployment: &str) {
         .await
         .unwrap_or_else(|e| panic!("scaling {ns}/{deployment} to 0: {e}"));
 }
+
+/// Strips the finalizers from a fixture's objects when dropped, after the fixture has
+/// stopped (declared before it): no operator is left to remove them, and the namespace
+/// would stay Terminating.
+pub struct Unfinalize {
+    ns: String,
+    resource: String,
+}
+
+impl Unfinalize {
+    pub fn of(fixture: &str, ns: &str) -> Unfinalize {
+        let (group, plural) = fixture_crd(fixture);
+        Unfinalize {
+            ns: ns.to_string(),
+            resource: format!("{plural}.{group}"),
+        }
+    }
+}
+
+impl Drop for Unfinalize {
+    fn drop(&mut self) {
+        let (_, names, _) =
+            kubectl_run(&["get", &self.resource, "-n", &self.ns, "-o", "name"], None);
+        for name in names.lines().filter(|l| !l.is_empty()) {
+            let _ = kubectl_run(
+                &[
+                    "patch",
+                    name,
+                    "-n",
+                    &self.ns,
+                    "--type=merge",
+                    "-p",
+                    r#"{"metadata":{"finalizers":null}}"#,
+                ],
+                None,
+            );
+        }
+    }
+}
