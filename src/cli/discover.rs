@@ -4,13 +4,11 @@
 //! and the KopfAudits are a ClusterKopfAudit's: what its controller would generate,
 //! less what marks them generated.
 
-use crate::api::{AuditDefaults, ClusterKopfAudit, ClusterKopfAuditSpec, KopfAudit, Recognition};
+use crate::api::{AuditDefaults, ClusterKopfAudit, KopfAudit, Recognition};
 use crate::evaluate::cluster_audit::{Found, generated_spec, to_commit};
 use crate::gather::discover::{Discovery, Undetermined};
 use crate::model::discovery::{Discovered, DiscoveryCost};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
-use kube::core::Selector;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -148,49 +146,6 @@ pub(crate) fn kopf_audit(d: &Discovered) -> KopfAudit {
     audit
 }
 
-/// A ClusterKopfAudit's scope as discovery takes it: its selectors as `kubectl -l`
-/// text (`None`: every namespace, every Deployment).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LikeScope {
-    /// The namespaces' selector.
-    pub(crate) namespace_selector: Option<String>,
-    /// The Deployments' selector.
-    pub(crate) deployment_selector: Option<String>,
-}
-
-/// The scope of a ClusterKopfAudit's spec, or what is invalid in it (its controller
-/// stalls on the same).
-pub(crate) fn like_scope(spec: &ClusterKopfAuditSpec) -> Result<LikeScope, String> {
-    Ok(LikeScope {
-        namespace_selector: selector_text(spec.namespace_selector.as_ref(), "namespaceSelector")?,
-        deployment_selector: selector_text(spec.selector.as_ref(), "selector")?,
-    })
-}
-
-/// A label selector as `kubectl -l` text; `None` when absent or selecting everything.
-fn selector_text(selector: Option<&LabelSelector>, field: &str) -> Result<Option<String>, String> {
-    let Some(selector) = selector else {
-        return Ok(None);
-    };
-    match Selector::try_from(selector.clone()) {
-        Ok(s) if s.selects_all() => Ok(None),
-        Ok(s) => Ok(Some(s.to_string())),
-        Err(e) => Err(format!("spec.{field} is invalid: {e}")),
-    }
-}
-
-/// Whether a ClusterKopfAudit looks at the Deployment `namespace/name`: its namespace
-/// among those its namespaceSelector matches (`None`: every namespace), and not
-/// excluded.
-pub(crate) fn like_keeps(
-    spec: &ClusterKopfAuditSpec,
-    namespaces: Option<&BTreeSet<String>>,
-    namespace: &str,
-    name: &str,
-) -> bool {
-    namespaces.is_none_or(|n| n.contains(namespace)) && !spec.exclusions.excludes(namespace, name)
-}
-
 /// Text on one line, for a YAML comment.
 fn one_line(text: &str) -> String {
     text.split(['\n', '\r']).collect::<Vec<_>>().join(" ")
@@ -242,6 +197,9 @@ pub(crate) fn summary(discovery: &Discovery, requests: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::ClusterKopfAuditSpec;
+    use crate::evaluate::cluster_audit::{ClusterScope, in_scope, scope_of};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
     fn row(deployment: &str, by: Recognition, version: Option<&str>) -> Discovered {
         Discovered {
@@ -448,16 +406,16 @@ mod tests {
     #[test]
     fn like_scope_takes_the_cluster_audits_selectors_and_exclusions() {
         let cka = platform();
-        let scope = like_scope(&cka.spec).expect("valid selectors");
+        let scope = scope_of(&cka.spec).expect("valid selectors");
         assert_eq!(
             scope,
-            LikeScope {
+            ClusterScope {
                 namespace_selector: Some("team=platform".into()),
                 deployment_selector: Some("tier notin (test)".into()),
             }
         );
         let selected: BTreeSet<String> = ["team".to_string(), "legacy".to_string()].into();
-        let keeps = |ns: &str, name: &str| like_keeps(&cka.spec, Some(&selected), ns, name);
+        let keeps = |ns: &str, name: &str| in_scope(&cka.spec, Some(&selected), ns, name);
         assert!(keeps("team", "op"));
         assert!(!keeps("team", "old"), "an excluded Deployment");
         assert!(!keeps("legacy", "op"), "an excluded namespace");
@@ -466,7 +424,7 @@ mod tests {
             "a namespace its selector does not match"
         );
         assert!(
-            like_keeps(&cka.spec, None, "other", "op"),
+            in_scope(&cka.spec, None, "other", "op"),
             "no namespaceSelector: every namespace"
         );
 
@@ -474,8 +432,8 @@ mod tests {
         everything.namespace_selector = Some(LabelSelector::default());
         everything.selector = None;
         assert_eq!(
-            like_scope(&everything),
-            Ok(LikeScope {
+            scope_of(&everything),
+            Ok(ClusterScope {
                 namespace_selector: None,
                 deployment_selector: None
             })
@@ -487,7 +445,7 @@ mod tests {
             )
             .expect("selector"),
         );
-        let refused = like_scope(&invalid).expect_err("an invalid operator");
+        let refused = scope_of(&invalid).expect_err("an invalid operator");
         assert!(refused.starts_with("spec.selector is invalid"), "{refused}");
     }
 }

@@ -757,8 +757,9 @@ async fn discover_and_print(args: DiscoverArgs) -> Result<String, String> {
         },
     };
     let keep = |ns: &str, name: &str| {
-        like.as_ref()
-            .is_none_or(|l| discover::like_keeps(&l.cka.spec, l.namespaces.as_ref(), ns, name))
+        like.as_ref().is_none_or(|l| {
+            crate::evaluate::cluster_audit::in_scope(&l.cka.spec, l.namespaces.as_ref(), ns, name)
+        })
     };
     let verdicts = crate::gather::recognise::Verdicts::default();
     let found = discover_in(&client, &verdicts, &Fingerprints::default(), scope, &keep)
@@ -792,15 +793,13 @@ async fn discover_and_print(args: DiscoverArgs) -> Result<String, String> {
 /// namespaceSelector matches (`None`: every one).
 struct Like {
     cka: crate::api::ClusterKopfAudit,
-    scope: discover::LikeScope,
+    scope: crate::evaluate::cluster_audit::ClusterScope,
     namespaces: Option<std::collections::BTreeSet<String>>,
 }
 
 /// Reads the ClusterKopfAudit `name` and lists the namespaces it selects.
 async fn like_of(client: &kube::Client, name: &str) -> Result<Like, String> {
-    use k8s_openapi::api::core::v1::Namespace;
-    use kube::ResourceExt;
-    use kube::api::{Api, ListParams};
+    use kube::api::Api;
     let cka = Api::<crate::api::ClusterKopfAudit>::all(client.clone())
         .get(name)
         .await
@@ -810,18 +809,13 @@ async fn like_of(client: &kube::Client, name: &str) -> Result<Like, String> {
             ),
             e => format!("cannot read ClusterKopfAudit {name}: {e}"),
         })?;
-    let scope =
-        discover::like_scope(&cka.spec).map_err(|e| format!("ClusterKopfAudit {name}: {e}"))?;
+    let scope = crate::evaluate::cluster_audit::scope_of(&cka.spec)
+        .map_err(|e| format!("ClusterKopfAudit {name}: {e}"))?;
     let namespaces = match &scope.namespace_selector {
         Some(selector) => Some(
-            Api::<Namespace>::all(client.clone())
-                .list_metadata(&ListParams::default().labels(selector))
+            crate::gather::discover::namespaces_matching(client, selector)
                 .await
-                .map_err(|e| format!("listing the namespaces {name} selects: {e}"))?
-                .items
-                .into_iter()
-                .map(|n| n.name_any())
-                .collect(),
+                .map_err(|e| format!("listing the namespaces {name} selects: {e}"))?,
         ),
         None => None,
     };

@@ -240,6 +240,19 @@ pub(crate) async fn discover_in(
     Ok(discovery)
 }
 
+/// The names of the namespaces `selector` (`kubectl -l` text) matches, read as
+/// metadata only: a ClusterKopfAudit's `namespaceSelector`.
+pub(crate) async fn namespaces_matching(
+    client: &Client,
+    selector: &str,
+) -> Result<std::collections::BTreeSet<String>, kube::Error> {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let list = api
+        .list_metadata(&ListParams::default().labels(selector))
+        .await?;
+    Ok(list.items.into_iter().map(|n| n.name_any()).collect())
+}
+
 /// One page of the Deployment list and its size in bytes.
 async fn list_page(
     client: &Client,

@@ -12,14 +12,14 @@ use super::Context;
 use crate::api::{ClusterKopfAudit, KopfAudit};
 use crate::catalog::FIELD_MANAGER;
 use crate::evaluate::cluster_audit::{
-    ClusterOutcome, Found, Plan, generated_by, next_status, plan,
+    ClusterOutcome, ClusterScope, Found, Plan, generated_by, in_scope, next_status, plan, scope_of,
 };
-use crate::gather::discover::{DiscoverError, Fingerprints, Scope, discover_in};
+use crate::gather::discover::{
+    DiscoverError, Fingerprints, Scope, discover_in, namespaces_matching,
+};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::core::Selector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::Store;
 use kube::runtime::{WatchStreamExt, predicates, watcher};
@@ -205,33 +205,23 @@ impl From<ClusterAuditError> for Stop {
     }
 }
 
-/// A label selector as `kubectl -l` text; `None` when absent, a message when invalid.
-fn selector_text(selector: Option<&LabelSelector>, field: &str) -> Result<Option<String>, Stop> {
-    let Some(selector) = selector else {
-        return Ok(None);
-    };
-    match Selector::try_from(selector.clone()) {
-        Ok(s) if s.selects_all() => Ok(None),
-        Ok(s) => Ok(Some(s.to_string())),
-        Err(e) => Err(Stop::Stalled(format!("spec.{field} is invalid: {e}"))),
-    }
-}
-
 /// Discovers the operators in scope, applies and deletes KopfAudits, and returns the plan.
 async fn discover_and_apply(cka: &ClusterKopfAudit, ctx: &ClusterContext) -> Result<Plan, Stop> {
-    let namespace_selector =
-        selector_text(cka.spec.namespace_selector.as_ref(), "namespaceSelector")?;
-    let deployment_selector = selector_text(cka.spec.selector.as_ref(), "selector")?;
+    let ClusterScope {
+        namespace_selector,
+        deployment_selector,
+    } = scope_of(&cka.spec).map_err(Stop::Stalled)?;
     let client = &ctx.inner.client;
     let namespaces = match &namespace_selector {
-        Some(selector) => Some(namespaces_matching(client, selector).await?),
+        Some(selector) => Some(
+            namespaces_matching(client, selector)
+                .await
+                .map_err(ClusterAuditError::Namespaces)?,
+        ),
         None => None,
     };
-    let exclusions = &cka.spec.exclusions;
-    let keep = |namespace: &str, name: &str| {
-        namespaces.as_ref().is_none_or(|n| n.contains(namespace))
-            && !exclusions.excludes(namespace, name)
-    };
+    let keep =
+        |namespace: &str, name: &str| in_scope(&cka.spec, namespaces.as_ref(), namespace, name);
     let fingerprints = ctx.fingerprints_of(cka);
     let scope = Scope {
         namespace: None,
@@ -288,19 +278,6 @@ async fn discover_and_apply(cka: &ClusterKopfAudit, ctx: &ClusterContext) -> Res
     );
     apply_and_delete(ctx, &plan).await?;
     Ok(plan)
-}
-
-/// The names of the namespaces `selector` matches (their metadata only).
-async fn namespaces_matching(
-    client: &kube::Client,
-    selector: &str,
-) -> Result<BTreeSet<String>, ClusterAuditError> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let list = api
-        .list_metadata(&ListParams::default().labels(selector))
-        .await
-        .map_err(ClusterAuditError::Namespaces)?;
-    Ok(list.items.into_iter().map(|n| n.name_any()).collect())
 }
 
 /// Applies the generated KopfAudits the plan wants and deletes those it does not.
