@@ -23,6 +23,7 @@
 #     --setup-only               build the scenario, measure nothing
 #     --quick                    a small run: --pods 400 --deployments 80 --namespaces 5 --events 1500
 #                                --audits 40 --interval 1m --steady 120
+#     --steady-only              stop after the steady window: no herds, no 30s interval, no restarts
 #     --cluster-audit            no declared KopfAudit: `run --cluster-audits` and ONE ClusterKopfAudit
 #                                (no selector, spec.defaults.interval = --interval) that must generate
 #                                a KopfAudit per target and fixture, none for the noise; measures rest,
@@ -59,8 +60,9 @@ while [ $# -gt 0 ]; do
     --setup-only) py_args+=(--setup-only); shift ;;
     --quick) py_args=(--pods 400 --deployments 80 --namespaces 5 --events 1500 --audits 40 --interval 1m
                       --steady 120 "${py_args[@]}"); shift ;;
+    --steady-only) py_args+=(--steady-only); shift ;;
     --cluster-audit) py_args+=(--cluster-audit); cluster_audit=1; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done

@@ -906,8 +906,9 @@ class Bench:
         log(f"steady: {st['counters']}, RSS {mib(st.get('rss_kib_end'))}")
 
         # 4. Herds.
-        self.quiet()
-        for key, role in (('herd_view', 'view'), ('herd_one', 'scale-op-0000')):
+        if not args.steady_only:
+            self.quiet()
+        for key, role in [] if args.steady_only else (('herd_view', 'view'), ('herd_one', 'scale-op-0000')):
             log(f'label change on ClusterRole {role}; watching 60 s')
             a0 = counters(a.metrics())['audits']
             h = self.window(60, fast=True, change=lambda role=role: kube.patch(
@@ -922,7 +923,7 @@ class Bench:
                 f"connections peak {h['connections_peak']}, API server in-flight peak {h['apiserver_inflight_peak']}")
 
         # 5. Optional: every KopfAudit at interval 30s.
-        if args.fast_seconds > 0:
+        if args.fast_seconds > 0 and not args.steady_only:
             log(f'interval 30s for every KopfAudit; measuring {args.fast_seconds} s')
             parallel(lambda x: kube.patch(f'{KA}/namespaces/{x[0]}/kopfaudits/{x[1]}', {'spec': {'interval': '30s'}}),
                      audits, args.workers, 'interval 30s', log=log)
@@ -941,6 +942,14 @@ class Bench:
         res['rss_peak_kib'] = max((v[2] or 0 for _, v in self.rss.samples if v[0] == a.pid), default=None)
         # 6. SIGTERM at rest, restart, time until every audit ran again.
         res['stop_calm'] = a.stop()
+        if args.steady_only:
+            self.auditor = None
+            res['findings'] = self.findings(watch.snapshot())
+            res['load_after'] = open('/proc/loadavg').read().split()[:3]
+            res['event_churn_created'] = churn.created
+            for th in (watch, appender, churn, self.rss):
+                th.halt.set()
+            return
         lists0 = self.ka_lists()
         a = self.start_auditor('2')
         rs = self.wave(a, n, args.restart_timeout, until=n, lists0=lists0)
@@ -1493,6 +1502,8 @@ def main() -> int:
     p.add_argument('--mid-wave-after', type=float, default=45, help='SIGTERM at N/2 audits or after this many s')
     p.add_argument('--setup-only', action='store_true')
     p.add_argument('--reuse', action='store_true', help='skip the setup when this scale is in place')
+    p.add_argument('--steady-only', action='store_true',
+                   help='stop after the steady window (no herds, no 30s interval, no restarts)')
     p.add_argument('--cluster-audit', action='store_true',
                    help='one ClusterKopfAudit discovers the operators instead of N declared KopfAudits')
     args = p.parse_args()
