@@ -28,7 +28,7 @@
 #                                (no selector, spec.defaults.interval = --interval) that must generate
 #                                a KopfAudit per target and fixture, none for the noise; measures rest,
 #                                discovery until all are Ready, and the steady window (no herds,
-#                                no restarts) (BENCHMARKS.md, "Scale: a ClusterKopfAudit ...")
+#                                no restarts) (BENCHMARKS.md, "A ClusterKopfAudit discovering the 1,000")
 #
 # The cluster is separate from the end-to-end tests' (its own work dir, so its own
 # kwokctl cluster directory and ports); the bench stops it at the end unless it was
