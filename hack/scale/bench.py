@@ -1085,6 +1085,9 @@ class Bench:
         res['steady'] = st
         log(f"steady: {st['counters']}, RSS {mib(st.get('rss_kib_end'))}, discovery passes {st['discovery_passes']}")
         res['rss_peak_kib'] = max((v[2] or 0 for _, v in self.rss.samples if v[0] == a.pid), default=None)
+        # When the RSS moved against when discovery ran (s after the auditor started).
+        res['rss_samples'] = [(round(t - a.started, 1), v[1]) for t, v in self.rss.samples if v and v[0] == a.pid]
+        res['discovery_times'] = [round(t - a.started, 1) for t, _ in a.discoveries]
         res['stop_calm'] = a.stop()
         self.auditor = None
         res['findings'] = self.findings(watch.snapshot())
