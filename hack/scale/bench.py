@@ -1015,13 +1015,10 @@ class Bench:
             'apiVersion': 'kopfaudit.dev/v1alpha1', 'kind': 'ClusterKopfAudit',
             'metadata': {'name': CKA_NAME}, 'spec': {'defaults': {'interval': args.interval}}})
         last_log = 0.0
-        first_generated = None
         deadline = c0 + args.ready_timeout
         while now_s() < deadline:
             gen_ = self.generated(watch)
             ready = sum(1 for o in gen_ if o['ready_at'])
-            if gen_ and first_generated is None:
-                first_generated = now_s()
             if now_s() - last_log > 10:
                 log(f'generated KopfAudits: {len(gen_)}, Ready {ready}/{n} after {now_s() - c0:.0f}s')
                 last_log = now_s()
@@ -1032,7 +1029,7 @@ class Bench:
         ready_times = sorted(o['ready_at'] - c0 for o in gen_ if o['ready_at'])
         made = sorted(o['created'] - c0 for o in gen_)
         cr: dict[str, Any] = {'generated': len(gen_), 'ready': len(ready_times), 'of': n,
-                              'first_generated_s': round(first_generated - c0, 1) if first_generated else None,
+                              'first_generated_s': round(made[0], 1) if made else None,
                               'all_generated_s': round(made[-1], 1) if len(made) >= n else None}
         if ready_times:
             cr['all_ready_s'] = round(ready_times[-1], 1) if len(ready_times) >= n else None
