@@ -1332,6 +1332,8 @@ def summary(res: dict[str, Any]) -> str:
         if sc2['audits']:
             line('steady: API requests per audit', round(sc2['requests_total'] / sc2['audits'], 1))
             line('steady: by verb per audit', {k: round(v / sc2['audits'], 1) for k, v in sc2['requests'].items()})
+        if sc2.get('responses'):
+            line('steady: by verb and resource', sc2['responses'])
         line('steady: watches opened', sc2['watches'])
         line('steady: status writes', sc2['status_writes'])
         if stdy.get('status_fields_changed'):
