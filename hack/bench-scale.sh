@@ -23,6 +23,12 @@
 #     --setup-only               build the scenario, measure nothing
 #     --quick                    a small run: --pods 400 --deployments 80 --namespaces 5 --events 1500
 #                                --audits 40 --interval 1m --steady 120
+#     --steady-only              stop after the steady window: no herds, no 30s interval, no restarts
+#     --cluster-audit            no declared KopfAudit: `run --cluster-audits` and ONE ClusterKopfAudit
+#                                (no selector, spec.defaults.interval = --interval) that must generate
+#                                a KopfAudit per target and fixture, none for the noise; measures rest,
+#                                discovery until all are Ready, and the steady window (no herds,
+#                                no restarts) (BENCHMARKS.md, "A ClusterKopfAudit discovering the 1,000")
 #
 # The cluster is separate from the end-to-end tests' (its own work dir, so its own
 # kwokctl cluster directory and ports); the bench stops it at the end unless it was
@@ -38,6 +44,7 @@ workdir=$repo/target/bench-scale
 cluster_workdir=""
 auditor=${KOPF_AUDIT_BENCH_AUDITOR:-}
 keep=0
+cluster_audit=0
 py_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -53,7 +60,9 @@ while [ $# -gt 0 ]; do
     --setup-only) py_args+=(--setup-only); shift ;;
     --quick) py_args=(--pods 400 --deployments 80 --namespaces 5 --events 1500 --audits 40 --interval 1m
                       --steady 120 "${py_args[@]}"); shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --steady-only) py_args+=(--steady-only); shift ;;
+    --cluster-audit) py_args+=(--cluster-audit); cluster_audit=1; shift ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -96,6 +105,10 @@ auditor=$(cd "$(dirname "$auditor")" && pwd)/$(basename "$auditor")
 say "auditor: $auditor"
 "$auditor" crd | $kubectl apply --server-side --force-conflicts -f - >/dev/null
 cluster established kopfaudits.kopfaudit.dev >/dev/null
+if [ "$cluster_audit" = 1 ]; then
+  "$auditor" crd --kind cluster-kopf-audit | $kubectl apply --server-side --force-conflicts -f - >/dev/null
+  cluster established clusterkopfaudits.kopfaudit.dev >/dev/null
+fi
 bash hack/kopf-venv.sh >/dev/null  # hack/fixture.py runs the fixtures in it
 
 PYTHONDONTWRITEBYTECODE=1 python3 "$repo/hack/scale/bench.py" --kubeconfig "$kubeconfig" --workdir "$workdir" \

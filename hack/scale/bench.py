@@ -16,6 +16,10 @@ headline Events, status writes); a steady window; a label change on ClusterRole
 `view`, then on a ClusterRole bound to one operator; optionally an interval of 30s;
 SIGTERM; a restart (time until every audit ran again, /readyz against "caches
 synced"); another restart with SIGTERM in the middle of the wave.
+With --cluster-audit: the auditor runs with --cluster-audits and no KopfAudit is
+written by the bench; at rest, then ONE ClusterKopfAudit (no selector) until it has
+generated a Ready KopfAudit for every target and fixture (none for the noise), then the
+steady window; the herds, the 30s interval and the restarts are not run.
 Results: a summary on stdout and JSON in W/results/.
 """
 
@@ -49,6 +53,8 @@ CONTROLLER = 'kopfaudit.dev/kopf-audit'
 KA = '/apis/kopfaudit.dev/v1alpha1'
 CLK = os.sysconf('SC_CLK_TCK')
 METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json'
+CKA_NAME = 'scale'
+CKA_LABEL = 'kopfaudit.dev/cluster-audit'
 NOISE_EVENT_CHECKS = {'events.logging-flood', 'events.steady-state-spam', 'events.duplicates', 'events.truncated'}
 
 
@@ -193,6 +199,8 @@ class Auditor:
         # object related to it changed, from the auditor's own log.
         self.related_reruns: list[tuple[float, str, str]] = []
         self.error_kinds: dict[str, int] = {}
+        # (when, fields) of each discovery pass the ClusterKopfAudit controller logged.
+        self.discoveries: list[tuple[float, dict[str, Any]]] = []
         self._t = threading.Thread(target=self._pump, daemon=True)
         self._t.start()
         log(f'auditor started: pid {self.pid}, {" ".join(self.argv)}')
@@ -214,6 +222,11 @@ class Auditor:
                     m = re.search(r'"object.reason":"related object updated: ([^"]+)".*?"audit":"([^"]+)"', line)
                     if m:
                         self.related_reruns.append((now_s(), m.group(1), m.group(2)))
+                if '"message":"cluster audit discovered' in line:
+                    try:
+                        self.discoveries.append((now_s(), json.loads(line)))
+                    except ValueError:
+                        pass
                 for key in ('caches synced', 'shutdown requested'):
                     if key in line and key not in self.seen:
                         self.seen[key] = now_s()
@@ -261,8 +274,13 @@ def counters(samples: list[tuple[str, dict[str, str], float]]) -> dict[str, Any]
             else:
                 by_method[l.get('method', '?')] = by_method.get(l.get('method', '?'), 0) + v
     names = {n for n, _, _ in samples}
+    by_route: dict[str, float] = {}
+    for n, l, v in samples:
+        if n == 'kopf_audit_api_responses_total' and l.get('verb') != 'watch':
+            key = f"{l.get('verb', '?')} {l.get('resource', '?')}"
+            by_route[key] = by_route.get(key, 0) + v
     return {
-        'requests': by_method, 'watches': watches,
+        'requests': by_method, 'watches': watches, 'responses': by_route,
         'audits': msum(samples, 'kopf_audit_audits_total'),
         'status_writes': msum(samples, 'kopf_audit_status_writes_total'),
         'failures': msum(samples, 'kopf_audit_audit_failures_total'),
@@ -281,6 +299,9 @@ def delta(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
            'status_writes': int(b['status_writes'] - a['status_writes']),
            'failures': int(b['failures'] - a['failures'])}
     dc = b['duration_count'] - a['duration_count']
+    routes = sorted(set(a.get('responses', {})) | set(b.get('responses', {})))
+    by_route = {r: int(b.get('responses', {}).get(r, 0) - a.get('responses', {}).get(r, 0)) for r in routes}
+    out['responses'] = dict(sorted(((r, v) for r, v in by_route.items() if v), key=lambda x: -x[1]))
     out['mean_audit_s'] = round((b['duration_sum'] - a['duration_sum']) / dc, 3) if dc else None
     if a['log_bytes'] is not None and b['log_bytes'] is not None:
         out['log_bytes'] = int(b['log_bytes'] - a['log_bytes'])
@@ -365,7 +386,9 @@ class AuditWatch(threading.Thread):
             o = self.objs.get(uid)
             if o is None:
                 o = self.objs[uid] = {'uid': uid, 'ns': md['namespace'], 'name': md['name'], 'created': t,
-                                      'ready_at': None, 'writes': [], 'status': None}
+                                      'ready_at': None, 'writes': [], 'status': None,
+                                      'labels': md.get('labels') or {},
+                                      'target': ((obj.get('spec') or {}).get('target') or {}).get('deployment')}
             st = obj.get('status')
             if o['status'] is not None and st != o['status'] or o['status'] is None and st:
                 o['writes'].append(t)
@@ -798,6 +821,9 @@ class Bench:
     # --------------------------------------------------------------- phases
 
     def run(self, fixtures: list[tuple[str, str, Any, Path]], pods: dict[str, list[str]]) -> None:
+        if self.args.cluster_audit:
+            self.run_cluster(fixtures, pods)
+            return
         args, res, kube = self.args, self.res, self.kube
         self.delete_audits()
         watch = AuditWatch(kube)
@@ -880,8 +906,9 @@ class Bench:
         log(f"steady: {st['counters']}, RSS {mib(st.get('rss_kib_end'))}")
 
         # 4. Herds.
-        self.quiet()
-        for key, role in (('herd_view', 'view'), ('herd_one', 'scale-op-0000')):
+        if not args.steady_only:
+            self.quiet()
+        for key, role in [] if args.steady_only else (('herd_view', 'view'), ('herd_one', 'scale-op-0000')):
             log(f'label change on ClusterRole {role}; watching 60 s')
             a0 = counters(a.metrics())['audits']
             h = self.window(60, fast=True, change=lambda role=role: kube.patch(
@@ -896,7 +923,7 @@ class Bench:
                 f"connections peak {h['connections_peak']}, API server in-flight peak {h['apiserver_inflight_peak']}")
 
         # 5. Optional: every KopfAudit at interval 30s.
-        if args.fast_seconds > 0:
+        if args.fast_seconds > 0 and not args.steady_only:
             log(f'interval 30s for every KopfAudit; measuring {args.fast_seconds} s')
             parallel(lambda x: kube.patch(f'{KA}/namespaces/{x[0]}/kopfaudits/{x[1]}', {'spec': {'interval': '30s'}}),
                      audits, args.workers, 'interval 30s', log=log)
@@ -915,6 +942,14 @@ class Bench:
         res['rss_peak_kib'] = max((v[2] or 0 for _, v in self.rss.samples if v[0] == a.pid), default=None)
         # 6. SIGTERM at rest, restart, time until every audit ran again.
         res['stop_calm'] = a.stop()
+        if args.steady_only:
+            self.auditor = None
+            res['findings'] = self.findings(watch.snapshot())
+            res['load_after'] = open('/proc/loadavg').read().split()[:3]
+            res['event_churn_created'] = churn.created
+            for th in (watch, appender, churn, self.rss):
+                th.halt.set()
+            return
         lists0 = self.ka_lists()
         a = self.start_auditor('2')
         rs = self.wave(a, n, args.restart_timeout, until=n, lists0=lists0)
@@ -936,6 +971,165 @@ class Bench:
         res['event_churn_created'] = churn.created
         for th in (watch, appender, churn, self.rss):
             th.halt.set()
+
+    # ------------------------------------------------- ClusterKopfAudit mode
+
+    def run_cluster(self, fixtures: list[tuple[str, str, Any, Path]], pods: dict[str, list[str]]) -> None:
+        """--cluster-audit: no KopfAudit is written by the bench; one ClusterKopfAudit with
+        no selector (spec.defaults.interval = --interval) discovers the operators and
+        generates a KopfAudit for each. The same rest and steady windows as the declared
+        run; the herds, the 30s interval and the restarts are not run."""
+        args, res, kube = self.args, self.res, self.kube
+        res['mode'] = 'cluster-audit'
+        self.delete_cluster_audits()
+        self.delete_audits()
+        watch = AuditWatch(kube)
+        watch.start()
+        self.watch = watch
+        appender = LogAppender(self.plan.targets)
+        churn = EventChurn(kube, self.plan, self.plan.events / 3600.0, pods)
+        expected = {(t.ns, t.name) for t in self.plan.targets}
+        for name, ns, _, _ in fixtures:
+            d = next(iter(kube.list(f'/apis/apps/v1/namespaces/{ns}/deployments')))
+            expected.add((ns, d['metadata']['name']))
+        n = len(expected)
+        res['audits'] = n
+        res['load_before'] = open('/proc/loadavg').read().split()[:3]
+
+        # 1. At rest: caches synced, no KopfAudit, no ClusterKopfAudit.
+        a = self.start_auditor('cka')
+        appender.start()
+        churn.start()
+        res['start'] = self.wait_synced(a)
+        log(f"auditor ready: {res['start']}; resting 30 s")
+        rest = self.window(30)
+        res['rest'] = rest
+        log(f"at rest: RSS {mib(rest.get('rss_kib_end'))}, requests in 30 s: {rest['counters']['requests']}")
+
+        # 2. One ClusterKopfAudit; wait for a Ready KopfAudit per operator.
+        log(f'creating ClusterKopfAudit {CKA_NAME} (no selector, interval {args.interval}); expecting {n} operators')
+        c0, m0, cpu0, e0 = now_s(), counters(a.metrics()), self.cpu(), a.errors
+        lists0 = self.cluster_deployment_lists()
+        ch0 = dict(watch.changed)
+        kube.create(f'{KA}/clusterkopfaudits', {
+            'apiVersion': 'kopfaudit.dev/v1alpha1', 'kind': 'ClusterKopfAudit',
+            'metadata': {'name': CKA_NAME}, 'spec': {'defaults': {'interval': args.interval}}})
+        last_log = 0.0
+        deadline = c0 + args.ready_timeout
+        while now_s() < deadline:
+            gen_ = self.generated(watch)
+            ready = sum(1 for o in gen_ if o['ready_at'])
+            if now_s() - last_log > 10:
+                log(f'generated KopfAudits: {len(gen_)}, Ready {ready}/{n} after {now_s() - c0:.0f}s')
+                last_log = now_s()
+            if ready >= n:
+                break
+            time.sleep(1)
+        gen_ = self.generated(watch)
+        ready_times = sorted(o['ready_at'] - c0 for o in gen_ if o['ready_at'])
+        made = sorted(o['created'] - c0 for o in gen_)
+        cr: dict[str, Any] = {'generated': len(gen_), 'ready': len(ready_times), 'of': n,
+                              'first_generated_s': round(made[0], 1) if made else None,
+                              'all_generated_s': round(made[-1], 1) if len(made) >= n else None}
+        if ready_times:
+            cr['all_ready_s'] = round(ready_times[-1], 1) if len(ready_times) >= n else None
+            cr['half_ready_s'] = round(ready_times[len(ready_times) // 2], 1)
+            cr['p90_ready_s'] = round(ready_times[int(len(ready_times) * 0.9) - 1 if len(ready_times) > 1 else 0], 1)
+        rss = [v for v in self.rss.between(c0, now_s()) if v[0] == a.pid]
+        cr['rss_kib_all_ready'] = rss[-1][1] if rss else None
+        log(f'creation: {cr}; settling {args.settle} s')
+        time.sleep(args.settle)
+        m1 = counters(a.metrics())
+        cr['counters'] = delta(m0, m1)
+        cr['cluster_deployment_lists'] = int(self.cluster_deployment_lists() - lists0)
+        cr['cpu'] = self.cpu_delta(cpu0, self.cpu())
+        cr['log_errors'] = a.errors - e0
+        cr['log_error_kinds'] = dict(sorted(a.error_kinds.items(), key=lambda x: -x[1])[:4])
+        cr['status_fields_changed'] = changed_counts(ch0, watch.changed)
+        gen_ = self.generated(watch)
+        writes = [len(o['writes']) for o in gen_]
+        cr['status_changes_seen'] = sum(writes)
+        cr['audits_written_3_or_more_times'] = sum(1 for x in writes if x >= 3)
+        cr.update(self.headline_events({o['uid'] for o in gen_}))
+        got = {(o['ns'], o['target'] or o['name']) for o in gen_}
+        noise_ns = set(self.plan.noise_ns)
+        cr['missing'] = sorted(f'{ns}/{d}' for ns, d in expected - got)[:20]
+        cr['missing_count'] = len(expected - got)
+        cr['unexpected'] = sorted(f'{ns}/{d}' for ns, d in got - expected)[:20]
+        cr['unexpected_count'] = len(got - expected)
+        cr['noise_generated'] = sum(1 for ns, _ in got if ns in noise_ns)
+        cr['discovery_passes'] = self.discoveries(a, c0, now_s())
+        rss = [v for v in self.rss.between(c0, now_s()) if v[0] == a.pid]
+        cr['rss_kib_after_ready'] = rss[-1][1] if rss else None
+        cr['cluster_audit'] = self.cluster_audit_status()
+        res['create'] = cr
+        log(f"after the ClusterKopfAudit: {cr['generated']} generated ({cr['missing_count']} missing, "
+            f"{cr['unexpected_count']} unexpected, {cr['noise_generated']} for noise), "
+            f"status {cr['cluster_audit'].get('summary')}, RSS {mib(cr['rss_kib_after_ready'])}")
+
+        # 3. Steady state (at least one discovery pass falls in it: it runs every interval).
+        steady = args.steady
+        log(f'steady window: {steady} s')
+        app0 = dict(appender.appended)
+        t0 = now_s()
+        l0 = self.cluster_deployment_lists()
+        st = self.window(steady)
+        st['cluster_deployment_lists'] = int(self.cluster_deployment_lists() - l0)
+        st['discovery_passes'] = self.discoveries(a, t0, now_s())
+        app1 = dict(appender.appended)
+        st['log'] = self.log_figures(app0, app1, steady)
+        st['cluster_audit'] = self.cluster_audit_status()
+        res['steady'] = st
+        log(f"steady: {st['counters']}, RSS {mib(st.get('rss_kib_end'))}, discovery passes {st['discovery_passes']}")
+        res['rss_peak_kib'] = max((v[2] or 0 for _, v in self.rss.samples if v[0] == a.pid), default=None)
+        # When the RSS moved against when discovery ran (s after the auditor started).
+        res['rss_samples'] = [(round(t - a.started, 1), v[1]) for t, v in self.rss.samples if v and v[0] == a.pid]
+        res['discovery_times'] = [round(t - a.started, 1) for t, _ in a.discoveries]
+        res['stop_calm'] = a.stop()
+        self.auditor = None
+        res['findings'] = self.findings(watch.snapshot())
+        res['load_after'] = open('/proc/loadavg').read().split()[:3]
+        res['event_churn_created'] = churn.created
+        for th in (watch, appender, churn, self.rss):
+            th.halt.set()
+        self.delete_cluster_audits()
+
+    @staticmethod
+    def generated(watch: AuditWatch) -> list[dict[str, Any]]:
+        return [o for o in watch.snapshot() if o['labels'].get(CKA_LABEL) == CKA_NAME]
+
+    @staticmethod
+    def discoveries(a: Auditor, t0: float, t1: float) -> list[dict[str, Any]]:
+        """The discovery passes the auditor logged between t0 and t1, their figures."""
+        keep = ('discovered', 'apply', 'delete', 'remembered', 'fingerprints', 'log_decided')
+        return [{k: f.get(k) for k in keep if k in f} for t, f in a.discoveries if t0 <= t <= t1]
+
+    def cluster_deployment_lists(self) -> float:
+        """The API server's count of cluster-wide Deployment LISTs (discovery's pages; the
+        audits list Deployments in their namespace)."""
+        return msum(self.apiserver_metrics(), 'apiserver_request_total', resource='deployments', verb='LIST',
+                    scope='cluster')
+
+    def cluster_audit_status(self) -> dict[str, Any]:
+        try:
+            st = self.kube.get(f'{KA}/clusterkopfaudits/{CKA_NAME}').get('status') or {}
+        except ApiError as e:
+            return {'error': str(e)[:200]}
+        return {'summary': st.get('summary'),
+                'conditions': {c.get('type'): f"{c.get('status')} {c.get('reason')}" for c in st.get('conditions') or []},
+                'worst_offenders': len(st.get('worstOffenders') or [])}
+
+    def delete_cluster_audits(self) -> None:
+        """No ClusterKopfAudit from an earlier run (its generated KopfAudits go with it:
+        delete_audits deletes what the garbage collector has not yet)."""
+        try:
+            existing = list(self.kube.list(f'{KA}/clusterkopfaudits'))
+        except ApiError:
+            return
+        for o in existing:
+            self.kube.delete(f"{KA}/clusterkopfaudits/{o['metadata']['name']}")
+        while existing and list(self.kube.list(f'{KA}/clusterkopfaudits', limit=10)):
+            time.sleep(1)
 
     def wave(self, a: Auditor, n: int, timeout: float, until: float, lists0: float | None = None) -> dict[str, Any]:
         """A freshly started auditor: polls /readyz (10 Hz) and its counters (1 Hz) until
@@ -1138,6 +1332,8 @@ def summary(res: dict[str, Any]) -> str:
         if sc2['audits']:
             line('steady: API requests per audit', round(sc2['requests_total'] / sc2['audits'], 1))
             line('steady: by verb per audit', {k: round(v / sc2['audits'], 1) for k, v in sc2['requests'].items()})
+        if sc2.get('responses'):
+            line('steady: by verb and resource', sc2['responses'])
         line('steady: watches opened', sc2['watches'])
         line('steady: status writes', sc2['status_writes'])
         if stdy.get('status_fields_changed'):
@@ -1207,6 +1403,81 @@ def summary(res: dict[str, Any]) -> str:
     return '\n'.join(L)
 
 
+def summary_cluster(res: dict[str, Any]) -> str:
+    """The summary of a --cluster-audit run: the figures the declared run's summary has
+    for the phases both run, and discovery's."""
+    L: list[str] = []
+
+    def line(what: str, value: Any) -> None:
+        L.append(f'{what:<72} {value}')
+
+    sc = res['scale']
+    L.append(f"scale: {sc['pods']} pods in {sc['deployments']} Deployments across {sc['namespaces']} namespaces, "
+             f"{sc['events']} Events, {sc['audits']} targets + {len(res.get('fixtures', []))} kopf fixtures, "
+             f"interval {sc['interval']}; auditor {res['auditor']} {' '.join(res['auditor_args'])}")
+    L.append('mode: one ClusterKopfAudit, no selector; it generates the KopfAudits')
+    L.append(f"machine: {res['machine']}; load average before {' '.join(res.get('load_before', []))}, "
+             f"after {' '.join(res.get('load_after', []))}")
+    line('Events in the cluster at the start', res.get('events_present'))
+    st = res.get('start', {})
+    line('start: caches synced / first /readyz 200 (s after start)', f"{st.get('caches_synced_s')} / {st.get('readyz_ok_s')}")
+    r = res.get('rest', {})
+    line('RSS at rest, caches synced, no KopfAudit, no ClusterKopfAudit', mib(r.get('rss_kib_end')))
+    c = res.get('create', {})
+    line('operators expected (targets + fixtures)', res.get('audits'))
+    line('KopfAudits generated / Ready', f"{c.get('generated')} / {c.get('ready')}")
+    line('  missing / unexpected / for noise Deployments',
+         f"{c.get('missing_count')} {c.get('missing')} / {c.get('unexpected_count')} {c.get('unexpected')} / "
+         f"{c.get('noise_generated')}")
+    line('time from ClusterKopfAudit created to first / all generated (s)',
+         f"{c.get('first_generated_s')} / {c.get('all_generated_s')}")
+    line('time from ClusterKopfAudit created to all Ready (s)', c.get('all_ready_s') if c.get('all_ready_s') is not None
+         else f"not all: {c.get('ready')}/{c.get('of')}")
+    line('  half / 90% Ready (s)', f"{c.get('half_ready_s')} / {c.get('p90_ready_s')}")
+    line('RSS when all are Ready', mib(c.get('rss_kib_all_ready')))
+    line(f"RSS {res['settle']} s later", mib(c.get('rss_kib_after_ready')))
+    cc = c.get('counters', {})
+    line(f"creation wave (until {res['settle']} s after): status writes", cc.get('status_writes'))
+    line('creation wave: audits whose status was written 3+ times', c.get('audits_written_3_or_more_times'))
+    line('creation wave: headline Events', f"{c.get('headline_events')} {c.get('headline_reasons')}")
+    line('creation wave: API requests', f"{cc.get('requests_total')} {cc.get('requests')}")
+    line('creation wave: by verb and resource', cc.get('responses'))
+    line('creation wave: cluster-wide Deployment LISTs (API server count)', c.get('cluster_deployment_lists'))
+    line('creation wave: discovery passes logged', c.get('discovery_passes'))
+    line('creation wave: API server CPU (s)', (c.get('cpu') or {}).get('apiserver_cpu_s'))
+    line('ClusterKopfAudit status after the wave', c.get('cluster_audit'))
+    stdy = res.get('steady', {})
+    if stdy:
+        sc2 = stdy['counters']
+        mins = stdy['cpu']['seconds'] / 60
+        n = res.get('audits') or 1
+        line('steady window (s)', stdy['cpu']['seconds'])
+        line('steady: audits', sc2['audits'])
+        line('steady: API requests per minute (not watches)', round(sc2['requests_total'] / mins))
+        line('steady: by verb per minute', {k: round(v / mins) for k, v in sc2['requests'].items()})
+        if sc2['audits']:
+            line('steady: API requests per audit run', round(sc2['requests_total'] / sc2['audits'], 1))
+            line('steady: by verb per audit run', {k: round(v / sc2['audits'], 1) for k, v in sc2['requests'].items()})
+        per_interval = stdy['cpu']['seconds'] / parse_duration(sc['interval'])
+        line('steady: API requests per discovered operator per interval',
+             round(sc2['requests_total'] / n / per_interval, 2))
+        line('steady: by verb and resource', sc2.get('responses'))
+        line('steady: discovery passes logged', stdy.get('discovery_passes'))
+        line('steady: cluster-wide Deployment LISTs (API server count)', stdy.get('cluster_deployment_lists'))
+        line('steady: watches opened', sc2['watches'])
+        line('steady: status writes', sc2['status_writes'])
+        line('steady: mean audit duration (s)', sc2.get('mean_audit_s'))
+        line('steady: RSS at the end / max in the window', f"{mib(stdy.get('rss_kib_end'))} / {mib(stdy.get('rss_kib_max'))}")
+        line('steady: API server CPU (cores)', stdy['cpu'].get('apiserver_cores'))
+        line('steady: auditor CPU (cores)', stdy['cpu'].get('auditor_cores'))
+        line('ClusterKopfAudit status at the end', stdy.get('cluster_audit'))
+    line('RSS peak (VmHWM)', mib(res.get('rss_peak_kib')))
+    sc3 = res.get('stop_calm', {})
+    line('SIGTERM at rest: exit (s)', sc3.get('exit_s') if not sc3.get('killed') else f"still alive after {sc3.get('alive_after_s')} s: killed")
+    line('log errors (kinds)', f"{sc3.get('log_errors')} {sc3.get('log_error_kinds')}")
+    return '\n'.join(L)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--kubeconfig', required=True)
@@ -1233,8 +1504,14 @@ def main() -> int:
     p.add_argument('--mid-wave-after', type=float, default=45, help='SIGTERM at N/2 audits or after this many s')
     p.add_argument('--setup-only', action='store_true')
     p.add_argument('--reuse', action='store_true', help='skip the setup when this scale is in place')
+    p.add_argument('--steady-only', action='store_true',
+                   help='stop after the steady window (no herds, no 30s interval, no restarts)')
+    p.add_argument('--cluster-audit', action='store_true',
+                   help='one ClusterKopfAudit discovers the operators instead of N declared KopfAudits')
     args = p.parse_args()
     args.auditor_args = args.auditor_args.split()
+    if args.cluster_audit and '--cluster-audits' not in args.auditor_args:
+        args.auditor_args.append('--cluster-audits')
     args.workdir = str(Path(args.workdir).resolve())  # kwok resolves Logs paths from its own dir
     if args.pods < args.deployments:
         p.error('--pods must be at least --deployments')
@@ -1251,7 +1528,7 @@ def main() -> int:
     mem = next((l.split()[1] for l in open('/proc/meminfo') if l.startswith('MemTotal')), '?')
     res: dict[str, Any] = {'scale': scale, 'auditor': args.auditor_label or args.auditor,
                            'auditor_args': args.auditor_args, 'stamp': args.stamp, 'settle': args.settle,
-                           'steady_s': args.steady,
+                           'steady_s': args.steady, 'mode': 'cluster-audit' if args.cluster_audit else 'declared',
                            'machine': f'{cpu} CPUs, {int(mem) // 1024 // 1024} GiB'}
     marker = work / 'scenario.json'
     t0 = now_s()
@@ -1287,7 +1564,7 @@ def main() -> int:
         out.write_text(json.dumps(res, indent=1, default=str))
         (work / 'results' / 'latest.json').write_text(json.dumps(res, indent=1, default=str))
         if not args.setup_only and 'create' in res:
-            text = summary(res)
+            text = summary_cluster(res) if args.cluster_audit else summary(res)
             (work / 'results' / f'scale-{args.stamp}.txt').write_text(text + '\n')
             print(text)
         log(f'results: {out}')
