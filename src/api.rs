@@ -262,6 +262,10 @@ pub struct Thresholds {
     /// How many identical events in the window count as spam (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 2, max = 1000))]
+    // `format: int32`, not the `uint32` schemars writes for a u32: for integers Kubernetes
+    // knows int32 and int64 only, and its API server answers the CRD's creation with a
+    // warning, `unrecognized format "uint32"`. The values never come near 2^31.
+    #[schemars(extend("format" = "int32"))]
     pub event_repeats: Option<u32>,
 
     /// How long a handled object may differ from its last-handled diff-base while the
@@ -354,13 +358,17 @@ pub struct KopfAuditStatus {
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Findings of severity error.
+    #[schemars(extend("format" = "int32"))]
     pub errors: u32,
     /// Findings of severity warning.
+    #[schemars(extend("format" = "int32"))]
     pub warnings: u32,
     /// Findings of severity info.
+    #[schemars(extend("format" = "int32"))]
     pub infos: u32,
     /// Findings left out of `findings` by the cap.
     #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(extend("format" = "int32"))]
     pub omitted: u32,
 }
 

@@ -157,3 +157,49 @@ fn no_category_shadows_a_kinds_name() {
         }
     }
 }
+
+/// Every `format` in the CRDs is one the API server knows: an unknown one (schemars
+/// writes `uint32` for a u32) makes the API server answer the CRD's creation (by
+/// `kubectl apply` or `helm install`) with `Warning: unrecognized format "uint32"`. The formats are those of
+/// apiextensions-apiserver `pkg/apiserver/validation/formats.go` (Kubernetes 1.29+)
+/// and OpenAPI's integer and number ones, which Kubernetes' own types use.
+#[test]
+fn every_format_in_the_crds_is_one_kubernetes_knows() {
+    const KNOWN: &str = "int32 int64 float double byte date date-time datetime duration \
+                         uri email hostname ipv4 ipv6 cidr mac uuid password";
+    fn walk(path: &str, node: &serde_json::Value, unknown: &mut Vec<String>) {
+        match node {
+            serde_json::Value::Object(map) => {
+                if let Some(format) = map.get("format").and_then(|f| f.as_str())
+                    && !KNOWN.split_whitespace().any(|known| known == format)
+                {
+                    unknown.push(format!("{path}: {format}"));
+                }
+                for (key, child) in map {
+                    walk(&format!("{path}.{key}"), child, unknown);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(&format!("{path}[{i}]"), child, unknown);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut unknown = Vec::new();
+    for crd in [
+        serde_json::to_value(kopf_audit::api::KopfAudit::crd()).expect("JSON"),
+        serde_json::to_value(kopf_audit::api::ClusterKopfAudit::crd()).expect("JSON"),
+    ] {
+        walk(
+            crd["metadata"]["name"].as_str().unwrap_or("?"),
+            &crd,
+            &mut unknown,
+        );
+    }
+    assert!(
+        unknown.is_empty(),
+        "formats Kubernetes does not know: {unknown:#?}"
+    );
+}

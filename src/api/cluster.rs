@@ -186,20 +186,30 @@ pub struct ClusterKopfAuditStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ClusterSummary {
     /// kopf operators found in scope (each has exactly one KopfAudit).
+    // `format: int32`, not the `uint32` schemars writes for a u32: for integers Kubernetes
+    // knows int32 and int64 only, and its API server answers the CRD's creation with a
+    // warning, `unrecognized format "uint32"`. The values never come near 2^31.
+    #[schemars(extend("format" = "int32"))]
     pub discovered: u32,
     /// Operators whose KopfAudit's Compliant condition is True.
+    #[schemars(extend("format" = "int32"))]
     pub compliant: u32,
     /// Operators whose KopfAudit's Compliant condition is False.
+    #[schemars(extend("format" = "int32"))]
     pub non_compliant: u32,
     /// Operators whose KopfAudit has not decided compliance yet (first audit pending,
     /// stalled or unknown).
+    #[schemars(extend("format" = "int32"))]
     pub pending: u32,
     /// Operators audited by a KopfAudit this ClusterKopfAudit generated.
+    #[schemars(extend("format" = "int32"))]
     pub generated: u32,
     /// Operators audited by a KopfAudit someone else wrote (which wins over generation).
+    #[schemars(extend("format" = "int32"))]
     pub declared: u32,
     /// Deployments whose spec could not tell whether they run kopf and whose log could
     /// not be read (no pod ran yet, or the log is forbidden): tried again next time.
+    #[schemars(extend("format" = "int32"))]
     pub undetermined: u32,
 }
 
@@ -214,7 +224,9 @@ pub struct Offender {
     /// The KopfAudit that audits it (in the same namespace).
     pub audit: String,
     /// Its error findings.
+    #[schemars(extend("format" = "int32"))]
     pub errors: u32,
     /// Its warning findings.
+    #[schemars(extend("format" = "int32"))]
     pub warnings: u32,
 }
