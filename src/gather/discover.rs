@@ -155,8 +155,7 @@ pub(crate) async fn discover_in(
     keep: &(dyn Fn(&str, &str) -> bool + Sync),
 ) -> Result<Discovery, DiscoverError> {
     let mut discovery = Discovery::default();
-    let (peers, peering_lists) = super::peering::for_discovery(client, scope.namespace).await;
-    discovery.cost.peering_lists = peering_lists;
+    let mut peers = Peers::default();
     let mut pending = Vec::new();
     let mut seen = HashSet::new();
     let mut continue_token: Option<String> = None;
@@ -169,16 +168,22 @@ pub(crate) async fn discover_in(
             if !keep(&deployment.metadata.namespace, &deployment.metadata.name) {
                 continue;
             }
-            match decide(deployment, &peers) {
-                Decided::Kopf(row) if row.recognised_by == Recognition::Peering => {
-                    discovery.cost.decided_by_peering += 1;
-                    discovery.found.push(row);
-                }
+            match decide(deployment) {
                 Decided::Kopf(row) => {
                     discovery.cost.decided_by_spec += 1;
                     discovery.found.push(row);
                 }
-                Decided::NotKopf => discovery.cost.decided_by_spec += 1,
+                Decided::NotKopf(None) => discovery.cost.decided_by_spec += 1,
+                Decided::NotKopf(Some(script)) => {
+                    let peers = peers.read(client, scope, &mut discovery.cost).await;
+                    match script.by_peering(peers) {
+                        Some(row) => {
+                            discovery.cost.decided_by_peering += 1;
+                            discovery.found.push(row);
+                        }
+                        None => discovery.cost.decided_by_spec += 1,
+                    }
+                }
                 Decided::ScaledToZero(u) => discovery.undetermined.push(u),
                 Decided::Pending(p) => {
                     let remembered = p.rollout.as_ref().and_then(|r| {
@@ -201,7 +206,11 @@ pub(crate) async fn discover_in(
         }
     }
     discovery.cost.pod_lists = pending.len() as u64;
-    let peers = &peers;
+    let peers = if pending.is_empty() {
+        &PeerPods::default()
+    } else {
+        peers.read(client, scope, &mut discovery.cost).await
+    };
     let mut by_log = futures::stream::iter(pending)
         .map(|p| async move {
             let rollout = p.rollout.clone();
@@ -279,10 +288,52 @@ async fn list_page(
     Ok((page, text.len() as u64))
 }
 
+/// kopf's peering objects, read the first time a Deployment needs them: a discovery
+/// whose every Deployment the spec shows as kopf (an audit's look for the other
+/// operators of its namespace, often) makes no request for them.
+#[derive(Default)]
+struct Peers(Option<PeerPods>);
+
+impl Peers {
+    /// The pods the peering objects of `scope` name, read at the first call.
+    async fn read(
+        &mut self,
+        client: &Client,
+        scope: Scope<'_>,
+        cost: &mut DiscoveryCost,
+    ) -> &PeerPods {
+        if self.0.is_none() {
+            let (peers, lists) = super::peering::for_discovery(client, scope.namespace).await;
+            cost.peering_lists = lists;
+            self.0 = Some(peers);
+        }
+        self.0.get_or_insert_default()
+    }
+}
+
+/// A Deployment of one container whose spec shows a program other than kopf: a console
+/// script of its own may call `kopf.run()`, which a peering object naming one of its
+/// pods tells.
+struct Script {
+    metadata: crate::model::discovery::NameProjection,
+    container: String,
+}
+
+impl Script {
+    /// Its row, when a peering object names one of its pods by the names a Deployment
+    /// gives its pods.
+    fn by_peering(self, peers: &PeerPods) -> Option<Discovered> {
+        let (pod, sighting) = peers.of_deployment(&self.metadata.namespace, &self.metadata.name)?;
+        let row = Discovered::by_peering(&self.metadata.name, &self.container, pod, sighting);
+        Some(row.with_labels(self.metadata.labels))
+    }
+}
+
 /// What the spec of one Deployment decides.
 enum Decided {
     Kopf(Discovered),
-    NotKopf,
+    /// Not kopf by its spec; a console script that peering may still show as kopf.
+    NotKopf(Option<Script>),
     Pending(Pending),
     /// Its spec cannot decide, and it asks for no pod: nothing to read, no request made.
     ScaledToZero(Undetermined),
@@ -290,9 +341,9 @@ enum Decided {
 
 /// Decides a Deployment from its spec, keeping only what its log recognition needs
 /// when the spec cannot. A Deployment of one container whose command the spec takes
-/// for another program (a console script of its own that calls `kopf.run()`) is kopf
-/// all the same when a peering object names one of its pods.
-fn decide(deployment: DeploymentProjection, peers: &PeerPods) -> Decided {
+/// for another program (a console script of its own that calls `kopf.run()`) is left
+/// to the peering objects ([`Script`]).
+fn decide(deployment: DeploymentProjection) -> Decided {
     let DeploymentProjection { metadata, spec } = deployment;
     let rollout = metadata.rollout();
     let containers: Vec<Container> = spec
@@ -306,9 +357,12 @@ fn decide(deployment: DeploymentProjection, peers: &PeerPods) -> Decided {
         SpecDecision::Kopf(run) => Decided::Kopf(
             Discovered::new(&metadata.namespace, &metadata.name, &run).with_labels(metadata.labels),
         ),
-        SpecDecision::NotKopf => match peer_of_deployment(peers, &metadata, &containers) {
-            Some(row) => Decided::Kopf(row.with_labels(metadata.labels)),
-            None => Decided::NotKopf,
+        SpecDecision::NotKopf => match containers.as_slice() {
+            [container] => Decided::NotKopf(Some(Script {
+                container: container.name.clone(),
+                metadata,
+            })),
+            _ => Decided::NotKopf(None),
         },
         SpecDecision::Undecided(_) if spec.replicas == Some(0) => {
             Decided::ScaledToZero(Undetermined {
@@ -387,25 +441,6 @@ async fn decide_by_log(
         Recognised::NotKopf => LogOutcome::NotKopf,
         Recognised::Undetermined(why) => undetermined(why.message),
     }
-}
-
-/// The row of a Deployment of one container one of whose pods, by the name the
-/// Deployment gives its pods, a peering object names.
-fn peer_of_deployment(
-    peers: &PeerPods,
-    metadata: &crate::model::discovery::NameProjection,
-    containers: &[Container],
-) -> Option<Discovered> {
-    let [container] = containers else {
-        return None;
-    };
-    let (pod, sighting) = peers.of_deployment(&metadata.namespace, &metadata.name)?;
-    Some(Discovered::by_peering(
-        &metadata.name,
-        &container.name,
-        pod,
-        sighting,
-    ))
 }
 
 /// The row of a Deployment with one hidden container whose pod a peering object names.

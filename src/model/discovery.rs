@@ -356,7 +356,8 @@ pub(crate) struct DiscoveryCost {
     pub(crate) decided_by_peering: u64,
     /// Pod lists read (one per Deployment whose spec could not decide).
     pub(crate) pod_lists: u64,
-    /// Lists of kopf's peering objects read (only when some Deployment is left to its
+    /// Lists of kopf's peering objects read (only when some Deployment's spec does not
+    /// show kopf: a single-container one that runs another program, or one left to its
     /// pods).
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) peering_lists: u64,

@@ -155,10 +155,17 @@ async fn finds_kopf_by_command_line_and_reads_logs_only_where_the_spec_cannot_de
 
 #[tokio::test]
 async fn a_namespace_and_a_selector_narrow_the_list() {
-    let (client, api) = FakeApi::start("team", |_: &Method, _: &str, _: &serde_json::Value| {
+    // A web server's Deployment: its spec shows another program, so the peering objects
+    // are read (a console script of its own may run kopf).
+    let (client, api) = FakeApi::start("team", |_: &Method, path: &str, _: &serde_json::Value| {
+        let items = if path.contains("/deployments") {
+            vec![deployment("site", &["nginx"])]
+        } else {
+            Vec::new()
+        };
         json(
             StatusCode::OK,
-            serde_json::json!({"metadata": {}, "items": []}),
+            serde_json::json!({"metadata": {}, "items": items}),
         )
     });
     let scope = Scope {
@@ -320,6 +327,31 @@ async fn a_hidden_deployment_scaled_to_zero_costs_no_pod_list() {
         1 + found.cost.peering_lists as usize,
         "the list and the peering objects' only"
     );
+}
+
+/// An audit looks for the other kopf operators of its namespace every few minutes:
+/// where the spec shows every Deployment as kopf, kopf's peering objects are not read.
+#[tokio::test]
+async fn peering_objects_are_not_read_when_every_spec_shows_kopf() {
+    let (client, api) = FakeApi::start("team", |_: &Method, path: &str, _: &serde_json::Value| {
+        assert!(
+            path.starts_with("/apis/apps/v1/deployments?"),
+            "only the Deployment list: {path}"
+        );
+        json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {}, "items": [
+                deployment("op", &["kopf", "run", "-n", "team", "op.py"]),
+                deployment("other-op", &["python", "-m", "kopf", "run", "-A", "op.py"]),
+            ]}),
+        )
+    });
+    let found = discover(&client, &Verdicts::default(), Scope::default())
+        .await
+        .expect("discovered");
+    assert_eq!(found.found.len(), 2, "{found:?}");
+    assert_eq!(found.cost.peering_lists, 0);
+    assert_eq!(api.take().len(), 1, "the Deployment list only");
 }
 
 /// `hidden-kopf` and `hidden-web` as in [`cluster`], with kopf's peering objects: a
