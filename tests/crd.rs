@@ -160,9 +160,10 @@ fn no_category_shadows_a_kinds_name() {
 
 /// Every `format` in the CRDs is one the API server knows: an unknown one (schemars
 /// writes `uint32` for a u32) makes the API server answer the CRD's creation (by
-/// `kubectl apply` or `helm install`) with `Warning: unrecognized format "uint32"`. The formats are those of
-/// apiextensions-apiserver `pkg/apiserver/validation/formats.go` (Kubernetes 1.29+)
-/// and OpenAPI's integer and number ones, which Kubernetes' own types use.
+/// `kubectl apply` or `helm install`) with `Warning: unrecognized format "uint32"`.
+/// The formats are those of apiextensions-apiserver
+/// `pkg/apiserver/validation/formats.go` (`GetUnrecognizedFormats`: int32 and int64
+/// for integers, float and double for numbers, the listed string formats).
 #[test]
 fn every_format_in_the_crds_is_one_kubernetes_knows() {
     const KNOWN: &str = "int32 int64 float double byte date date-time datetime duration \
