@@ -17,7 +17,7 @@ use crate::evaluate::cluster_audit::{
 use crate::gather::discover::{
     DiscoverError, Fingerprints, Scope, discover_in, namespaces_matching,
 };
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -58,6 +58,17 @@ pub(crate) enum ClusterAuditError {
         /// The client error.
         #[source]
         source: kube::Error,
+    },
+    /// Several generated KopfAudits could not be applied or deleted; the others were.
+    #[error("{failed} of {attempted} writes of generated KopfAudits failed, the first: {first}")]
+    Writes {
+        /// How many failed.
+        failed: usize,
+        /// How many were attempted (applies and deletes).
+        attempted: usize,
+        /// The first that failed.
+        #[source]
+        first: Box<ClusterAuditError>,
     },
     /// The status could not be written.
     #[error("writing the status of ClusterKopfAudit {name}: {source}")]
@@ -280,27 +291,53 @@ async fn discover_and_apply(cka: &ClusterKopfAudit, ctx: &ClusterContext) -> Res
     Ok(plan)
 }
 
-/// Applies the generated KopfAudits the plan wants and deletes those it does not.
+/// Applies the generated KopfAudits the plan wants and deletes those it does not. One
+/// that cannot be written (a tenant's quota on KopfAudits, an admission webhook of its
+/// namespace) stops none of the others: every write is attempted, and the failures are
+/// returned together.
 async fn apply_and_delete(ctx: &ClusterContext, plan: &Plan) -> Result<(), ClusterAuditError> {
-    futures::stream::iter(&plan.apply)
-        .map(Ok)
-        .try_for_each_concurrent(CONCURRENT_APPLIES, |audit| apply_one(ctx, audit))
-        .await?;
+    // By index: a closure taking `&KopfAudit` makes the future held across the await
+    // not `Send` for every lifetime; one taking a `usize` has none.
+    let mut failures: Vec<ClusterAuditError> = futures::stream::iter(0..plan.apply.len())
+        .map(|i| apply_one(ctx, &plan.apply[i]))
+        .buffer_unordered(CONCURRENT_APPLIES)
+        .filter_map(|result| std::future::ready(result.err()))
+        .collect()
+        .await;
     for (namespace, name) in &plan.delete {
-        let api: Api<KopfAudit> = Api::namespaced(ctx.inner.client.clone(), namespace);
-        match api.delete(name, &DeleteParams::background()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(source) => {
-                return Err(ClusterAuditError::Delete {
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    source,
-                });
-            }
+        if let Err(e) = delete_one(ctx, namespace, name).await {
+            failures.push(e);
         }
     }
-    Ok(())
+    let failed = failures.len();
+    let mut failures = failures.into_iter();
+    match (failures.next(), failed) {
+        (None, _) => Ok(()),
+        (Some(only), 1) => Err(only),
+        (Some(first), _) => Err(ClusterAuditError::Writes {
+            failed,
+            attempted: plan.apply.len() + plan.delete.len(),
+            first: Box::new(first),
+        }),
+    }
+}
+
+/// Deletes one generated KopfAudit no operator needs; one already gone is no failure.
+async fn delete_one(
+    ctx: &ClusterContext,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ClusterAuditError> {
+    let api: Api<KopfAudit> = Api::namespaced(ctx.inner.client.clone(), namespace);
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(source) => Err(ClusterAuditError::Delete {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            source,
+        }),
+    }
 }
 
 /// Generated KopfAudits applied at once: one after another, a first discovery of

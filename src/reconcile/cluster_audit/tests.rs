@@ -171,3 +171,88 @@ async fn an_invalid_selector_stalls_without_a_request_but_the_status() {
         (Some("True"), Some("InvalidSpec"))
     );
 }
+
+/// Three kopf operators in `a`; a tenant's quota refuses the KopfAudits of `op` and
+/// `op2`.
+fn answer_with_a_quota(method: &Method, path: &str, body: &serde_json::Value) -> Response<Body> {
+    if *method == Method::GET && path.starts_with("/apis/apps/v1/deployments?") {
+        return json(
+            StatusCode::OK,
+            serde_json::json!({"metadata": {}, "items": [
+                kopf_deployment("a", "op"),
+                kopf_deployment("a", "op2"),
+                kopf_deployment("a", "op3"),
+            ]}),
+        );
+    }
+    let refused = ["/kopfaudits/op?", "/kopfaudits/op2?"];
+    if *method == Method::PATCH && refused.iter().any(|r| path.contains(r)) {
+        return json(
+            StatusCode::FORBIDDEN,
+            serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 403,
+                "reason": "Forbidden",
+                "message": "kopfaudits.kopfaudit.dev \"op\" is forbidden: exceeded quota: no-audits"
+            }),
+        );
+    }
+    answer(method, path, body)
+}
+
+#[tokio::test]
+async fn a_kopf_audit_that_cannot_be_written_stops_none_of_the_others() {
+    let (client, api) = FakeApi::start("a", answer_with_a_quota);
+    let cka = Arc::new(cluster_audit());
+    let ctx = Arc::new(ClusterContext {
+        inner: Arc::new(Context::for_test(client, Settings::default())),
+        audits: synced_store(vec![stale_generated()]),
+        clusters: synced_store(vec![cka.as_ref().clone()]),
+        fingerprints: Mutex::default(),
+        failures: Mutex::default(),
+    });
+    let error = reconcile(cka, ctx).await.expect_err("two writes refused");
+    assert!(
+        matches!(
+            error,
+            ClusterAuditError::Writes {
+                failed: 2,
+                attempted: 4,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let seen = api.take();
+    let patched = |name: &str| {
+        seen.iter().any(|s| {
+            s.method == Method::PATCH
+                && s.path.starts_with(&format!(
+                    "/apis/kopfaudit.dev/v1alpha1/namespaces/a/kopfaudits/{name}?"
+                ))
+        })
+    };
+    assert!(
+        patched("op") && patched("op2") && patched("op3"),
+        "every apply attempted: {seen:#?}"
+    );
+    assert!(
+        seen.iter().any(|s| s.method == Method::DELETE
+            && s.path == "/apis/kopfaudit.dev/v1alpha1/namespaces/a/kopfaudits/gone?"),
+        "the stale one deleted all the same: {seen:#?}"
+    );
+    let status = seen
+        .iter()
+        .find(|s| s.path.contains("/clusterkopfaudits/platform/status"))
+        .expect("the status written");
+    let ready = status.body["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready").cloned())
+        .expect("Ready");
+    assert_eq!(ready["status"], "False", "{ready}");
+    assert_eq!(ready["reason"], "DiscoveryFailed", "{ready}");
+    let message = ready["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("2 of 4 writes") && message.contains("exceeded quota"),
+        "a person can tell what to fix: {message}"
+    );
+}
