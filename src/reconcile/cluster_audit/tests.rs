@@ -43,6 +43,22 @@ fn kopf_deployment(namespace: &str, name: &str) -> serde_json::Value {
     })
 }
 
+/// The controller's context over the fake API: `cka` the only ClusterKopfAudit, `audits`
+/// the KopfAudits its cache holds.
+fn context(
+    client: kube::Client,
+    cka: &ClusterKopfAudit,
+    audits: Vec<KopfAudit>,
+) -> Arc<ClusterContext> {
+    Arc::new(ClusterContext {
+        inner: Arc::new(Context::for_test(client, Settings::default())),
+        audits: synced_store(audits),
+        clusters: synced_store(vec![cka.clone()]),
+        fingerprints: Mutex::default(),
+        failures: Mutex::default(),
+    })
+}
+
 fn answer(method: &Method, path: &str, _: &serde_json::Value) -> Response<Body> {
     if *method == Method::GET && path.starts_with("/api/v1/namespaces?") {
         return json(
@@ -78,13 +94,7 @@ fn answer(method: &Method, path: &str, _: &serde_json::Value) -> Response<Body> 
 async fn a_reconcile_applies_one_audit_per_operator_in_scope_deletes_the_stale_and_writes_status() {
     let (client, api) = FakeApi::start("a", answer);
     let cka = Arc::new(cluster_audit());
-    let ctx = Arc::new(ClusterContext {
-        inner: Arc::new(Context::for_test(client, Settings::default())),
-        audits: synced_store(vec![stale_generated()]),
-        clusters: synced_store(vec![cka.as_ref().clone()]),
-        fingerprints: Mutex::default(),
-        failures: Mutex::default(),
-    });
+    let ctx = context(client, &cka, vec![stale_generated()]);
     let action = reconcile(cka, ctx).await.expect("reconciled");
     assert_eq!(action, Action::requeue(Duration::from_secs(60)));
     let seen = api.take();
@@ -149,13 +159,7 @@ async fn an_invalid_selector_stalls_without_a_request_but_the_status() {
         .expect("selector"),
     );
     let cka = Arc::new(cka);
-    let ctx = Arc::new(ClusterContext {
-        inner: Arc::new(Context::for_test(client, Settings::default())),
-        audits: synced_store(Vec::new()),
-        clusters: synced_store(vec![cka.as_ref().clone()]),
-        fingerprints: Mutex::default(),
-        failures: Mutex::default(),
-    });
+    let ctx = context(client, &cka, Vec::new());
     let action = reconcile(cka, ctx).await.expect("reconciled");
     assert_eq!(action, Action::await_change());
     let seen = api.take();
@@ -203,13 +207,7 @@ fn answer_with_a_quota(method: &Method, path: &str, body: &serde_json::Value) ->
 async fn a_kopf_audit_that_cannot_be_written_stops_none_of_the_others() {
     let (client, api) = FakeApi::start("a", answer_with_a_quota);
     let cka = Arc::new(cluster_audit());
-    let ctx = Arc::new(ClusterContext {
-        inner: Arc::new(Context::for_test(client, Settings::default())),
-        audits: synced_store(vec![stale_generated()]),
-        clusters: synced_store(vec![cka.as_ref().clone()]),
-        fingerprints: Mutex::default(),
-        failures: Mutex::default(),
-    });
+    let ctx = context(client, &cka, vec![stale_generated()]);
     let error = reconcile(cka, ctx).await.expect_err("two writes refused");
     assert!(
         matches!(
