@@ -335,6 +335,14 @@ struct LintArgs {
     /// Ignore `skip.kopfaudit.dev/<check>` annotations and `# kopf-audit: ignore[...]` comments.
     #[arg(long)]
     refuse_exemptions: bool,
+    /// Never run `helm template`: charts are left unread (lint their rendered output
+    /// with `-f -` instead). lint runs no other program.
+    #[arg(long)]
+    no_render: bool,
+    /// Exit 0 or 1 by the findings even when an input could not be read (a chart that
+    /// did not render, a file over a bound); by default such a run exits 2.
+    #[arg(long)]
+    allow_unrendered: bool,
 }
 
 #[derive(clap::Args)]
@@ -924,9 +932,18 @@ async fn check_audit(args: &CheckArgs) -> Result<Results, String> {
     })
 }
 
-/// `kopf-audit lint`: 2 when the input cannot be read.
+/// `kopf-audit lint`: 2 when the input cannot be read, or when part of it could not be
+/// read (unless `--allow-unrendered`): nothing read is nothing passed.
 fn lint_command(args: LintArgs) -> ExitCode {
-    print_results(lint_files(&args), &args.output)
+    let results = lint_files(&args);
+    let unread = results
+        .as_ref()
+        .is_ok_and(|r| r.subjects.iter().any(|s| !s.report.unread.is_empty()));
+    let code = print_results(results, &args.output);
+    if unread && !args.allow_unrendered {
+        return ExitCode::from(2);
+    }
+    code
 }
 
 /// What `--filename` names: stdin (`-`) or a file, read whole.
@@ -964,6 +981,7 @@ fn lint_files(args: &LintArgs) -> Result<Results, String> {
         stdin,
         values: args.values.clone(),
         namespace: args.namespace.clone(),
+        render: !args.no_render,
     };
     let linted = files::read(&input).map_err(|e| e.to_string())?;
     let policy = Policy {

@@ -204,6 +204,7 @@ impl Results {
             merged.targets.extend(report.targets.iter().cloned());
             merged.undecided.extend(report.undecided.iter().cloned());
             merged.notes.extend(report.notes.iter().cloned());
+            merged.unread.extend(report.unread.iter().cloned());
         }
         merged
     }

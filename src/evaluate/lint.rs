@@ -13,7 +13,7 @@ use crate::gather::files::Linted;
 use crate::gather::files::manifests::Manifests;
 use crate::model::evidence::TargetEvidence;
 use crate::model::rbac::BindingKind;
-use crate::model::source::Location;
+use crate::model::source::{Location, Unread};
 use std::collections::BTreeMap;
 
 /// A finding of lint, with where it points.
@@ -49,8 +49,11 @@ pub(crate) struct LintReport {
     pub(crate) targets: Vec<TargetStatus>,
     /// The areas lint could not decide.
     pub(crate) undecided: Vec<Undecided>,
-    /// What could not be read.
+    /// What could not be read but does not fail the run (a handled resource whose CRD
+    /// is not in the manifests, Deployments that run no kopf).
     pub(crate) notes: Vec<String>,
+    /// The inputs that could not be read: the run is no pass while one is left.
+    pub(crate) unread: Vec<Unread>,
 }
 
 impl LintReport {
@@ -67,6 +70,7 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
     let mut report = LintReport {
         targets: eval.targets.clone(),
         notes: linted.notes.clone(),
+        unread: linted.unread.clone(),
         ..LintReport::default()
     };
     let mut undecided: BTreeMap<(Area, String), Vec<String>> = BTreeMap::new();

@@ -30,6 +30,18 @@ impl fmt::Display for Location {
     }
 }
 
+/// An input `kopf-audit lint` was asked to read and could not (a chart that did not
+/// render, a file over a bound, a file that is not text): a run with one is not a
+/// pass, whatever else it found, so every output format says so and the command exits 2
+/// unless `--allow-unrendered` is given.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Unread {
+    /// The file or directory, relative to the linted root, with `/` separators.
+    pub(crate) path: String,
+    /// Why, as a sentence a person can act on; already cleaned and bounded.
+    pub(crate) why: String,
+}
+
 /// A value written in the source: a literal the linter could read, or an expression it
 /// does not evaluate.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use crate::model::kopf_run::{
 };
 use crate::model::needs;
 use crate::model::rbac::PeeringCrds;
-use crate::model::source::{Literal, ResourceSpec, SourceFacts};
+use crate::model::source::{Literal, ResourceSpec, SourceFacts, Unread};
 use dockerfile::Image;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -42,6 +42,8 @@ pub(crate) struct FilesInput {
     pub(crate) values: Vec<PathBuf>,
     /// The namespace of objects that name none (as `helm install -n`).
     pub(crate) namespace: String,
+    /// Whether charts are rendered with `helm template` (`--no-render` says no).
+    pub(crate) render: bool,
 }
 
 /// Why the files could not be linted.
@@ -69,8 +71,10 @@ pub(crate) struct Linted {
     pub(crate) manifests: Manifests,
     /// The Python files read, with their text (for `# kopf-audit: ignore[...]`).
     pub(crate) python: Vec<(String, String)>,
-    /// What could not be read and why, for the reader.
+    /// What the reader should know that does not fail the run.
     pub(crate) notes: Vec<String>,
+    /// The inputs that could not be read: the run is no pass while one is left.
+    pub(crate) unread: Vec<Unread>,
 }
 
 /// Directories never linted: version control, virtualenvs, build output, tests.
@@ -104,6 +108,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         source,
         python,
         mut notes,
+        unread,
     } = found;
     let targets: Vec<TargetEvidence> = manifests
         .deployments
@@ -123,6 +128,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         manifests,
         python,
         notes,
+        unread,
     })
 }
 
@@ -153,6 +159,7 @@ struct Found {
     source: SourceFacts,
     python: Vec<(String, String)>,
     notes: Vec<String>,
+    unread: Vec<Unread>,
 }
 
 impl Found {
