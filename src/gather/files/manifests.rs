@@ -85,6 +85,11 @@ impl Manifests {
     /// objects without a namespace are placed in `namespace` (as `kubectl apply -n` or
     /// `helm install -n` would).
     pub(crate) fn read(&mut self, path: &str, text: &str, namespace: &str) {
+        if let Err(too_deep) = super::bounds::yaml_depth(text) {
+            self.problems
+                .push((Location::new(path, 1), format!("not read: {too_deep}")));
+            return;
+        }
         for doc in documents(text) {
             if doc.text.trim().is_empty() {
                 continue;

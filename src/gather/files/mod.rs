@@ -6,6 +6,7 @@
 //! ([`oracle`]). Logs, Events, handled objects and peering exist only in a cluster: those
 //! areas are `NotInFiles`.
 
+pub(crate) mod bounds;
 pub(crate) mod dockerfile;
 pub(crate) mod manifests;
 pub(crate) mod oracle;
@@ -14,6 +15,7 @@ pub(crate) mod versions;
 
 use crate::gather::handled::{candidates, from_crd};
 use crate::gather::rbac::CrdDigest;
+use crate::model::bounded::{MAX_REASON_BYTES, clean};
 use crate::model::evidence::{
     Evidence, KopfEvidence, Obstacle, RbacEvidence, TargetEvidence, Unavailable,
 };
@@ -100,7 +102,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         found.manifests.read("-", text, &input.namespace);
     }
     if let Some(path) = &input.path {
-        found.walk(path, path, input)?;
+        found.walk(path, path, input, 0)?;
     }
     let Found {
         manifests,
@@ -108,8 +110,15 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         source,
         python,
         mut notes,
-        unread,
+        mut unread,
+        ..
     } = found;
+    unread.extend(manifests.problems.iter().map(|(at, why)| Unread {
+        path: at.file.clone(),
+        why: clean(&format!("line {}: {why}", at.line), MAX_REASON_BYTES),
+    }));
+    unread.sort();
+    unread.dedup();
     let targets: Vec<TargetEvidence> = manifests
         .deployments
         .iter()
@@ -160,17 +169,39 @@ struct Found {
     python: Vec<(String, String)>,
     notes: Vec<String>,
     unread: Vec<Unread>,
+    /// Files read so far, against [`bounds::MAX_FILES`].
+    files_read: usize,
+    /// Bytes read so far, against [`bounds::MAX_TOTAL_BYTES`].
+    bytes_read: u64,
+    /// Set when a bound of the whole run was reached: nothing more is read.
+    full: bool,
 }
 
 impl Found {
     /// Reads a file or a directory tree; `root` makes paths relative.
-    fn walk(&mut self, path: &Path, root: &Path, input: &FilesInput) -> Result<(), FilesError> {
+    fn walk(
+        &mut self,
+        path: &Path,
+        root: &Path,
+        input: &FilesInput,
+        depth: usize,
+    ) -> Result<(), FilesError> {
         let meta = std::fs::metadata(path).map_err(|source| read_error(path, source))?;
         if meta.is_file() {
             return self.file(path, root, input);
         }
         if path.join("Chart.yaml").is_file() {
             self.chart(path, root, input);
+            return Ok(());
+        }
+        if depth >= bounds::MAX_DIR_DEPTH {
+            self.unread(
+                &relative(path, root),
+                format!(
+                    "the directory is nested deeper than lint's bound of {} levels: it was not read",
+                    bounds::MAX_DIR_DEPTH
+                ),
+            );
             return Ok(());
         }
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
@@ -191,9 +222,13 @@ impl Found {
             if is_dir && (SKIPPED_DIRS.contains(&name) || name.starts_with('.')) {
                 continue;
             }
+            if self.full {
+                break;
+            }
             if is_dir {
-                self.walk(&entry, root, input)?;
-            } else {
+                self.walk(&entry, root, input, depth + 1)?;
+            } else if meta.is_file() {
+                // Not a fifo, a socket or a device: reading one would block or never end.
                 self.file(&entry, root, input)?;
             }
         }
@@ -208,17 +243,17 @@ impl Found {
         if kind == FileKind::Other {
             return Ok(());
         }
-        let bytes = std::fs::read(path).map_err(|source| read_error(path, source))?;
-        let Ok(text) = String::from_utf8(bytes) else {
-            self.notes
-                .push(format!("{shown} is not UTF-8 text: it was not linted."));
+        let Some(text) = self.bounded_text(path, &shown, kind)? else {
             return Ok(());
         };
         match kind {
-            FileKind::Python => {
-                self.source.extend(python::read(&shown, &text));
-                self.python.push((shown, text));
-            }
+            FileKind::Python => match python::read(&shown, &text) {
+                Ok(facts) => {
+                    self.source.extend(facts);
+                    self.python.push((shown, text));
+                }
+                Err(too_deep) => self.unread(&shown, format!("{too_deep}: it was not parsed")),
+            },
             FileKind::Dockerfile => {
                 self.pin(versions::pin(&shown, &text));
                 self.images.push(dockerfile::read(&shown, &text));
@@ -230,6 +265,64 @@ impl Found {
             FileKind::Yaml | FileKind::Other => {}
         }
         Ok(())
+    }
+
+    /// A file's text, when it is within the bounds of one file and of the run and is
+    /// UTF-8; otherwise `None`, and the file is unread (or the run is full).
+    fn bounded_text(
+        &mut self,
+        path: &Path,
+        shown: &str,
+        kind: FileKind,
+    ) -> Result<Option<String>, FilesError> {
+        if self.files_read >= bounds::MAX_FILES || self.bytes_read >= bounds::MAX_TOTAL_BYTES {
+            self.full = true;
+            self.unread(
+                shown,
+                format!(
+                    "lint reads at most {} files and {} MiB in one run: this file and the rest of the tree were not read; lint the operator's own directory",
+                    bounds::MAX_FILES,
+                    bounds::MAX_TOTAL_BYTES >> 20
+                ),
+            );
+            return Ok(None);
+        }
+        let limit = kind.max_bytes();
+        let file = std::fs::File::open(path).map_err(|source| read_error(path, source))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+            .map_err(|source| read_error(path, source))?;
+        self.files_read += 1;
+        self.bytes_read += bytes.len() as u64;
+        if bytes.len() as u64 > limit {
+            self.unread(
+                shown,
+                format!(
+                    "the file is over lint's bound of {} KiB for {} files: it was not parsed",
+                    limit >> 10,
+                    kind.noun()
+                ),
+            );
+            return Ok(None);
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(Some(text)),
+            Err(_) => {
+                self.unread(
+                    shown,
+                    "the file is not UTF-8 text: it was not parsed".into(),
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// Records an input that could not be read, its reason cleaned and bounded.
+    fn unread(&mut self, shown: &str, why: String) {
+        self.unread.push(Unread {
+            path: shown.to_string(),
+            why: clean(&why, MAX_REASON_BYTES),
+        });
     }
 
     /// Keeps a kopf pin: an exact one (`==`, a lock file) over a lower bound.
@@ -287,6 +380,28 @@ enum FileKind {
 }
 
 impl FileKind {
+    /// The largest file of this kind lint parses.
+    fn max_bytes(self) -> u64 {
+        match self {
+            FileKind::Python => bounds::MAX_PYTHON_BYTES,
+            FileKind::Yaml => bounds::MAX_YAML_BYTES,
+            FileKind::Dockerfile | FileKind::Requirements | FileKind::Other => {
+                bounds::MAX_OTHER_BYTES
+            }
+        }
+    }
+
+    /// The kind as the reader names it.
+    fn noun(self) -> &'static str {
+        match self {
+            FileKind::Python => "Python",
+            FileKind::Yaml => "YAML",
+            FileKind::Dockerfile => "Dockerfile",
+            FileKind::Requirements => "requirements",
+            FileKind::Other => "other",
+        }
+    }
+
     /// A file's kind by its name; Python test files are not linted.
     fn of(name: &str) -> FileKind {
         let is_test =

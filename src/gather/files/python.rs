@@ -3,6 +3,7 @@
 //! and the settings written. One walk over the syntax tree per file; the decisions are
 //! the `source.*` checks'.
 
+use super::bounds;
 use crate::model::source::{
     Handler, Literal, Location, ParseProblem, PyStart, Registration, ResourceSpec, SettingWrite,
     SourceFacts,
@@ -71,8 +72,37 @@ const LOG_METHODS: [&str; 7] = [
 /// The keyword arguments of a handler decorator that narrow the objects it handles.
 const FILTERS: [&str; 6] = ["labels", "annotations", "when", "field", "value", "old"];
 
-/// The facts of one file; `path` is how findings name it.
-pub(crate) fn read(path: &str, text: &str) -> SourceFacts {
+/// Deepest the walks of a syntax tree go: [`bounds::python_depth`] keeps a parsed file
+/// shallower, so this only guards the walk should the estimate ever fall short.
+const MAX_WALK_DEPTH: usize = 2 * bounds::MAX_PYTHON_DEPTH;
+
+/// Stack of the thread that parses, walks and drops one file's tree: the walks and the
+/// tree's drop recurse once or twice per level, and a debug build's frames are large.
+const PARSE_STACK_BYTES: usize = 64 << 20;
+
+/// The facts of one file; `path` is how findings name it. A file nested deeper than
+/// lint's bounds is refused before it is parsed.
+pub(crate) fn read(path: &str, text: &str) -> Result<SourceFacts, bounds::TooDeep> {
+    bounds::python_depth(text)?;
+    let on_big_stack = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("lint-python".into())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(scope, || read_bounded(path, text))
+            .map(|handle| handle.join())
+    });
+    match on_big_stack {
+        Ok(Ok(facts)) => Ok(facts),
+        // No thread could be started, or the walk panicked: nothing read.
+        _ => Err(bounds::TooDeep {
+            what: "the syntax tree",
+            limit: MAX_WALK_DEPTH,
+        }),
+    }
+}
+
+/// [`read`] of a file within the bounds.
+fn read_bounded(path: &str, text: &str) -> SourceFacts {
     let index = LineIndex::from_source_text(text);
     let mut facts = SourceFacts {
         files: 1,
@@ -103,6 +133,7 @@ pub(crate) fn read(path: &str, text: &str) -> SourceFacts {
         shadowed: BTreeSet::new(),
         top_level_call: None,
         top_level_stmt: None,
+        depth: 0,
     };
     for stmt in &module.body {
         walker.visit_stmt(stmt);
@@ -314,6 +345,8 @@ struct Walker<'a> {
     top_level_call: Option<TextSize>,
     /// The start of the statement of the current handler's own body being walked.
     top_level_stmt: Option<TextSize>,
+    /// How deep the walk is, against [`MAX_WALK_DEPTH`].
+    depth: usize,
 }
 
 impl Walker<'_> {
@@ -509,9 +542,13 @@ const VARYING: [&str; 12] = [
 
 /// Whether an expression calls one of [`VARYING`].
 fn varies(expr: &Expr) -> bool {
-    struct Finder(bool);
+    struct Finder(bool, usize);
     impl<'a> Visitor<'a> for Finder {
         fn visit_expr(&mut self, expr: &'a Expr) {
+            if self.1 >= MAX_WALK_DEPTH {
+                return;
+            }
+            self.1 += 1;
             if let Expr::Call(call) = expr
                 && let Expr::Attribute(_) | Expr::Name(_) = &*call.func
                 && dotted(&call.func)
@@ -520,9 +557,10 @@ fn varies(expr: &Expr) -> bool {
                 self.0 = true;
             }
             walk_expr(self, expr);
+            self.1 -= 1;
         }
     }
-    let mut finder = Finder(false);
+    let mut finder = Finder(false, 0);
     finder.visit_expr(expr);
     finder.0
 }
@@ -616,6 +654,31 @@ fn parameter_names(parameters: &Parameters) -> BTreeSet<String> {
 
 impl<'a> Visitor<'a> for Walker<'_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        if self.depth >= MAX_WALK_DEPTH {
+            return;
+        }
+        self.depth += 1;
+        self.stmt(stmt);
+        self.depth -= 1;
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.depth >= MAX_WALK_DEPTH {
+            return;
+        }
+        self.depth += 1;
+        if let Expr::Call(call) = expr {
+            self.call(call);
+        }
+        walk_expr(self, expr);
+        self.depth -= 1;
+    }
+}
+
+impl<'a> Walker<'_> {
+    /// One statement: a function (a handler, when a kopf decorator makes one of it), an
+    /// assignment, a `raise`, or any other, walked into.
+    fn stmt(&mut self, stmt: &'a Stmt) {
         match stmt {
             Stmt::FunctionDef(def) => {
                 for d in &def.decorator_list {
@@ -675,13 +738,6 @@ impl<'a> Visitor<'a> for Walker<'_> {
             }
             _ => walk_stmt(self, stmt),
         }
-    }
-
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if let Expr::Call(call) = expr {
-            self.call(call);
-        }
-        walk_expr(self, expr);
     }
 }
 

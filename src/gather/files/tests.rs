@@ -1,5 +1,10 @@
 use super::*;
 
+/// A file's facts; the test files are all within lint's bounds.
+fn python_ok(path: &str, text: &str) -> SourceFacts {
+    python::read(path, text).expect("within lint's bounds")
+}
+
 #[test]
 fn file_kinds_are_told_by_name_and_tests_are_not_linted() {
     assert_eq!(FileKind::of("operator.py"), FileKind::Python);
@@ -39,7 +44,7 @@ fn the_image_cmd_starts_kopf_when_the_deployment_sets_no_command() {
 
 #[test]
 fn the_startup_settings_make_peering_standalone() {
-    let facts = python::read(
+    let facts = python_ok(
         "op.py",
         "import kopf\n@kopf.on.startup()\ndef c(settings, **_):\n    settings.peering.standalone = True\n",
     );
@@ -50,7 +55,7 @@ fn the_startup_settings_make_peering_standalone() {
 #[test]
 fn the_startup_settings_make_peering_mandatory_under_its_name() {
     let read = |body: &str| {
-        python::read(
+        python_ok(
             "op.py",
             &format!("import kopf\n@kopf.on.startup()\ndef c(settings, **_):\n{body}"),
         )
@@ -82,7 +87,7 @@ fn the_startup_settings_make_peering_mandatory_under_its_name() {
 
 #[test]
 fn the_source_storage_settings_reach_the_evidence() {
-    let facts = python::read(
+    let facts = python_ok(
         "op.py",
         "import kopf\n@kopf.on.startup()\ndef c(settings, **_):\n    settings.persistence.progress_storage = kopf.StatusProgressStorage(field='status.kopf')\n",
     );
@@ -114,10 +119,50 @@ fn links_are_not_followed_and_files_that_are_not_text_are_noted() {
     assert_eq!(linted.source.files, 1);
     assert!(
         linted
-            .notes
+            .unread
             .iter()
-            .any(|n| n.contains("app/latin1.py is not UTF-8")),
+            .any(|u| u.path == "app/latin1.py" && u.why.contains("not UTF-8")),
         "{:?}",
-        linted.notes
+        linted.unread
+    );
+}
+
+#[test]
+fn fifos_are_not_read_and_files_over_a_bound_are_unread() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-bounds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    // Reading a fifo blocks until a writer comes: it is skipped, never opened.
+    let fifo = std::ffi::CString::new(dir.join("pipe.py").into_os_string().into_encoded_bytes())
+        .expect("a path without NUL");
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates the file.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    let big = "x".repeat(usize::try_from(bounds::MAX_PYTHON_BYTES).expect("fits") + 1);
+    std::fs::write(dir.join("big.py"), format!("# {big}\n")).expect("write");
+    std::fs::write(
+        dir.join("deep.py"),
+        format!("x = 1{}\n", "+1".repeat(bounds::MAX_PYTHON_DEPTH)),
+    )
+    .expect("write");
+    let linted = read(&FilesInput {
+        path: Some(dir.clone()),
+        namespace: "ops".into(),
+        ..FilesInput::default()
+    })
+    .expect("reads");
+    let _ = std::fs::remove_dir_all(&dir);
+    let unread: Vec<(&str, &str)> = linted
+        .unread
+        .iter()
+        .map(|u| (u.path.as_str(), u.why.as_str()))
+        .collect();
+    assert_eq!(unread.len(), 2, "{unread:?}");
+    assert!(
+        unread[0].0 == "big.py" && unread[0].1.contains("1024 KiB"),
+        "{unread:?}"
+    );
+    assert!(
+        unread[1].0 == "deep.py" && unread[1].1.contains("bound of 1000"),
+        "{unread:?}"
     );
 }

@@ -1,5 +1,10 @@
 use super::*;
 
+/// A file's facts; the test files are all within lint's bounds.
+fn read_ok(path: &str, text: &str) -> SourceFacts {
+    read(path, text).expect("within lint's bounds")
+}
+
 const OPERATOR: &str = r#"
 import logging
 import time
@@ -37,7 +42,7 @@ if __name__ == "__main__":
 
 #[test]
 fn handlers_their_resources_and_signatures_are_read() {
-    let facts = read("op.py", OPERATOR);
+    let facts = read_ok("op.py", OPERATOR);
     assert!(facts.problems.is_empty(), "{:?}", facts.problems);
     let names: Vec<&str> = facts.handlers.iter().map(|h| h.function.as_str()).collect();
     assert_eq!(names, ["configure", "create_fn", "update_fn", "tick"]);
@@ -68,7 +73,7 @@ fn handlers_their_resources_and_signatures_are_read() {
 
 #[test]
 fn blocking_calls_count_in_async_handlers_and_module_loggers_unless_shadowed() {
-    let facts = read("op.py", OPERATOR);
+    let facts = read_ok("op.py", OPERATOR);
     let create = &facts.handlers[1];
     let blocking: Vec<&str> = create
         .blocking_calls
@@ -85,7 +90,7 @@ fn blocking_calls_count_in_async_handlers_and_module_loggers_unless_shadowed() {
 
 #[test]
 fn settings_are_kopfs_only_and_know_whether_a_startup_handler_writes_them() {
-    let facts = read("op.py", OPERATOR);
+    let facts = read_ok("op.py", OPERATOR);
     let written: Vec<(&str, bool)> = facts
         .settings
         .iter()
@@ -108,7 +113,7 @@ fn settings_are_kopfs_only_and_know_whether_a_startup_handler_writes_them() {
 
 #[test]
 fn kopf_run_and_its_keyword_arguments_are_read() {
-    let facts = read("op.py", OPERATOR);
+    let facts = read_ok("op.py", OPERATOR);
     let start = facts.starts.first().expect("kopf.run");
     assert_eq!(start.function, "kopf.run");
     assert_eq!(start.clusterwide, Some(Literal::Bool(true)));
@@ -124,7 +129,7 @@ fn kopf_run_and_its_keyword_arguments_are_read() {
 fn resource_specs_follow_kopfs_selector() {
     let spec = |src: &str| {
         let text = format!("import kopf\n@kopf.on.event({src})\ndef f(**_): pass\n");
-        read("x.py", &text).handlers[0].resource.clone()
+        read_ok("x.py", &text).handlers[0].resource.clone()
     };
     let rs = |g: Option<&str>, v: Option<&str>, n: &str| {
         Some(ResourceSpec {
@@ -151,7 +156,7 @@ fn resource_specs_follow_kopfs_selector() {
 
 #[test]
 fn a_file_that_does_not_parse_is_a_problem_with_its_line() {
-    let facts = read("bad.py", "import kopf\n\ndef f(:\n    pass\n");
+    let facts = read_ok("bad.py", "import kopf\n\ndef f(:\n    pass\n");
     assert_eq!(facts.problems.len(), 1);
     assert_eq!(facts.problems[0].location.line, 3);
     assert!(facts.handlers.is_empty());
@@ -160,7 +165,7 @@ fn a_file_that_does_not_parse_is_a_problem_with_its_line() {
 #[test]
 fn current_python_syntax_parses() {
     // PEP 695 type parameters (3.12) and PEP 750 template strings (3.14).
-    let facts = read(
+    let facts = read_ok(
         "new.py",
         "import kopf\ntype Pair[T] = tuple[T, T]\ndef first[T](p: Pair[T]) -> T: return p[0]\nname = 'x'\ngreeting = t'hello {name}'\n",
     );
@@ -169,7 +174,7 @@ fn current_python_syntax_parses() {
 
 #[test]
 fn raises_posts_and_kopfs_logger_are_read_per_handler() {
-    let facts = read(
+    let facts = read_ok(
         "op.py",
         "import kopf\n\n@kopf.timer('kex', interval=5)\ndef tick(body, logger, **_):\n    kopf.info(body, reason='Tick', message='tick')\n    if body.get('x'):\n        kopf.warn(body, reason='X', message='x')\n    logger.info('ticked')\n    def nested():\n        kopf.event(body, type='Normal', reason='N', message='n')\n    raise kopf.TemporaryError('again', delay=5)\n",
     );
@@ -195,7 +200,7 @@ fn raises_posts_and_kopfs_logger_are_read_per_handler() {
 
 #[test]
 fn self_patches_of_changing_values_to_what_kopf_diffs_are_read() {
-    let facts = read(
+    let facts = read_ok(
         "op.py",
         "import datetime, uuid, kopf\n\n@kopf.on.update('stamps')\nasync def stamp(spec, patch, meta, **_):\n    patch.metadata.annotations['x/at'] = datetime.datetime.now().isoformat()\n    patch.spec['token'] = str(uuid.uuid4())\n    patch.status['at'] = datetime.datetime.now().isoformat()\n    patch.metadata.labels['size'] = str(spec['size'])\n    if meta.annotations.get('x/at') is None:\n        patch.meta.annotations['x/first'] = datetime.datetime.now().isoformat()\n",
     );
@@ -213,7 +218,7 @@ fn self_patches_of_changing_values_to_what_kopf_diffs_are_read() {
         ]
     );
     // Without kopf's `patch` argument, `patch` is someone else's.
-    let other = read(
+    let other = read_ok(
         "op.py",
         "import time, kopf\npatch = {}\n@kopf.on.update('stamps')\ndef stamp(spec, **_):\n    patch.spec['at'] = time.time()\n",
     );
