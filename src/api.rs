@@ -351,6 +351,11 @@ pub struct KopfAuditStatus {
     /// to the annotation once the audit it asked for has run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_requested_at: Option<String>,
+    /// When a `kopfaudit.dev/requested-at` request came sooner after the last audit than
+    /// the auditor allows (`--audit-now-min-interval`), the time its audit runs at; gone
+    /// once it ran. Requests before then collapse into that one audit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_deferred_until: Option<Time>,
 }
 
 /// Finding counts by severity.

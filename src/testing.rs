@@ -178,3 +178,14 @@ pub(crate) fn heap_peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let peak = PEAK.with(std::cell::Cell::get);
     (out, usize::try_from(peak - base).unwrap_or(0))
 }
+
+/// A KopfAudit `namespace/name` of the Deployment `op`, as the tests of the
+/// reconciler's memory take one.
+pub(crate) fn audit(namespace: &str, name: &str) -> crate::api::KopfAudit {
+    let value = serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
+        "spec": {"target": {"deployment": "op"}}
+    });
+    serde_json::from_value(value).expect("a valid KopfAudit")
+}

@@ -295,6 +295,11 @@ struct RunArgs {
     /// the auditor never has more than 4 x this many (watches aside).
     #[arg(long, env = "KOPF_AUDIT_MAX_CONCURRENT_AUDITS", default_value_t = reconcile::DEFAULT_MAX_CONCURRENT_AUDITS, value_parser = clap::value_parser!(u16).range(1..=256))]
     max_concurrent_audits: u16,
+    /// Seconds at least between two audits of one KopfAudit that `audit-now` requests
+    /// can ask for; a request sooner waits for the rest (echoed in
+    /// `status.requestDeferredUntil`) and the requests before then share that audit.
+    #[arg(long, env = "KOPF_AUDIT_AUDIT_NOW_MIN_INTERVAL", default_value_t = reconcile::DEFAULT_AUDIT_NOW_MIN_GAP.as_secs(), value_parser = clap::value_parser!(u64).range(0..=3600), value_name = "SECONDS")]
+    audit_now_min_interval: u64,
     /// MiB of log records all KopfAudits together keep between audits (each keeps at
     /// most 0.5 MiB); past it the least recently seen are forgotten, and the logs areas
     /// that lost some say they saw part of the window.
@@ -501,6 +506,7 @@ async fn run(args: RunArgs) -> ExitCode {
         log_memory_bytes: usize::from(args.log_memory_mib) << 20,
         reports: args.reports,
         cluster_audits: args.cluster_audits,
+        audit_now_min_gap: std::time::Duration::from_secs(args.audit_now_min_interval),
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "kopf-audit starting");
     let code = if args.leader_election {

@@ -126,6 +126,8 @@ pub(crate) fn acknowledge_request(
         return;
     }
     update.status.last_handled_requested_at = requested;
+    // The deferred request (if any) is answered now.
+    update.status.request_deferred_until = None;
     if !update.changed {
         update.changed = true;
         update.status.last_audit_time = Some(now.clone());

@@ -28,6 +28,9 @@ pub(super) struct Remembered {
     pub(super) owed: Owed,
     /// The targets as the last run read them.
     pub(super) targets: Vec<SeenTarget>,
+    /// When the last audit started, and for which generation: a request for another
+    /// audit of the same generation sooner than the least gap waits (`requests`).
+    pub(super) last_run: Option<(std::time::Instant, Option<i64>)>,
 }
 
 impl Remembered {
@@ -37,6 +40,7 @@ impl Remembered {
             && self.written.is_none()
             && self.owed.is_empty()
             && self.targets.is_empty()
+            && self.last_run.is_none()
     }
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod metrics_auth;
 mod owed;
 pub(crate) mod pipeline;
 pub(crate) mod readiness;
+mod requests;
 mod targets;
 mod watches;
 mod written;
@@ -60,6 +61,9 @@ pub(crate) struct Settings {
     /// Run the ClusterKopfAudit controller (`--cluster-audits`; not with
     /// `watch_namespace`).
     pub(crate) cluster_audits: bool,
+    /// The least time between two audits of one KopfAudit that a request
+    /// (`kopfaudit.dev/requested-at`) can ask for (`--audit-now-min-interval`).
+    pub(crate) audit_now_min_gap: Duration,
 }
 
 impl Default for Settings {
@@ -73,9 +77,15 @@ impl Default for Settings {
             log_memory_bytes: crate::gather::logs::DEFAULT_PROCESS_BUDGET_BYTES,
             reports: crate::publish::reports::ReportOutput::default(),
             cluster_audits: false,
+            audit_now_min_gap: DEFAULT_AUDIT_NOW_MIN_GAP,
         }
     }
 }
+
+/// The least time between two audits a request can ask for, unless
+/// `--audit-now-min-interval` says otherwise: a tenant who writes a new
+/// `kopfaudit.dev/requested-at` every second gets one audit every 10 s, not one a second.
+pub(crate) const DEFAULT_AUDIT_NOW_MIN_GAP: Duration = Duration::from_secs(10);
 
 /// Audits that run at once unless `--max-concurrent-audits` says otherwise: with the
 /// per-audit bound of the client's request budget, at most 32 requests in flight.

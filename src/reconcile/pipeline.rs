@@ -125,6 +125,20 @@ pub(crate) async fn reconcile(
         .namespace()
         .ok_or_else(|| ReconcileError::NoNamespace(audit.name_any()))?;
     let stored = first_sight(&audit, &namespace, &ctx).await?;
+    let requested = audit
+        .annotations()
+        .get(REQUESTED_AT_ANNOTATION)
+        .map(String::as_str);
+    let gap = ctx.settings.audit_now_min_gap;
+    let now = std::time::Instant::now();
+    if let Some(wait) = ctx
+        .memory
+        .request_wait(&audit, &stored, requested, gap, now)
+    {
+        defer_request(&audit, &namespace, &stored, wait, &ctx).await?;
+        return Ok(Action::requeue(wait));
+    }
+    ctx.memory.audit_started(&audit, now);
     let reach = Reach {
         own: namespace.clone(),
         cross_namespace: ctx.settings.allow_cross_namespace,
@@ -235,6 +249,30 @@ async fn first_sight(
     let pending = evaluate::pending_status(audit.metadata.generation, &Time(Timestamp::now()));
     write_status(audit, namespace, &pending, ctx).await?;
     Ok(pending)
+}
+
+/// Echoes in status when a requested audit runs (`status.requestDeferredUntil`), once
+/// per wait: the requests that follow within it change nothing to write.
+async fn defer_request(
+    audit: &KopfAudit,
+    namespace: &str,
+    stored: &KopfAuditStatus,
+    wait: std::time::Duration,
+    ctx: &Context,
+) -> Result<(), ReconcileError> {
+    if stored.request_deferred_until.is_some() {
+        return Ok(());
+    }
+    let until = jiff::SignedDuration::try_from(wait)
+        .ok()
+        .and_then(|wait| Timestamp::now().checked_add(wait).ok())
+        .unwrap_or_else(Timestamp::now);
+    tracing::info!(wait_ms = wait.as_millis() as u64, "audit request deferred");
+    let status = KopfAuditStatus {
+        request_deferred_until: Some(Time(until)),
+        ..stored.clone()
+    };
+    write_status(audit, namespace, &status, ctx).await
 }
 
 /// Writes a status, only while this instance may write, and remembers it until the
