@@ -353,3 +353,88 @@ async fn audit_now_triggers_exactly_one_audit_and_is_echoed_in_status() {
     ));
     let _ = std::fs::remove_dir_all(&plugins);
 }
+
+/// A tenant who writes a new `kopfaudit.dev/requested-at` every second for a minute
+/// gets at most one audit per `--audit-now-min-interval` (20 s here: the first at
+/// once, then one per gap, five with the wait after the minute), the wait echoed in
+/// `status.requestDeferredUntil`, and the last request still answered.
+#[tokio::test]
+async fn a_minute_of_audit_now_requests_runs_one_audit_per_gap() {
+    let admin = support::admin_client().await;
+    ensure_crd(&admin).await;
+    let ns = TestNamespace::create(&admin, "audit-burst").await;
+    let _kopf = Fixture::start("good", &ns.name, None);
+    let deployment = fixture_deployment(&admin, &ns.name).await;
+    let auditor = Auditor::start(
+        &support::kubeconfig_path(),
+        &ns.name,
+        &["--audit-now-min-interval", "20"],
+    );
+    create_kopfaudit(&admin, &ns.name, audit_for("burst", &deployment, "1h"))
+        .await
+        .expect("create");
+    wait_status(
+        &admin,
+        &ns.name,
+        "burst",
+        "the first audit",
+        Duration::from_secs(180),
+        |s| condition(s, "Ready").is_some_and(|(status, _)| status == "True"),
+    )
+    .await;
+    // Past the gap of the first audit, so that the burst starts with one audit.
+    tokio::time::sleep(Duration::from_secs(21)).await;
+    let before = audits_run(&auditor, &ns.name, "burst");
+    let api: kube::Api<kopf_audit::api::KopfAudit> = kube::Api::namespaced(admin.clone(), &ns.name);
+    let mut deferred_seen = false;
+    let mut last = String::new();
+    for n in 0..60 {
+        last = format!("burst-{n}");
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            kopf_audit::catalog::REQUESTED_AT_ANNOTATION: last.clone()
+        }}});
+        let patched = api
+            .patch(
+                "burst",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+            .expect("the annotation is written");
+        deferred_seen |= patched
+            .status
+            .as_ref()
+            .is_some_and(|s| s.request_deferred_until.is_some());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let answered = wait_status(
+        &admin,
+        &ns.name,
+        "burst",
+        "the last request answered",
+        Duration::from_secs(60),
+        |s| s.last_handled_requested_at.as_deref() == Some(last.as_str()),
+    )
+    .await;
+    let after = audits_run(&auditor, &ns.name, "burst");
+    say(format!(
+        "audit-now burst: 60 requests in a minute ran {} audits (gap 20 s), deferral echoed: {deferred_seen}",
+        after - before
+    ));
+    assert!(
+        after - before <= 5,
+        "at most one audit per gap: {before} -> {after}"
+    );
+    assert!(after > before, "the requests were answered");
+    assert!(
+        deferred_seen,
+        "the wait is echoed in status.requestDeferredUntil"
+    );
+    assert!(
+        answered
+            .status
+            .as_ref()
+            .is_some_and(|s| s.request_deferred_until.is_none()),
+        "the echo is gone once the deferred audit ran"
+    );
+}
