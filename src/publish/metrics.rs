@@ -11,6 +11,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::{BTreeMap, BTreeSet};
+
+mod resources;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -135,6 +137,8 @@ pub(crate) struct Metrics {
     events_given_up: Counter,
     /// Label sets last exported per audit, so that resolved ones are removed.
     exported: Mutex<BTreeMap<AuditLabels, ExportedSets>>,
+    /// The resources the API metrics name besides the auditor's own.
+    extra_resources: Mutex<resources::ExtraResources>,
 }
 
 impl Default for Metrics {
@@ -297,6 +301,7 @@ impl Metrics {
             findings,
             conditions,
             exported: Mutex::new(BTreeMap::new()),
+            extra_resources: Mutex::default(),
         }
     }
 
@@ -325,19 +330,37 @@ impl Metrics {
     /// Records an answer of the API server (or none: `code` is `None`) and how long it
     /// took.
     fn api_response(&self, route: &Route, code: Option<u16>, took: Duration) {
-        self.api_responses
-            .get_or_create(&ResponseLabels {
+        let now = std::time::Instant::now();
+        let (response, latency, stale) = {
+            let mut extra = self
+                .extra_resources
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let resource = extra.label(&route.resource, code);
+            let response = ResponseLabels {
                 verb: route.verb.into(),
-                resource: route.resource.clone(),
+                resource: resource.clone(),
                 code: code.map_or_else(|| "error".into(), |c| c.to_string()),
-            })
-            .inc();
-        self.api_latency
-            .get_or_create(&LatencyLabels {
+            };
+            let latency = LatencyLabels {
                 verb: route.verb.into(),
-                resource: route.resource.clone(),
-            })
+                resource,
+            };
+            extra.used(&response, &latency, now);
+            (response, latency, extra.stale(now))
+        };
+        self.api_responses.get_or_create(&response).inc();
+        self.api_latency
+            .get_or_create(&latency)
             .observe(took.as_secs_f64());
+        for (responses, latencies) in stale {
+            responses.iter().for_each(|r| {
+                self.api_responses.remove(r);
+            });
+            latencies.iter().for_each(|l| {
+                self.api_latency.remove(l);
+            });
+        }
     }
 
     /// Exports an audit's interval, for the overdue alert.
@@ -784,6 +807,70 @@ mod tests {
             let got = route(method, uri);
             assert_eq!((got.verb, got.resource.as_str()), (verb, resource), "{uri}");
         }
+    }
+
+    #[test]
+    fn made_up_plurals_share_one_series_and_stale_resources_lose_theirs() {
+        let m = Metrics::new();
+        let series = |m: &Metrics| {
+            m.encode()
+                .lines()
+                .filter(|l| l.starts_with("kopf_audit_api_responses_total{"))
+                .count()
+        };
+        // Five rounds of 32 made-up plurals: the API server answers 404 (or 403).
+        for round in 0..5 {
+            for n in 0..32 {
+                let uri = format!("/apis/evil.example/v1/namespaces/t/made-up-{round}-{n}");
+                let code = if n % 2 == 0 { 404 } else { 403 };
+                m.api_response(
+                    &route(http::Method::GET, &uri),
+                    Some(code),
+                    Duration::from_millis(1),
+                );
+            }
+        }
+        let text = m.encode();
+        assert!(
+            !text.contains("made-up"),
+            "no series names a made-up plural"
+        );
+        assert_eq!(series(&m), 2, "one per code, all `other`");
+        // A real resource that answers is named, up to the bound.
+        for n in 0..(resources::MAX_EXTRA + 10) {
+            let uri = format!("/apis/example.com/v1/namespaces/t/things{n}");
+            m.api_response(
+                &route(http::Method::GET, &uri),
+                Some(200),
+                Duration::from_millis(1),
+            );
+        }
+        let text = m.encode();
+        let named: BTreeSet<&str> = text
+            .split("resource=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .filter(|r| r.starts_with("things"))
+            .collect();
+        assert_eq!(named.len(), resources::MAX_EXTRA, "named up to the bound");
+        // Unrequested for the forget time, their series go.
+        let later = std::time::Instant::now() + resources::FORGET_AFTER + Duration::from_secs(61);
+        let stale = m
+            .extra_resources
+            .lock()
+            .map(|mut e| e.stale(later))
+            .expect("lock");
+        assert_eq!(stale.len(), resources::MAX_EXTRA);
+        for (responses, latencies) in stale {
+            responses.iter().for_each(|r| {
+                m.api_responses.remove(r);
+            });
+            latencies.iter().for_each(|l| {
+                m.api_latency.remove(l);
+            });
+        }
+        assert!(!m.encode().contains("resource=\"things"));
+        assert_eq!(m.extra_resources.lock().map(|e| e.len()).expect("lock"), 0);
     }
 
     #[test]
