@@ -32,7 +32,8 @@ fn scope_text(d: &Discovered) -> String {
     }
 }
 
-/// The table: one row per operator found.
+/// The table: one row per operator found, each cell on one line and inert (a
+/// version or a namespace read from a log is anyone's text).
 pub(crate) fn table(found: &[Discovered]) -> String {
     let header = ["NAMESPACE", "DEPLOYMENT", "RECOGNISED BY", "KOPF", "SCOPE"];
     let rows: Vec<[String; 5]> = found
@@ -45,6 +46,7 @@ pub(crate) fn table(found: &[Discovered]) -> String {
                 d.kopf_version.clone().unwrap_or_else(|| "-".to_string()),
                 scope_text(d),
             ]
+            .map(|cell| one_line(&cell))
         })
         .collect();
     let mut widths = header.map(str::len);
@@ -110,13 +112,13 @@ pub(crate) fn kopf_audits_yaml(
         );
     }
     for d in found {
-        let recognised = format!(
+        let recognised = one_line(&format!(
             "{}/{}: kopf recognised by {} ({})",
             d.namespace,
             d.deployment,
             recognised_word(d.recognised_by),
-            one_line(&d.evidence)
-        );
+            d.evidence
+        ));
         match audits.iter().find(|a| audits_operator(a, d)) {
             Some(audit) => {
                 let _ = writeln!(out, "---\n# {recognised}");
@@ -146,9 +148,10 @@ pub(crate) fn kopf_audit(d: &Discovered) -> KopfAudit {
     audit
 }
 
-/// Text on one line, for a YAML comment.
+/// Text on one line and inert, for a table cell or a YAML comment: a line break in
+/// a comment would end it and start YAML of its own.
 fn one_line(text: &str) -> String {
-    text.split(['\n', '\r']).collect::<Vec<_>>().join(" ")
+    super::inert::one_line(text)
 }
 
 /// The JSON output: operators, the undetermined, and the cost.
@@ -189,7 +192,11 @@ pub(crate) fn summary(discovery: &Discovery, requests: u64) -> String {
         reason,
     } in &discovery.undetermined
     {
-        let _ = writeln!(out, "undetermined: {namespace}/{deployment}: {reason}");
+        let _ = writeln!(
+            out,
+            "undetermined: {}",
+            one_line(&format!("{namespace}/{deployment}: {reason}"))
+        );
     }
     out
 }
@@ -447,5 +454,35 @@ mod tests {
         );
         let refused = scope_of(&invalid).expect_err("an invalid operator");
         assert!(refused.starts_with("spec.selector is invalid"), "{refused}");
+    }
+
+    #[test]
+    fn hostile_evidence_and_versions_stay_on_their_line_in_every_output() {
+        let mut d = row(
+            "op",
+            Recognition::Log,
+            Some("1.0\n::error::x\u{1b}]0;T\u{7}"),
+        );
+        d.evidence = "log: \"a\n---\nkind: Secret\n::warning::y\u{202E}\"".into();
+        let found = [d];
+        let table = crate::cli::inert::inert(&table(&found));
+        assert_eq!(table.lines().count(), 2, "{table}");
+        let yaml =
+            crate::cli::inert::inert(&kopf_audits_yaml(&found, &Template::Defaults).expect("yaml"));
+        assert_eq!(
+            parse(&yaml).len(),
+            1,
+            "the evidence starts no document: {yaml}"
+        );
+        for text in [&table, &yaml] {
+            assert!(
+                !text.lines().any(|l| l.trim_start().starts_with("::")),
+                "{text}"
+            );
+            assert!(
+                !text.chars().any(|c| c == '\x1b' || c == '\u{202E}'),
+                "{text:?}"
+            );
+        }
     }
 }

@@ -16,6 +16,7 @@ use crate::model::bounded::{
     MAX_CONDITION_MESSAGE_BYTES, MAX_EVIDENCE_BYTES, MAX_MESSAGE_BYTES, MAX_NAME_BYTES,
     MAX_REASON_BYTES, clean, clean_lines,
 };
+use crate::model::source::Unread;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::fmt::Write as _;
 
@@ -133,6 +134,7 @@ fn subject_html(out: &mut String, subject: &Subject) {
         "<p class=\"counts\">{}</p>",
         counts_text(std::slice::from_ref(subject))
     );
+    unread_html(out, &subject.report.unread);
     conditions_html(out, &subject.conditions);
     findings_html(out, subject);
     targets_html(out, &subject.report.targets);
@@ -184,7 +186,15 @@ fn findings_html(out: &mut String, subject: &Subject) {
     out.push_str("<h3>Findings</h3>\n");
     let findings = &subject.report.findings;
     if findings.is_empty() {
-        out.push_str("<p class=\"none\">No findings.</p>\n");
+        match subject.report.unread.len() {
+            0 => out.push_str("<p class=\"none\">No findings.</p>\n"),
+            n => {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"bad\">No findings in what was read; {n} input(s) could not be read.</p>"
+                );
+            }
+        }
         return;
     }
     let shown = &findings[..findings.len().min(MAX_FINDINGS)];
@@ -250,6 +260,28 @@ fn finding_html(out: &mut String, f: &LintFinding) {
         );
     }
     out.push_str("</div>\n");
+}
+
+/// The inputs lint could not read, first: the run is no pass while one is left, so
+/// the page says so before anything that could read as one.
+fn unread_html(out: &mut String, unread: &[Unread]) {
+    if unread.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h3>Not read</h3>\n<p class=\"bad\">{} input(s) could not be read: the run is not a pass.</p>\n<ul class=\"unread\">",
+        unread.len()
+    );
+    for u in unread {
+        let _ = writeln!(
+            out,
+            "<li><code>{}</code>: {}</li>",
+            line(&u.path, 2 * MAX_NAME_BYTES),
+            lines(&u.why, MAX_MESSAGE_BYTES)
+        );
+    }
+    out.push_str("</ul>\n");
 }
 
 fn targets_html(out: &mut String, targets: &[TargetStatus]) {
@@ -430,5 +462,23 @@ mod tests {
             "bounded"
         );
         assert!(page.contains("7 more finding(s) not shown"), "{page}");
+    }
+
+    #[test]
+    fn unread_inputs_come_first_and_no_findings_is_never_said_alone() {
+        let mut r = hostile_results(0);
+        r.subjects[0].report.unread.push(Unread {
+            path: "charts/<op>".into(),
+            why: "helm template failed".into(),
+        });
+        let page = render(&r);
+        assert!(page.contains("<h3>Not read</h3>"), "{page}");
+        assert!(
+            page.contains("<li><code>charts/&lt;op&gt;</code>: helm template failed</li>"),
+            "{page}"
+        );
+        assert!(!page.contains("No findings.</p>"), "{page}");
+        assert!(page.contains("No findings in what was read; 1 input(s) could not be read."));
+        assert!(page.find("Not read") < page.find("<h3>Findings"), "first");
     }
 }

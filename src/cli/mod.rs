@@ -6,6 +6,7 @@ mod check;
 mod ci;
 mod discover;
 mod html;
+mod inert;
 mod log_filter;
 mod output;
 mod table;
@@ -399,7 +400,7 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("kopf-audit: cannot render the CRD: {e}");
+                error(format_args!("cannot render the CRD: {e}"));
                 ExitCode::from(2)
             }
         },
@@ -443,11 +444,30 @@ fn crd_yaml(kind: CrdKind) -> Result<String, serde_yaml::Error> {
     }
 }
 
-/// Writes `text` to stdout. A reader that went away (`| head`) is not an error of
-/// ours: the rest is dropped instead of panicking as `print!` would.
+/// Writes `text` to stdout, [`inert`](inert::inert_styled) (the table's colours
+/// kept): whatever a command prints, no control character and no CI command from a
+/// linted file or the cluster reaches the terminal or the CI log. A reader that went
+/// away (`| head`) is not an error of ours: the rest is dropped instead of panicking
+/// as `print!` would.
 fn out(text: impl std::fmt::Display) {
     use std::io::Write;
+    let text = inert::inert_styled(&text.to_string());
     let _ = write!(std::io::stdout().lock(), "{text}");
+}
+
+/// Writes `kopf-audit: {text}` to stderr, [`inert`](inert::inert): an error names
+/// files, charts and objects a stranger may have named, and CI logs show stderr too.
+fn error(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let text = inert::inert(&format!("kopf-audit: {text}\n"));
+    let _ = write!(std::io::stderr().lock(), "{text}");
+}
+
+/// Writes `text` to stderr as it is, but [`inert`](inert::inert): a summary that names
+/// what it found.
+fn err_out(text: &str) {
+    use std::io::Write;
+    let _ = write!(std::io::stderr().lock(), "{}", inert::inert(text));
 }
 
 fn runtime() -> Option<tokio::runtime::Runtime> {
@@ -455,7 +475,7 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| eprintln!("kopf-audit: cannot start the runtime: {e}"))
+        .map_err(|e| error(format_args!("cannot start the runtime: {e}")))
         .ok()
 }
 
@@ -687,7 +707,7 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
     let (client, default_ns) = match client_and_namespace(None).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("kopf-audit: {e}");
+            error(e);
             return ExitCode::from(2);
         }
     };
@@ -700,10 +720,10 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
         .patch(&args.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
-        eprintln!(
-            "kopf-audit: cannot annotate KopfAudit {namespace}/{}: {e}",
+        error(format_args!(
+            "cannot annotate KopfAudit {namespace}/{}: {e}",
             args.name
-        );
+        ));
         return ExitCode::from(2);
     }
     out(format_args!(
@@ -727,10 +747,10 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
     if args.wait_seconds > 0 {
-        eprintln!(
-            "kopf-audit: the audit has not run after {}s: is kopf-audit running, and does it watch namespace {namespace}?",
+        error(format_args!(
+            "the audit has not run after {}s: is kopf-audit running, and does it watch namespace {namespace}?",
             args.wait_seconds
-        );
+        ));
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
@@ -741,12 +761,13 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
 /// KopfAudits) could not be read.
 async fn discover_command(args: DiscoverArgs) -> ExitCode {
     match discover_and_print(args).await {
+        // Discover prints no colour: no ESC at all survives.
         Ok(text) => {
-            out(text);
+            out(inert::inert(&text));
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("kopf-audit: {e}");
+            error(e);
             ExitCode::from(2)
         }
     }
@@ -784,7 +805,7 @@ async fn discover_and_print(args: DiscoverArgs) -> Result<String, String> {
         _ => Vec::new(),
     };
     let requests = requests.load(Ordering::Relaxed);
-    eprint!("{}", discover::summary(&found, requests));
+    err_out(&discover::summary(&found, requests));
     match args.output {
         DiscoverOutput::Table => Ok(discover::table(&found.found)),
         DiscoverOutput::Json => serde_json::to_string_pretty(&discover::json(&found, requests))
@@ -856,7 +877,7 @@ fn print_results(results: Result<Results, String>, args: &OutputArgs) -> ExitCod
     match results {
         Ok(results) => output::finish(&results, args),
         Err(e) => {
-            eprintln!("kopf-audit: {e}");
+            error(e);
             ExitCode::from(2)
         }
     }

@@ -230,12 +230,24 @@ pub(crate) enum RenderError {
     Yaml(#[from] serde_yaml::Error),
 }
 
-/// `results` in `format`; `color` applies to the table only.
+/// `results` in `format`, made [`inert`](super::inert::inert) as a whole: whatever a
+/// format let through, no control character and no CI command reaches the reader.
+/// `color` applies to the table only, whose colours alone survive the pass.
 pub(crate) fn render(
     results: &Results,
     format: Format,
     color: bool,
 ) -> Result<String, RenderError> {
+    let text = formatted(results, format, color)?;
+    Ok(if format == Format::Table && color {
+        super::inert::inert_styled(&text)
+    } else {
+        super::inert::inert(&text)
+    })
+}
+
+/// `results` in `format`, before the inert pass.
+fn formatted(results: &Results, format: Format, color: bool) -> Result<String, RenderError> {
     let pretty = |value: &serde_json::Value| serde_json::to_string_pretty(value).map(|s| s + "\n");
     Ok(match format {
         Format::Table => table::render(results, color),
@@ -263,7 +275,7 @@ pub(crate) fn finish(results: &Results, args: &OutputArgs) -> ExitCode {
     match render(results, args.output, args.color.for_stdout()) {
         Ok(text) => super::out(text),
         Err(e) => {
-            eprintln!("kopf-audit: {e}");
+            super::error(e);
             return ExitCode::from(2);
         }
     }

@@ -15,7 +15,7 @@ fn lint_results(report: LintReport) -> Results {
     }
 }
 use crate::checks::finding;
-use crate::model::source::Location;
+use crate::model::source::{Location, Unread};
 
 fn report() -> LintReport {
     LintReport {
@@ -108,7 +108,16 @@ fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
     full.findings[0].finding.fix = Some("@kopf.on.resume(\"widgets\")\n".into());
     full.findings[0].insert_before = Some("@kopf.on.resume(\"widgets\")\n".into());
     full.findings[1].finding.fix = Some("- apiGroups: [\"\"]\n".into());
-    for sarif in [sarif(&LintReport::default()), sarif(&full)] {
+    // Hostile text everywhere and inputs not read, as `-o sarif` prints it.
+    let hostile = crate::cli::inert::tests::hostile_results();
+    let printed = crate::cli::output::render(&hostile, crate::cli::output::Format::Sarif, false)
+        .expect("renders");
+    let printed: serde_json::Value = serde_json::from_str(&printed).expect("JSON");
+    assert_eq!(
+        printed["runs"][0]["invocations"][0]["executionSuccessful"],
+        false
+    );
+    for sarif in [sarif(&LintReport::default()), sarif(&full), printed] {
         let errors: Vec<String> = validator
             .iter_errors(&sarif)
             .map(|e| format!("{} at {}", e, e.instance_path()))
@@ -219,7 +228,7 @@ fn junit_has_a_suite_per_audited_operator() {
     );
     assert!(
         xml.contains(&format!(
-            "<testsuites name=\"kopf-audit report\" tests=\"{}\" failures=\"3\">",
+            "<testsuites name=\"kopf-audit report\" tests=\"{}\" failures=\"3\" errors=\"0\">",
             2 * CheckId::ALL.len()
         )),
         "{xml}"
@@ -227,4 +236,149 @@ fn junit_has_a_suite_per_audited_operator() {
     let merged = results.merged();
     assert_eq!(merged.findings.len(), 3);
     assert!(merged.findings[2].finding.target.starts_with("team-b/op: "));
+}
+
+/// The `uri` of the first result's location for a finding in `file`.
+fn uri_of(file: &str) -> serde_json::Value {
+    let mut r = report();
+    r.findings[0].location = Some(Location::new(file, 1));
+    sarif(&r)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        ["uri"]
+        .clone()
+}
+
+#[test]
+fn sarif_uris_are_relative_encoded_and_never_leave_the_root() {
+    for outside in [
+        "../../../../etc/passwd",
+        "/etc/passwd",
+        "a/../../b",
+        "",
+        ".",
+        "a\\..\\..\\b",
+        "C:/Windows/x.py",
+        "op\0.py",
+        "op\n::error::x.py",
+        "op\u{202E}yp.exe",
+    ] {
+        assert_eq!(uri_of(outside), ".", "{outside:?}");
+    }
+    assert_eq!(uri_of("dir/file name#1.py"), "dir/file%20name%231.py");
+    assert_eq!(uri_of("é.py"), "%C3%A9.py");
+    assert_eq!(uri_of("./a//b/../c.py"), "a/c.py", "normalised");
+    assert_eq!(uri_of("a-b_c~d.py"), "a-b_c~d.py", "unreserved kept");
+    assert_eq!(uri_of("%41?x=1"), "%2541%3Fx%3D1");
+}
+
+#[test]
+fn a_fix_for_a_file_outside_the_root_is_dropped_and_one_inside_is_encoded() {
+    let mut r = report();
+    r.findings[0].insert_before = Some("x\n".into());
+    r.findings[0].location = Some(Location::new("../outside.py", 3));
+    assert!(sarif(&r)["runs"][0]["results"][0].get("fixes").is_none());
+    r.findings[0].location = Some(Location::new("my dir/é.py", 3));
+    let out = sarif(&r);
+    assert_eq!(
+        out["runs"][0]["results"][0]["fixes"][0]["artifactChanges"][0]["artifactLocation"]["uri"],
+        "my%20dir/%C3%A9.py"
+    );
+}
+
+#[test]
+fn code_quality_paths_are_plain_and_inside_the_root() {
+    let mut r = report();
+    for (file, path) in [
+        ("/etc/passwd", "."),
+        ("../../x", "."),
+        ("a/./b/../c.py", "a/c.py"),
+        ("my dir/é.py", "my dir/é.py"),
+    ] {
+        r.findings[0].location = Some(Location::new(file, 1));
+        assert_eq!(code_quality(&r)[0]["location"]["path"], path, "{file}");
+    }
+}
+
+/// A report with two inputs that were not read, one of them outside the root.
+fn unread_report() -> LintReport {
+    LintReport {
+        unread: vec![
+            Unread {
+                path: "charts/op".into(),
+                why: "helm template failed: exit 1".into(),
+            },
+            Unread {
+                path: "/etc/passwd".into(),
+                why: "not inside".into(),
+            },
+        ],
+        ..report()
+    }
+}
+
+#[test]
+fn unread_inputs_fail_the_sarif_invocation_with_a_notification_each() {
+    let out = sarif(&unread_report());
+    let invocation = &out["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false);
+    let notes = invocation["toolExecutionNotifications"]
+        .as_array()
+        .expect("notifications");
+    assert_eq!(notes.len(), 2);
+    assert_eq!(notes[0]["level"], "error");
+    assert_eq!(
+        notes[0]["message"]["text"],
+        "charts/op could not be read: helm template failed: exit 1"
+    );
+    let uri = |n: &serde_json::Value| {
+        n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].clone()
+    };
+    assert_eq!(uri(&notes[0]), "charts/op");
+    assert_eq!(uri(&notes[1]), ".");
+    let read = sarif(&report());
+    assert_eq!(
+        read["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
+}
+
+#[test]
+fn unread_inputs_are_in_json_junit_and_code_quality() {
+    let r = unread_report();
+    let j = json(&r);
+    assert_eq!(j["unread"][0]["path"], "charts/op");
+    assert_eq!(j["unread"][1]["why"], "not inside");
+    let issues = code_quality(&r);
+    let blockers: Vec<&serde_json::Value> = issues
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|i| i["check_name"] == UNREAD_CHECK)
+        .collect();
+    assert_eq!(blockers.len(), 2);
+    assert_eq!(blockers[0]["severity"], "blocker");
+    assert_eq!(blockers[0]["location"]["path"], "charts/op");
+    assert_eq!(blockers[1]["location"]["path"], ".");
+    assert_ne!(blockers[0]["fingerprint"], blockers[1]["fingerprint"]);
+    let xml = junit(&lint_results(r));
+    assert_eq!(xml.matches("<error ").count(), 2, "{xml}");
+    assert!(
+        xml.contains("<testcase classname=\"kopf-audit\" name=\"kopf-audit.unread\">"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(&format!(
+            "tests=\"{}\" failures=\"2\" errors=\"2\">",
+            CheckId::ALL.len() + 1
+        )),
+        "{xml}"
+    );
+}
+
+#[test]
+fn xml_escapes_every_character_xml_forbids() {
+    assert_eq!(
+        xml("a\0b\u{FFFF}c\u{FFFE}d\u{1b}"),
+        "a b\u{FFFD}c\u{FFFD}d "
+    );
+    assert_eq!(xml("\u{10FFFF}\u{E000}\t\n"), "\u{10FFFF}\u{E000}\t\n");
 }

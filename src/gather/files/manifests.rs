@@ -75,9 +75,42 @@ fn documents(text: &str) -> Vec<Document<'_>> {
             .text
             .lines()
             .find_map(|l| l.strip_prefix("# Source: "))
-            .map(str::trim);
+            .map(str::trim)
+            .filter(|path| within_root(path));
     }
     out
+}
+
+/// Whether a `# Source:` path names a file inside the linted tree, as Helm writes it
+/// (`chart/templates/x.yaml`): not empty, not absolute (`/x`, `\x`, `C:`), no `..`
+/// that leaves the root, no backslash, control or invisible character. A chart is
+/// anyone's text: otherwise its findings could point at `/etc/passwd` or at a file of
+/// another repository, or a line break could start an output line of its own. The
+/// document then keeps the file it came from.
+fn within_root(path: &str) -> bool {
+    let drive = path.as_bytes().get(1) == Some(&b':');
+    if path.is_empty()
+        || path.starts_with('/')
+        || path.contains('\\')
+        || drive
+        || path
+            .chars()
+            .any(|c| c.is_control() || kopf_log::is_invisible(c))
+    {
+        return false;
+    }
+    let mut depth = 0usize;
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => match depth.checked_sub(1) {
+                Some(up) => depth = up,
+                None => return false,
+            },
+            _ => depth += 1,
+        }
+    }
+    depth > 0
 }
 
 impl Manifests {
@@ -218,5 +251,48 @@ mod tests {
             Some(&Location::new("op/templates/rbac.yaml", 1))
         );
         assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
+    }
+
+    #[test]
+    fn a_source_comment_outside_the_tree_or_with_controls_is_ignored() {
+        let object = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: op\n";
+        for source in [
+            "/etc/passwd",
+            "../../../../etc/passwd",
+            "a/../../b",
+            "op/templates/x\u{1b}]0;PWNED\u{7}.yaml",
+            "op/\u{202E}lmay.yaml",
+            "C:/charts/x.yaml",
+            "op\\templates\\x.yaml",
+            "..",
+        ] {
+            let mut m = Manifests::default();
+            m.read(
+                "rendered.yaml",
+                &format!("# Source: {source}\n{object}"),
+                "ns",
+            );
+            // A control character makes the document invalid YAML too: then its problem
+            // is placed in the file it came from.
+            let placed = m
+                .location("ServiceAccount", Some("ns"), "op")
+                .or(m.problems.first().map(|(at, _)| at));
+            assert_eq!(
+                placed,
+                Some(&Location::new("rendered.yaml", 1)),
+                "{source:?}"
+            );
+        }
+        let mut m = Manifests::default();
+        m.read(
+            "-",
+            &format!("# Source: op/../op/templates/sa.yaml\n{object}"),
+            "ns",
+        );
+        assert_eq!(
+            m.location("ServiceAccount", Some("ns"), "op"),
+            Some(&Location::new("op/../op/templates/sa.yaml", 1)),
+            "a `..` that stays inside is a path Helm may write"
+        );
     }
 }
