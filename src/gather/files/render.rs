@@ -623,7 +623,14 @@ fn finish(
     let wait = deadline
         .saturating_duration_since(Instant::now())
         .max(READERS_GRACE);
-    let stderr = stderr.map_or_else(Vec::new, |rx| rx.recv_timeout(wait).unwrap_or_default());
+    let stderr = match stderr.map(|rx| rx.recv_timeout(wait)) {
+        Some(Ok(stderr)) => stderr,
+        Some(Err(RecvTimeoutError::Timeout)) => {
+            kill_group(child);
+            Vec::new()
+        }
+        Some(Err(RecvTimeoutError::Disconnected)) | None => Vec::new(),
+    };
     Outcome::Exited {
         status,
         stdout,

@@ -595,3 +595,59 @@ fn the_bounds_read_well() {
     };
     assert!(err.to_string().contains("more than 16 MiB"), "{err}");
 }
+
+/// A chart whose template prints `file` in its error, as an attacker would write it.
+fn printing_chart(dir: &Scratch, file: &str) -> PathBuf {
+    let chart = dir.root.join("attack");
+    write(
+        &chart,
+        "Chart.yaml",
+        "apiVersion: v2\nname: attack\nversion: 0.1.0\n",
+    );
+    write(
+        &chart,
+        "templates/x.yaml",
+        &format!("{{{{ fail (.Files.Get \"{file}\") }}}}\n"),
+    );
+    chart
+}
+
+#[test]
+#[ignore = "needs helm on PATH"]
+fn real_helm_prints_no_environment() {
+    let dir = dir();
+    let chart = printing_chart(&dir, "files_env");
+    symlink("/proc/self/environ", chart.join("files_env")).expect("link");
+    let err =
+        helm_template(&chart, "rel", "ops", &[], &RenderLimits::default()).expect_err("failed");
+    eprintln!("{err}");
+    let RenderError::Failed { message } = &err else {
+        panic!("not Failed: {err:?}");
+    };
+    assert!(
+        message.starts_with("execution error at (attack/templates/x.yaml:1:3): "),
+        "{message}"
+    );
+    for (name, _) in std::env::vars() {
+        assert!(
+            !message.contains(&format!("{name}=")),
+            "{name} in {message}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs helm on PATH"]
+fn real_helm_reads_links_inside_the_chart() {
+    let dir = dir();
+    let chart = printing_chart(&dir, "alias");
+    write(&chart, "files/real", "the chart's own words");
+    symlink("files/real", chart.join("alias")).expect("link");
+    let err =
+        helm_template(&chart, "rel", "ops", &[], &RenderLimits::default()).expect_err("failed");
+    eprintln!("{err}");
+    assert!(
+        err.to_string().contains("\"the chart's own words\""),
+        "{err}"
+    );
+}
