@@ -11,9 +11,12 @@
 
 // Nothing calls the renderer until `Found::chart` does; the expectation then fails and
 // is removed with it.
-#![expect(
-    dead_code,
-    reason = "used once `Found::chart` renders through `helm_template`"
+#![cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "used once `Found::chart` renders through `helm_template`"
+    )
 )]
 
 use crate::model::bounded;
@@ -579,7 +582,7 @@ fn supervise(child: &mut Child, limits: &RenderLimits) -> Outcome {
     let status = loop {
         if out.is_none() {
             out = poll(stdout.as_ref());
-            if out.as_ref().is_some_and(Option::is_none) {
+            if matches!(out, Some(Printed::TooMuch)) {
                 return kill(child, Outcome::TooLarge);
             }
         }
@@ -598,8 +601,8 @@ fn supervise(child: &mut Child, limits: &RenderLimits) -> Outcome {
 fn finish(
     child: &Child,
     status: ExitStatus,
-    out: Option<Option<Vec<u8>>>,
-    stdout: Option<Receiver<Option<Vec<u8>>>>,
+    out: Option<Printed>,
+    stdout: Option<Receiver<Printed>>,
     stderr: Option<Receiver<Vec<u8>>>,
     deadline: Instant,
 ) -> Outcome {
@@ -608,16 +611,16 @@ fn finish(
         (None, Some(rx)) => {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(out) => out,
-                Err(RecvTimeoutError::Disconnected) => Some(Vec::new()),
+                Err(RecvTimeoutError::Disconnected) => Printed::Text(Vec::new()),
                 Err(RecvTimeoutError::Timeout) => {
                     kill_group(child);
                     return Outcome::TimedOut;
                 }
             }
         }
-        (None, None) => Some(Vec::new()),
+        (None, None) => Printed::Text(Vec::new()),
     };
-    let Some(stdout) = out else {
+    let Printed::Text(stdout) = out else {
         return Outcome::TooLarge;
     };
     let wait = deadline
@@ -638,12 +641,12 @@ fn finish(
     }
 }
 
-/// What the stdout reader gave, if it is done: `Some(None)` when helm printed too much.
-fn poll(stdout: Option<&Receiver<Option<Vec<u8>>>>) -> Option<Option<Vec<u8>>> {
+/// What the stdout reader gave, if it is done.
+fn poll(stdout: Option<&Receiver<Printed>>) -> Option<Printed> {
     match stdout?.try_recv() {
         Ok(out) => Some(out),
         Err(TryRecvError::Empty) => None,
-        Err(TryRecvError::Disconnected) => Some(Some(Vec::new())),
+        Err(TryRecvError::Disconnected) => Some(Printed::Text(Vec::new())),
     }
 }
 
@@ -668,16 +671,28 @@ fn kill_group(child: &Child) {
     }
 }
 
-/// A thread reading helm's stdout: it sends what it read, or `None` as soon as that is
-/// more than `max` bytes (and then stops reading, closing the pipe).
-fn read_stdout(pipe: ChildStdout, max: usize) -> Receiver<Option<Vec<u8>>> {
+/// What helm printed on stdout, as its reader thread tells it.
+enum Printed {
+    /// All of it, at most [`RenderLimits::max_output_bytes`].
+    Text(Vec<u8>),
+    /// More than the bound, or the pipe failed: helm is to be stopped.
+    TooMuch,
+}
+
+/// A thread reading helm's stdout: it sends all of it, or [`Printed::TooMuch`] as soon
+/// as that is more than `max` bytes (and then stops reading, closing the pipe).
+fn read_stdout(pipe: ChildStdout, max: usize) -> Receiver<Printed> {
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
         let mut out = Vec::new();
         let read = pipe.take(limit).read_to_end(&mut out);
-        let out = (read.is_ok() && out.len() <= max).then_some(out);
-        let _ = tx.send(out);
+        let printed = if read.is_ok() && out.len() <= max {
+            Printed::Text(out)
+        } else {
+            Printed::TooMuch
+        };
+        let _ = tx.send(printed);
     });
     rx
 }
