@@ -11,6 +11,7 @@ pub(crate) mod dockerfile;
 pub(crate) mod manifests;
 pub(crate) mod oracle;
 pub(crate) mod python;
+pub(crate) mod render;
 pub(crate) mod versions;
 
 use crate::gather::handled::{candidates, from_crd};
