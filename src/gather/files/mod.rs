@@ -32,7 +32,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use manifests::Manifests;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+/// The release name charts are rendered under.
+const RELEASE: &str = "kopf-audit-lint";
 
 /// What `kopf-audit lint` reads.
 #[derive(Clone, Debug, Default)]
@@ -339,32 +341,36 @@ impl Found {
         }
     }
 
-    /// Renders a chart with `helm template`, when helm is on PATH.
+    /// Renders a chart with `helm template` in a sandbox ([`render`]): a copy without
+    /// the links that leave it, no environment, bounded in time and output. A chart that
+    /// does not render is unread; with `--no-render` it is left alone, and said so.
     fn chart(&mut self, dir: &Path, root: &Path, input: &FilesInput) {
         let shown = relative(dir, root);
-        let mut command = Command::new("helm");
-        command
-            .arg("template")
-            .arg("kopf-audit-lint")
-            .arg("--include-crds")
-            .arg(dir)
-            .arg("--namespace")
-            .arg(&input.namespace);
-        for values in &input.values {
-            command.arg("--values").arg(values);
+        if !input.render {
+            self.notes.push(clean(
+                &format!(
+                    "The chart {shown} was not rendered (--no-render): lint its rendered output with `helm template NAME {shown} | kopf-audit lint -f -`."
+                ),
+                MAX_REASON_BYTES,
+            ));
+            return;
         }
-        match command.output() {
-            Ok(out) if out.status.success() => {
-                let text = String::from_utf8_lossy(&out.stdout);
-                self.manifests.read(&shown, &text, &input.namespace);
+        let limits = render::RenderLimits::default();
+        match render::helm_template(dir, RELEASE, &input.namespace, &input.values, &limits) {
+            Ok(rendered) => {
+                if !rendered.dropped_links.is_empty() {
+                    let links = crate::model::bounded::listed(&rendered.dropped_links, ", ", 5);
+                    self.notes.push(clean(
+                        &format!(
+                            "The chart {shown} was rendered without its links that leave it: {links}."
+                        ),
+                        MAX_REASON_BYTES,
+                    ));
+                }
+                self.manifests
+                    .read(&shown, &rendered.text, &input.namespace);
             }
-            Ok(out) => self.notes.push(format!(
-                "The chart {shown} did not render: `helm template` said: {}. Pass the values it needs with --values.",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Err(_) => self.notes.push(format!(
-                "The chart {shown} was not rendered: helm is not on PATH. Install helm, or render it yourself: `helm template NAME {shown} | kopf-audit lint -f -`."
-            )),
+            Err(e) => self.unread(&shown, e.to_string()),
         }
     }
 }

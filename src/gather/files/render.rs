@@ -9,16 +9,6 @@
 //! and an output limit; and of what helm says on stderr only one cleaned, redacted,
 //! bounded line is kept.
 
-// Nothing calls the renderer until `Found::chart` does; the expectation then fails and
-// is removed with it.
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "used once `Found::chart` renders through `helm_template`"
-    )
-)]
-
 use crate::model::bounded;
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, FileType, OpenOptions};
