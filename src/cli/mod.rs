@@ -219,6 +219,11 @@ struct DiscoverArgs {
         conflicts_with_all = ["namespace", "all_namespaces", "selector"]
     )]
     like: Option<String>,
+    /// With --like: take the auditor as started with --allow-cross-namespace, so that a
+    /// KopfAudit targeting another namespace's Deployment covers it. Without it such a
+    /// KopfAudit covers nothing, as the auditor refuses to run it by default.
+    #[arg(long, requires = "like")]
+    allow_cross_namespace: bool,
     /// Output format: a table, JSON (with what discovery cost), or KopfAudit YAML.
     #[arg(short, long, value_enum, default_value = "table")]
     output: DiscoverOutput,
@@ -789,6 +794,9 @@ async fn discover_and_print(args: DiscoverArgs) -> Result<String, String> {
                 Some(l) => discover::Template::Like {
                     cka: &l.cka,
                     existing: &existing,
+                    cross: crate::evaluate::cluster_audit::CrossNamespace::from_flag(
+                        args.allow_cross_namespace,
+                    ),
                 },
                 None => discover::Template::Defaults,
             };
