@@ -270,7 +270,8 @@ struct RunArgs {
     /// Allow KopfAudits to target Deployments in other namespaces.
     #[arg(long, env = "KOPF_AUDIT_ALLOW_CROSS_NAMESPACE")]
     allow_cross_namespace: bool,
-    /// Ignore `skip.kopfaudit.dev/<check>` exemption annotations (they are reported as refused).
+    /// Ignore `skip.kopfaudit.dev/<check>` exemption annotations and KopfAudits'
+    /// `spec.checks.disable` (the checks run; both are reported as refused).
     #[arg(long, env = "KOPF_AUDIT_REFUSE_EXEMPTIONS")]
     refuse_exemptions: bool,
     /// Watch only this namespace (a namespaced install).
@@ -363,7 +364,7 @@ struct CheckArgs {
     audit: Option<String>,
     #[command(flatten)]
     output: OutputArgs,
-    /// Ignore exemption annotations.
+    /// Ignore exemption annotations and, with --audit, its `spec.checks.disable`.
     #[arg(long)]
     refuse_exemptions: bool,
 }
