@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 mod cluster;
 pub use cluster::{
     AuditDefaults, ClusterKopfAudit, ClusterKopfAuditSpec, ClusterKopfAuditStatus, ClusterSummary,
-    DeploymentRef, Exclusions, Offender,
+    DeclaredAudits, DeploymentRef, Exclusions, Offender,
 };
 
 /// Desired audit: which kopf operator to audit, how often and how strictly.

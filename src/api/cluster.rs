@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
     version = "v1alpha1",
     kind = "ClusterKopfAudit",
     status = "ClusterKopfAuditStatus",
-    doc = "ClusterKopfAudit discovers every Python operator written with kopf among the Deployments of the selected namespaces and keeps one KopfAudit per operator in the operator's namespace, owned by it, labelled kopfaudit.dev/cluster-audit and carrying spec.defaults. A KopfAudit written by hand for the same Deployment wins. Its status counts the operators discovered, compliant and non-compliant, and lists the worst offenders.",
+    doc = "ClusterKopfAudit discovers every Python operator written with kopf among the Deployments of the selected namespaces and keeps one KopfAudit per operator in the operator's namespace, owned by it, labelled kopfaudit.dev/cluster-audit and carrying spec.defaults. A KopfAudit written elsewhere for the same Deployment replaces the generated one only when the auditor runs it and, as spec.declaredAudits says, it switches off nothing spec.defaults.checks runs. Its status counts the operators discovered, compliant and non-compliant, and lists the worst offenders.",
     shortname = "cka",
     printcolumn = r#"{"name":"Ready","type":"string","description":"The Ready condition: discovery ran for the current generation","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Reason","type":"string","description":"The Ready condition's reason: why discovery is stalled or failed","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
@@ -51,6 +51,31 @@ pub struct ClusterKopfAuditSpec {
     /// often discovery runs again.
     #[serde(default)]
     pub defaults: AuditDefaults,
+
+    /// What a KopfAudit written elsewhere (by a tenant, by hand) for a discovered
+    /// operator does to the one generated for it. `Replace` (the default): it replaces
+    /// the generated one only when it disables no check and lowers no severity that
+    /// `defaults.checks` would run, so that a tenant cannot switch off what the platform
+    /// audits; one that does is left to run, and the generated one is kept beside it
+    /// and counted in the status. `Beside`: the generated one is always kept, and the
+    /// status counts only generated ones. Either way a KopfAudit written elsewhere
+    /// covers an operator only when the auditor would run it against that operator: in
+    /// the operator's namespace, or in another one with `--allow-cross-namespace`.
+    #[serde(default)]
+    pub declared_audits: DeclaredAudits,
+}
+
+/// What a KopfAudit written elsewhere for a discovered operator does to the one a
+/// ClusterKopfAudit generates for it: the platform, not the tenant, decides whether a
+/// tenant's audit may stand in for the platform's.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DeclaredAudits {
+    /// It replaces the generated one when it audits at least as strictly as
+    /// `spec.defaults.checks` (no check disabled, no severity lowered).
+    #[default]
+    Replace,
+    /// The generated one is kept beside it.
+    Beside,
 }
 
 /// Fixes a shared label-selector schema's description to say what it selects.
@@ -185,7 +210,8 @@ pub struct ClusterKopfAuditStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterSummary {
-    /// kopf operators found in scope (each has exactly one KopfAudit).
+    /// kopf operators found in scope (each counted once, by the KopfAudit that stands
+    /// for the platform's view of it).
     // `format: int32`, not the `uint32` schemars writes for a u32: for integers Kubernetes
     // knows int32 and int64 only, and its API server answers the CRD's creation with a
     // warning, `unrecognized format "uint32"`. The values never come near 2^31.
@@ -204,7 +230,8 @@ pub struct ClusterSummary {
     /// Operators audited by a KopfAudit this ClusterKopfAudit generated.
     #[schemars(extend("format" = "int32"))]
     pub generated: u32,
-    /// Operators audited by a KopfAudit someone else wrote (which wins over generation).
+    /// Operators audited by a KopfAudit someone else wrote, standing in for a generated
+    /// one (see `spec.declaredAudits`).
     #[schemars(extend("format" = "int32"))]
     pub declared: u32,
     /// Deployments whose spec could not tell whether they run kopf and whose log could

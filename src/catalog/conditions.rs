@@ -191,7 +191,7 @@ define_words! {
         AreasNotCompliant: "At least one area condition is False.";
         AreasUnknown: "At least one area condition is Unknown and none is False.";
         AllAreasCompliant: "All five area conditions are True.";
-        DiscoverySucceeded: "ClusterKopfAudit only: discovery ran for the current generation and every operator found has exactly one KopfAudit.";
+        DiscoverySucceeded: "ClusterKopfAudit only: discovery ran for the current generation and every operator found is audited, by its generated KopfAudit or by one written elsewhere that stands in for it (spec.declaredAudits).";
         DiscoveryFailed: "ClusterKopfAudit only: discovery or a KopfAudit write failed (an API error, quoted with how many writes failed); the other writes are made all the same, it is retried with back-off, and the generated KopfAudits are kept.";
     }
 }

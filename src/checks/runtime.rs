@@ -116,9 +116,12 @@ fn operator_conflict(target: &TargetEvidence, kopf: &KopfEvidence) -> Vec<Findin
     let own = model_conflict::audited(target, &kopf.run);
     let rivals = model_conflict::rivals(&own, handled, &operators.found);
     let disputed = model_conflict::disputed(samples, handled);
+    let naming = model_conflict::Naming::of(&operators.searched);
     let mut out: Vec<Finding> = rivals
         .iter()
-        .map(|rival| conflict::rival_finding(target.name(), rival, handled, samples, &disputed))
+        .map(|rival| {
+            conflict::rival_finding(target.name(), rival, &naming, handled, samples, &disputed)
+        })
         .collect();
     let unexplained = model_conflict::unexplained(&disputed, &rivals);
     if !unexplained.is_empty() {

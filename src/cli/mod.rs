@@ -220,6 +220,11 @@ struct DiscoverArgs {
         conflicts_with_all = ["namespace", "all_namespaces", "selector"]
     )]
     like: Option<String>,
+    /// With --like: take the auditor as started with --allow-cross-namespace, so that a
+    /// KopfAudit targeting another namespace's Deployment covers it. Without it such a
+    /// KopfAudit covers nothing, as the auditor refuses to run it by default.
+    #[arg(long, requires = "like")]
+    allow_cross_namespace: bool,
     /// Output format: a table, JSON (with what discovery cost), or KopfAudit YAML.
     #[arg(short, long, value_enum, default_value = "table")]
     output: DiscoverOutput,
@@ -266,7 +271,8 @@ struct RunArgs {
     /// Allow KopfAudits to target Deployments in other namespaces.
     #[arg(long, env = "KOPF_AUDIT_ALLOW_CROSS_NAMESPACE")]
     allow_cross_namespace: bool,
-    /// Ignore `skip.kopfaudit.dev/<check>` exemption annotations (they are reported as refused).
+    /// Ignore `skip.kopfaudit.dev/<check>` exemption annotations and KopfAudits'
+    /// `spec.checks.disable` (the checks run; both are reported as refused).
     #[arg(long, env = "KOPF_AUDIT_REFUSE_EXEMPTIONS")]
     refuse_exemptions: bool,
     /// Watch only this namespace (a namespaced install).
@@ -364,7 +370,7 @@ struct CheckArgs {
     audit: Option<String>,
     #[command(flatten)]
     output: OutputArgs,
-    /// Ignore exemption annotations.
+    /// Ignore exemption annotations and, with --audit, its `spec.checks.disable`.
     #[arg(long)]
     refuse_exemptions: bool,
 }
@@ -816,6 +822,9 @@ async fn discover_and_print(args: DiscoverArgs) -> Result<String, String> {
                 Some(l) => discover::Template::Like {
                     cka: &l.cka,
                     existing: &existing,
+                    cross: crate::evaluate::cluster_audit::CrossNamespace::from_flag(
+                        args.allow_cross_namespace,
+                    ),
                 },
                 None => discover::Template::Defaults,
             };

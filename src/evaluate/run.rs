@@ -19,7 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Operator-wide rules that a KopfAudit cannot change.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Policy {
-    /// Ignore exemption annotations (they are reported as refused).
+    /// Ignore exemption annotations and a KopfAudit's `spec.checks.disable` (both are
+    /// reported as refused, and the checks run): a tenant then cannot switch a check off.
     pub(crate) refuse_exemptions: bool,
 }
 
@@ -111,9 +112,40 @@ pub(crate) fn evaluate(spec: &KopfAuditSpec, evidence: &Evidence, policy: &Polic
     let mut eval = Evaluation::default();
     for target in &evidence.targets {
         evaluate_target(spec, target, &settings, policy, &mut eval);
+        eval.skipped.extend(refused_disables(spec, target, policy));
     }
-    apply_spec(spec, &mut eval.findings);
+    apply_spec(spec, honoured_disables(spec, policy), &mut eval.findings);
     eval
+}
+
+/// The checks of `spec.checks.disable` whose findings are dropped: none when the
+/// policy refuses exemptions.
+fn honoured_disables<'a>(spec: &'a KopfAuditSpec, policy: &Policy) -> &'a [CheckId] {
+    if policy.refuse_exemptions {
+        &[]
+    } else {
+        &spec.checks.disable
+    }
+}
+
+/// The disabled checks of `spec`, reported for `target` as refused exemptions when the
+/// policy refuses them (the checks run as usual), as refused annotations are.
+fn refused_disables(
+    spec: &KopfAuditSpec,
+    target: &TargetEvidence,
+    policy: &Policy,
+) -> Vec<SkippedCheck> {
+    if !policy.refuse_exemptions {
+        return Vec::new();
+    }
+    let why = "refused: the auditor does not accept disabled checks (given in spec.checks.disable)";
+    spec.checks
+        .disable
+        .iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|check| skipped(*check, target, why, false))
+        .collect()
 }
 
 fn evaluate_target(
@@ -536,10 +568,10 @@ fn exemptions(target: &TargetEvidence, policy: &Policy) -> Vec<SkippedCheck> {
         .collect()
 }
 
-/// Drops disabled checks, applies severity overrides, cleans, and sorts most severe
-/// first.
-fn apply_spec(spec: &KopfAuditSpec, findings: &mut Vec<Finding>) {
-    findings.retain(|f| !spec.checks.disable.contains(&f.check));
+/// Drops the findings of the `disabled` checks, applies severity overrides, cleans,
+/// and sorts most severe first.
+fn apply_spec(spec: &KopfAuditSpec, disabled: &[CheckId], findings: &mut Vec<Finding>) {
+    findings.retain(|f| !disabled.contains(&f.check));
     for f in findings.iter_mut() {
         if let Some(sev) = spec.checks.severity.get(f.check.as_str()) {
             f.severity = *sev;

@@ -278,6 +278,37 @@ fn disabled_checks_and_severity_overrides() {
 }
 
 #[test]
+fn refused_exemptions_refuse_disabled_checks_too() {
+    let mut s = spec();
+    s.checks.disable = vec![CheckId::WorkloadLiveness, CheckId::WorkloadLiveness];
+    let refused = run::evaluate(
+        &s,
+        &evidence(&["-A"], &[]),
+        &Policy {
+            refuse_exemptions: true,
+        },
+    );
+    assert!(
+        refused
+            .findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadLiveness),
+        "the disabled check runs and reports"
+    );
+    assert_eq!(refused.skipped.len(), 1, "{:?}", refused.skipped);
+    let skipped = &refused.skipped[0];
+    assert_eq!(skipped.check, CheckId::WorkloadLiveness);
+    assert!(!skipped.honoured);
+    assert!(
+        skipped.reason.starts_with("refused: ") && skipped.reason.contains("spec.checks.disable"),
+        "{}",
+        skipped.reason
+    );
+    let honoured = run::evaluate(&s, &evidence(&["-A"], &[]), &Policy::default());
+    assert!(honoured.skipped.is_empty(), "{:?}", honoured.skipped);
+}
+
+#[test]
 fn not_kopf_leaves_kopf_areas_unknown() {
     let mut ev = evidence(&[], &[]);
     if let Some(spec) = ev.targets[0].deployment.spec.template.spec.as_mut() {

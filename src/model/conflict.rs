@@ -305,6 +305,40 @@ pub(crate) fn places(disputed: &[&Disputed]) -> BTreeSet<Place> {
         .collect()
 }
 
+/// What a finding may name of other operators and ServiceAccounts: with
+/// `--allow-cross-namespace` ([`Searched::Cluster`]) everything; without it only what is
+/// in the KopfAudit's own namespace, so that a tenant's KopfAudit names nothing of
+/// another namespace (a RoleBinding of its own namespace may bind a ServiceAccount of
+/// any other).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Naming {
+    /// Every namespace's names.
+    Everything,
+    /// Only the names of this namespace, the KopfAudit's.
+    Within(String),
+}
+
+impl Naming {
+    /// What the search the operators come from lets a finding name.
+    pub(crate) fn of(searched: &Searched) -> Naming {
+        match searched {
+            Searched::Cluster => Naming::Everything,
+            Searched::Namespace(own) => Naming::Within(own.clone()),
+        }
+    }
+
+    /// Whether what lives in `namespace` may be named.
+    pub(crate) fn names(&self, namespace: &str) -> bool {
+        match self {
+            Naming::Everything => true,
+            Naming::Within(own) => own == namespace,
+        }
+    }
+}
+
+/// How a finding calls a ServiceAccount it may not name.
+pub(crate) const UNNAMED_ACCOUNT: &str = "a ServiceAccount in another namespace";
+
 /// Who may have left the other operator's marks, as far as the audit may tell.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Suspect {
@@ -324,6 +358,13 @@ impl Suspect {
             Suspect::Deployment(name, sa) => format!("Deployment {name} (ServiceAccount {sa})"),
             Suspect::ServiceAccount(sa) => format!("ServiceAccount {sa}"),
         }
+    }
+
+    /// How a message names it as `naming` lets it; `None` when it lives in a namespace
+    /// that may not be named (a Deployment lives in its ServiceAccount's namespace).
+    pub(crate) fn named(&self, naming: &Naming) -> Option<String> {
+        let (Suspect::Deployment(_, sa) | Suspect::ServiceAccount(sa)) = self;
+        naming.names(&sa.namespace).then(|| self.describe())
     }
 }
 

@@ -182,6 +182,17 @@ pub(crate) fn derived(prefix: &str, name: &str, suffix: &str, max: usize) -> Str
     }
 }
 
+/// Eight hex digits of a stable hash of `text` (of `text` and `salt` when `salt` is not
+/// 0): a short tag that tells apart two names that would otherwise be equal.
+pub(crate) fn short_hash(text: &str, salt: u32) -> String {
+    let hash = match salt {
+        0 => fnv1a64(text.as_bytes()),
+        // `#` is in no object name, so no other text hashes alike.
+        n => fnv1a64(format!("{text}#{n}").as_bytes()),
+    };
+    format!("{:08x}", hash >> 32)
+}
+
 /// FNV-1a, 64 bits: a fixed, documented algorithm (unlike `std`'s `DefaultHasher`,
 /// which may change between Rust releases).
 fn fnv1a64(bytes: &[u8]) -> u64 {

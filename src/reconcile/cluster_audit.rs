@@ -6,13 +6,16 @@
 //! `--allow-cross-namespace` says: a ClusterKopfAudit is cluster-scoped, so only a
 //! cluster admin can create one. The KopfAudits it generates target their own namespace
 //! and are audited by the KopfAudit controller like any other. The KopfAudits it plans
-//! against are read from that controller's cache, not listed again.
+//! against are read from that controller's cache, not listed again; one written
+//! elsewhere covers an operator only if that controller runs it, which depends on
+//! `--allow-cross-namespace`, so the plan is given that setting.
 
 use super::Context;
 use crate::api::{ClusterKopfAudit, KopfAudit};
 use crate::catalog::FIELD_MANAGER;
 use crate::evaluate::cluster_audit::{
-    ClusterOutcome, ClusterScope, Found, Plan, generated_by, in_scope, next_status, plan, scope_of,
+    ClusterOutcome, ClusterScope, CrossNamespace, Found, Plan, generated_by, in_scope, next_status,
+    plan, scope_of,
 };
 use crate::gather::discover::{
     DiscoverError, Fingerprints, Scope, discover_in, namespaces_matching,
@@ -275,7 +278,8 @@ async fn discover_and_apply(cka: &ClusterKopfAudit, ctx: &ClusterContext) -> Res
         })
         .map(|a| a.as_ref().clone())
         .collect();
-    let plan = plan(cka, &found, &existing);
+    let cross = CrossNamespace::from_flag(ctx.inner.settings.allow_cross_namespace);
+    let plan = plan(cka, &found, &existing, cross);
     tracing::info!(
         cluster_audit = %cka.name_any(),
         discovered = plan.summary.discovered,

@@ -187,6 +187,31 @@ async fn hand_written(client: &Client, ns: &str, name: &str, deployment: &str) {
         .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
 }
 
+/// A hand-written KopfAudit named `name` for the Deployment `deployment` that disables
+/// a check every ClusterKopfAudit of these tests runs.
+async fn weaker_hand_written(client: &Client, ns: &str, name: &str, deployment: &str) {
+    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "target": {"deployment": deployment},
+            "interval": "5m",
+            "checks": {"disable": ["workload.liveness"]}
+        }
+    }))
+    .expect("KopfAudit JSON");
+    Api::<KopfAudit>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &audit)
+        .await
+        .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
+}
+
+/// When the ClusterKopfAudit's discovery last completed, as its status says.
+async fn last_discovery(api: &Api<ClusterKopfAudit>, name: &str) -> Option<jiff::Timestamp> {
+    let status = api.get(name).await.ok()?.status?;
+    status.last_discovery_time.map(|t| t.0)
+}
+
 /// The ClusterKopfAudit's summary once its status says `pred`.
 async fn summary_when(
     api: &Api<ClusterKopfAudit>,
@@ -343,6 +368,29 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
     )
     .await;
 
+    // A team's KopfAudit that disables a check the defaults run does not replace the
+    // platform's (`declaredAudits: Replace`, the default): the generated one stays.
+    weaker_hand_written(&client, &python_run.name, "weak-audit", "idle-op").await;
+    // Two discoveries later, one of them surely planned with it.
+    for _ in 0..2 {
+        let before = last_discovery(&api, &cka_name).await;
+        wait_for(
+            "a discovery after the weaker KopfAudit",
+            Duration::from_secs(120),
+            || async { (last_discovery(&api, &cka_name).await > before).then_some(()) },
+        )
+        .await;
+    }
+    assert_eq!(
+        audits_in(&client, &python_run.name, &cka_name).await,
+        expect(&[
+            (&pyrun_op, true, &pyrun_op),
+            ("idle-op", true, "idle-op"),
+            ("weak-audit", false, "idle-op"),
+        ]),
+        "the weaker KopfAudit runs beside the generated one"
+    );
+
     // The python-run operator's Deployment goes: so does its KopfAudit.
     Api::<Deployment>::namespaced(client.clone(), &python_run.name)
         .delete(&pyrun_op, &DeleteParams::background())
@@ -353,7 +401,10 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
         Duration::from_secs(120),
         || async {
             (audits_in(&client, &python_run.name, &cka_name).await
-                == expect(&[("idle-op", true, "idle-op")]))
+                == expect(&[
+                    ("idle-op", true, "idle-op"),
+                    ("weak-audit", false, "idle-op"),
+                ]))
             .then_some(())
         },
     )

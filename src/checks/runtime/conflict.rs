@@ -9,7 +9,7 @@ use crate::api::Finding;
 use crate::catalog::CheckId;
 use crate::model::bounded::{MAX_LISTED, listed};
 use crate::model::conflict::{
-    self, Disputed, Operator, Operators, Patchers, Rival, Searched, Suspect,
+    self, Disputed, Naming, Operator, Operators, Patchers, Rival, Searched, UNNAMED_ACCOUNT,
 };
 use crate::model::evidence::{HandledResource, ObjectSample};
 use crate::model::rbac::ServiceAccountRef;
@@ -21,18 +21,17 @@ const NAMED_OBJECTS: usize = 5;
 /// At most this many ServiceAccounts that may patch the objects in dispute are named.
 const NAMED_ACCOUNTS: usize = 3;
 
-/// The finding naming one rival, its shared resources and namespaces, and the objects
-/// in dispute: those with two operators' marks first, else the sampled objects of the
-/// shared resources where both serve.
+/// The finding naming one rival (unless `naming` keeps it unnamed), its shared
+/// resources and namespaces, and the objects in dispute: those with two operators'
+/// marks first, else the sampled objects of the shared resources where both serve.
 pub(super) fn rival_finding(
     target: &str,
     rival: &Rival,
+    naming: &Naming,
     handled: &[HandledResource],
     samples: &[ObjectSample],
     disputed: &[Disputed],
 ) -> Finding {
-    let other = &rival.operator;
-    let sa = &other.service_account;
     let marked: Vec<String> = disputed
         .iter()
         .filter(|d| rival.overlap.covers(&d.namespace))
@@ -70,16 +69,25 @@ pub(super) fn rival_finding(
         CheckId::RuntimeOperatorConflict,
         target,
         format!(
-            "Deployment {} (ServiceAccount {}/{}) runs another kopf operator that also serves {} in {}, and kopf does not keep the two apart: {}. Both handle the same objects and each takes the other's finalizer, diff-base and progress marks for changes: finalizers are added and removed, diff-bases overwritten and handlers re-run for ever. Let one operator serve each resource and namespace, or run both in one peering (the same `--peering` name and scope, different `--priority`) so that only one is active at a time.",
-            other.name(),
-            sa.namespace,
-            sa.name,
+            "{} runs another kopf operator that also serves {} in {}, and kopf does not keep the two apart: {}. Both handle the same objects and each takes the other's finalizer, diff-base and progress marks for changes: finalizers are added and removed, diff-bases overwritten and handlers re-run for ever. Let one operator serve each resource and namespace, or run both in one peering (the same `--peering` name and scope, different `--priority`) so that only one is active at a time.",
+            rival_named(&rival.operator, naming),
             listed(&rival.resources, ", ", NAMED_OBJECTS),
             rival.overlap.describe(),
             rival.apart.describe(),
         ),
         evidence,
     )
+}
+
+/// How a finding starts with a rival: `Deployment ns/name (ServiceAccount ns/sa)`, or,
+/// where `naming` may not name its namespace, neither.
+fn rival_named(other: &Operator, naming: &Naming) -> String {
+    let sa = &other.service_account;
+    if naming.names(&other.namespace) && naming.names(&sa.namespace) {
+        format!("Deployment {} (ServiceAccount {sa})", other.name())
+    } else {
+        format!("A Deployment in another namespace (running as {UNNAMED_ACCOUNT})")
+    }
 }
 
 /// `ns/name (diff-bases under a and b, finalizers x and y)`.
@@ -103,10 +111,11 @@ pub(super) fn marks_finding(
         ),
     };
     let named: Vec<String> = disputed.iter().map(|d| describe_disputed(d)).collect();
+    let naming = Naming::of(&operators.searched);
     let who = operators
         .patchers
         .as_ref()
-        .map(|patchers| suspects(own, disputed, patchers, &operators.found))
+        .map(|patchers| suspects(own, disputed, patchers, &operators.found, &naming))
         .unwrap_or_default();
     finding(
         CheckId::RuntimeOperatorConflict,
@@ -124,18 +133,23 @@ pub(super) fn marks_finding(
 /// Who may have left the other operator's marks, as a sentence (with a leading space),
 /// empty when RBAC could not be read: the ServiceAccounts other than `own` that RBAC
 /// lets patch the objects (at most [`NAMED_ACCOUNTS`], each by its kopf Deployment when
-/// one in reach runs as it), or, when there is none, which bindings were read.
+/// one in reach runs as it; those `naming` may not name counted together), or, when
+/// there is none, which bindings were read.
 fn suspects(
     own: &ServiceAccountRef,
     disputed: &[&Disputed],
     patchers: &Patchers,
     found: &[Operator],
+    naming: &Naming,
 ) -> String {
-    let suspects: Vec<String> = conflict::suspects(own, disputed, patchers, found)
-        .iter()
-        .map(Suspect::describe)
-        .collect();
-    match suspects.len() {
+    let all = conflict::suspects(own, disputed, patchers, found);
+    let mut suspects: Vec<String> = all.iter().filter_map(|s| s.named(naming)).collect();
+    match all.len() - suspects.len() {
+        0 => {}
+        1 => suspects.push(UNNAMED_ACCOUNT.to_string()),
+        n => suspects.push(format!("{n} ServiceAccounts in other namespaces")),
+    }
+    match all.len() {
         0 if patchers.cluster_bindings => " No other ServiceAccount is granted patch on them by a role naming their resource (grants through wildcards, such as cluster-admin's, are not counted).".to_string(),
         0 => {
             let namespaces: Vec<String> = conflict::places(disputed)

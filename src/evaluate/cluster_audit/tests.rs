@@ -1,6 +1,11 @@
 use super::*;
 use crate::api::{ClusterKopfAuditSpec, DeploymentRef, KopfAuditStatus, Recognition, Summary};
 
+/// The plan of an auditor started without `--allow-cross-namespace` (its default).
+fn plan(cka: &ClusterKopfAudit, found: &Found, existing: &[KopfAudit]) -> Plan {
+    super::plan(cka, found, existing, CrossNamespace::Refused)
+}
+
 fn cka(name: &str) -> ClusterKopfAudit {
     let mut spec = ClusterKopfAuditSpec::default();
     spec.defaults.interval = "30s".into();
@@ -276,4 +281,214 @@ fn status_counts_on_success_and_keeps_them_on_failure() {
         (stalled.status.as_str(), stalled.reason.as_str()),
         ("True", "InvalidSpec")
     );
+}
+
+/// A KopfAudit written in `namespace` whose target is `target_namespace/deployment`.
+fn aimed_at(namespace: &str, name: &str, target_namespace: &str, deployment: &str) -> KopfAudit {
+    let mut audit = hand_written(namespace, name, deployment);
+    audit.spec.target.namespace = Some(target_namespace.into());
+    audit
+}
+
+/// The KopfAudits a plan applies, by namespace and name.
+fn applied(plan: &Plan) -> Vec<(String, String)> {
+    plan.apply
+        .iter()
+        .map(|a| (a.namespace().unwrap_or_default(), a.name_any()))
+        .collect()
+}
+
+#[test]
+fn another_namespaces_kopf_audit_covers_nothing_the_auditor_refuses_to_run() {
+    let cka = cka("platform");
+    let operators = found(vec![operator("team-b", "x")]);
+    let generated = plan(&cka, &operators, &[]).apply;
+    let mut existing = generated.clone();
+    existing.push(with_compliance(
+        aimed_at("team-a", "hijack", "team-b", "x"),
+        "True",
+        0,
+        0,
+    ));
+    let refused = super::plan(&cka, &operators, &existing, CrossNamespace::Refused);
+    assert!(refused.delete.is_empty(), "{:?}", refused.delete);
+    assert!(refused.apply.is_empty(), "the generated one is up to date");
+    assert_eq!(refused.summary.generated, 1);
+    assert_eq!(refused.summary.declared, 0);
+    assert_eq!(
+        refused.summary.compliant, 0,
+        "the tenant's Compliant is not counted"
+    );
+
+    let allowed = super::plan(&cka, &operators, &existing, CrossNamespace::Allowed);
+    assert_eq!(allowed.delete, [("team-b".to_string(), "x".to_string())]);
+    assert_eq!(allowed.summary.declared, 1);
+    assert_eq!(allowed.summary.compliant, 1);
+}
+
+#[test]
+fn another_namespaces_selector_covers_only_when_cross_namespace_is_allowed() {
+    let cka = cka("platform");
+    let mut selecting = aimed_at("team-a", "by-label", "team-b", "unused");
+    selecting.spec.target.deployment = None;
+    selecting.spec.target.selector = Some(LabelSelector {
+        match_labels: Some(BTreeMap::from([("app".to_string(), "x".to_string())])),
+        ..Default::default()
+    });
+    let operators = found(vec![operator("team-b", "x")]);
+    let existing = [selecting];
+    let refused = super::plan(&cka, &operators, &existing, CrossNamespace::Refused);
+    assert_eq!(applied(&refused), [("team-b".to_string(), "x".to_string())]);
+    let allowed = super::plan(&cka, &operators, &existing, CrossNamespace::Allowed);
+    assert!(allowed.apply.is_empty());
+    assert_eq!(allowed.summary.declared, 1);
+}
+
+#[test]
+fn a_suspended_or_other_container_kopf_audit_covers_nothing() {
+    let cka = cka("platform");
+    let mut suspended = hand_written("a", "paused", "op-a");
+    suspended.spec.suspend = true;
+    let mut sidecar = hand_written("a", "sidecar", "op-a");
+    sidecar.spec.target.container = Some("sidecar".into());
+    for audit in [suspended, sidecar] {
+        let plan = plan(&cka, &found(vec![operator("a", "op-a")]), &[audit]);
+        assert_eq!(applied(&plan), [("a".to_string(), "op-a".to_string())]);
+    }
+}
+
+/// A hand-written KopfAudit of `a/op-a` disabling every check.
+fn disabling_everything() -> KopfAudit {
+    let mut audit = hand_written("a", "mine", "op-a");
+    audit.spec.checks.disable = CheckId::ALL.to_vec();
+    with_compliance(audit, "True", 0, 0)
+}
+
+#[test]
+fn a_kopf_audit_that_disables_what_the_defaults_run_keeps_the_generated_one() {
+    for mode in [DeclaredAudits::Replace, DeclaredAudits::Beside] {
+        let mut cka = cka("platform");
+        cka.spec.declared_audits = mode;
+        let operators = found(vec![operator("a", "op-a")]);
+        let mut existing = plan(&cka, &operators, &[]).apply;
+        existing.push(disabling_everything());
+        let plan = plan(&cka, &operators, &existing);
+        assert!(plan.delete.is_empty(), "{mode:?}: {:?}", plan.delete);
+        assert_eq!(plan.summary.generated, 1, "{mode:?}");
+        assert_eq!(plan.summary.declared, 0, "{mode:?}");
+        assert_eq!(
+            plan.summary.compliant, 0,
+            "{mode:?}: the tenant's view is not counted"
+        );
+    }
+}
+
+#[test]
+fn a_kopf_audit_that_lowers_a_severity_keeps_the_generated_one() {
+    let cka = cka("platform");
+    let mut lowering = hand_written("a", "mine", "op-a");
+    let check = CheckId::ALL
+        .iter()
+        .copied()
+        .find(|c| c.default_severity() > Severity::Info)
+        .expect("a check above info");
+    lowering
+        .spec
+        .checks
+        .severity
+        .insert(check.as_str().to_string(), Severity::Info);
+    assert_eq!(
+        weakened(&cka.spec.defaults.checks, &lowering.spec.checks),
+        [check]
+    );
+    let plan = plan(&cka, &found(vec![operator("a", "op-a")]), &[lowering]);
+    assert_eq!(applied(&plan), [("a".to_string(), "op-a".to_string())]);
+}
+
+#[test]
+fn a_kopf_audit_disabling_only_what_the_defaults_disable_replaces_the_generated_one() {
+    let mut cka = cka("platform");
+    cka.spec.defaults.checks.disable = vec![CheckId::WorkloadLiveness];
+    let operators = found(vec![operator("a", "op-a")]);
+    let mut existing = plan(&cka, &operators, &[]).apply;
+    let mut mine = hand_written("a", "mine", "op-a");
+    mine.spec.checks.disable = vec![CheckId::WorkloadLiveness];
+    existing.push(with_compliance(mine, "True", 0, 0));
+    let replaced = plan(&cka, &operators, &existing);
+    assert_eq!(replaced.delete, [("a".to_string(), "op-a".to_string())]);
+    assert_eq!(replaced.summary.declared, 1);
+
+    cka.spec.declared_audits = DeclaredAudits::Beside;
+    let beside = plan(&cka, &operators, &existing);
+    assert!(beside.delete.is_empty(), "{:?}", beside.delete);
+    assert_eq!(beside.summary.generated, 1);
+}
+
+#[test]
+fn an_undecided_deployments_generated_audit_is_kept_beside_a_weaker_one() {
+    let cka = cka("platform");
+    let existing = {
+        let mut e = plan(&cka, &found(vec![operator("a", "op-a")]), &[]).apply;
+        e.push(disabling_everything());
+        e
+    };
+    let mut now = found(vec![]);
+    now.undetermined
+        .insert(("a".to_string(), "op-a".to_string()));
+    let plan = plan(&cka, &now, &existing);
+    assert!(plan.delete.is_empty(), "{:?}", plan.delete);
+}
+
+#[test]
+fn a_deployment_named_like_a_derived_name_and_the_one_it_derives_from_get_two_names() {
+    let cka = cka("platform");
+    let operators = found(vec![operator("a", "x"), operator("a", "x-kopf-audit")]);
+    let elsewhere = hand_written("a", "x", "something-else");
+    let first = plan(&cka, &operators, std::slice::from_ref(&elsewhere));
+    let names: BTreeSet<(String, String)> = applied(&first).into_iter().collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&("a".to_string(), "x-kopf-audit".to_string())));
+    let for_x = first
+        .apply
+        .iter()
+        .find(|a| a.spec.target.deployment.as_deref() == Some("x"))
+        .expect("x's");
+    assert!(
+        for_x.name_any().starts_with("x-") && for_x.name_any().ends_with("-kopf-audit"),
+        "{}",
+        for_x.name_any()
+    );
+    assert_ne!(for_x.name_any(), "x-kopf-audit");
+
+    let mut existing = first.apply.clone();
+    existing.push(elsewhere);
+    let again = plan(&cka, &operators, &existing);
+    assert!(again.apply.is_empty(), "stable: {:?}", applied(&again));
+    assert!(again.delete.is_empty(), "stable: {:?}", again.delete);
+    let reversed = found(vec![operator("a", "x-kopf-audit"), operator("a", "x")]);
+    let in_other_order = plan(&cka, &reversed, &existing);
+    assert!(in_other_order.apply.is_empty() && in_other_order.delete.is_empty());
+}
+
+#[test]
+fn a_derived_name_taken_by_a_kopf_audit_written_elsewhere_is_hashed() {
+    let cka = cka("platform");
+    let existing = [
+        hand_written("a", "x", "other"),
+        hand_written("a", "x-kopf-audit", "other"),
+    ];
+    let plan = plan(&cka, &found(vec![operator("a", "x")]), &existing);
+    let name = plan.apply[0].name_any();
+    assert!(!["x", "x-kopf-audit"].contains(&name.as_str()), "{name}");
+    assert!(crate::model::names::is_dns_subdomain(&name), "{name}");
+}
+
+#[test]
+fn an_undecided_deployments_name_is_not_given_to_another() {
+    let cka = cka("platform");
+    let mut now = found(vec![operator("a", "x")]);
+    now.undetermined
+        .insert(("a".to_string(), "x-kopf-audit".to_string()));
+    let plan = plan(&cka, &now, &[hand_written("a", "x", "other")]);
+    assert_ne!(plan.apply[0].name_any(), "x-kopf-audit");
 }

@@ -287,3 +287,19 @@ fn suspects_are_the_other_accounts_that_may_patch_by_deployment_when_found() {
     };
     assert!(suspects(&own, &disputed, &alone, &[]).is_empty());
 }
+
+#[test]
+fn naming_within_a_namespace_names_only_its_own() {
+    let within = Naming::of(&Searched::Namespace("team".into()));
+    let everything = Naming::of(&Searched::Cluster);
+    let here = Suspect::Deployment("team/hidden".into(), sa("team", "hidden-sa"));
+    let there = Suspect::ServiceAccount(sa("ops", "beta"));
+    let elsewhere_deployment = Suspect::Deployment("ops/beta".into(), sa("ops", "beta"));
+    assert_eq!(here.named(&within), Some(here.describe()));
+    assert_eq!(there.named(&within), None);
+    assert_eq!(elsewhere_deployment.named(&within), None);
+    assert_eq!(
+        there.named(&everything),
+        Some("ServiceAccount ops/beta".into())
+    );
+}

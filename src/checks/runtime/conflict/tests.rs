@@ -296,14 +296,14 @@ fn a_rival_out_of_reach_is_named_by_the_service_account_that_may_patch() {
     with_operators(
         &mut k,
         Searched::Namespace("team".into()),
-        may_patch(&[account("ops", "beta-sa")], false),
+        may_patch(&[account("team", "beta-sa")], false),
     );
     let found = operator_conflict(&t, &k);
     assert_eq!(found.len(), 1, "{found:#?}");
     let message = &found[0].message;
     assert!(
         message.contains(
-            "RBAC lets one other ServiceAccount patch them, so the other operator likely runs as it: ServiceAccount ops/beta-sa."
+            "RBAC lets one other ServiceAccount patch them, so the other operator likely runs as it: ServiceAccount team/beta-sa."
         ),
         "{message}"
     );
@@ -332,11 +332,7 @@ fn many_service_accounts_that_may_patch_are_named_bounded() {
     );
     let accounts: Vec<ServiceAccountRef> =
         (0..7).map(|i| account("ops", &format!("sa-{i}"))).collect();
-    with_operators(
-        &mut k,
-        Searched::Namespace("team".into()),
-        may_patch(&accounts, false),
-    );
+    with_operators(&mut k, Searched::Cluster, may_patch(&accounts, false));
     let found = operator_conflict(&t, &k);
     let message = &found[0].message;
     assert!(
@@ -345,6 +341,76 @@ fn many_service_accounts_that_may_patch_are_named_bounded() {
         ),
         "{message}"
     );
+}
+
+#[test]
+fn without_cross_namespace_another_namespaces_service_accounts_are_not_named() {
+    // A RoleBinding of `team` binds ServiceAccounts of `ops` and `ci`: a tenant's
+    // KopfAudit says they exist, not who they are.
+    let t = target("a", "team");
+    let mut k = evidence(
+        ns(&["team"]),
+        Peering::Standalone,
+        vec![],
+        vec![fought_over()],
+    );
+    let only_elsewhere = [account("ops", "beta-sa")];
+    with_operators(
+        &mut k,
+        Searched::Namespace("team".into()),
+        may_patch(&only_elsewhere, false),
+    );
+    let message = operator_conflict(&t, &k)[0].message.clone();
+    assert!(
+        message.contains(
+            "RBAC lets one other ServiceAccount patch them, so the other operator likely runs as it: a ServiceAccount in another namespace."
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("ops"), "{message}");
+
+    let mixed = [
+        account("ops", "beta-sa"),
+        account("ci", "deployer"),
+        account("team", "gamma-sa"),
+    ];
+    with_operators(
+        &mut k,
+        Searched::Namespace("team".into()),
+        may_patch(&mixed, false),
+    );
+    let message = operator_conflict(&t, &k)[0].message.clone();
+    assert!(
+        message.contains(
+            "RBAC lets 3 other ServiceAccounts patch them, and the other operator likely runs as one of them: ServiceAccount team/gamma-sa, 2 ServiceAccounts in other namespaces."
+        ),
+        "{message}"
+    );
+    assert!(
+        !message.contains("ops/") && !message.contains("ci/"),
+        "{message}"
+    );
+}
+
+#[test]
+fn without_cross_namespace_a_rival_of_another_namespace_is_not_named() {
+    let t = target("a", "team");
+    let mut k = evidence(
+        ns(&["team"]),
+        Peering::Standalone,
+        vec![other("ops", "beta", ns(&["team"]), Peering::Standalone)],
+        vec![fought_over()],
+    );
+    with_operators(&mut k, Searched::Namespace("team".into()), None);
+    let found = operator_conflict(&t, &k);
+    let message = &found[0].message;
+    assert!(
+        message.starts_with(
+            "A Deployment in another namespace (running as a ServiceAccount in another namespace) runs another kopf operator"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("ops/"), "{message}");
 }
 
 #[test]
