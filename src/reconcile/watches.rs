@@ -638,9 +638,15 @@ pub(super) fn attach_targets(
         }
     })
     .touched_objects();
+    // Full pods (their statuses decide a re-audit), so small pages: a tenant's pods can
+    // carry a Deployment's fat environment, and a page is held whole while it is read.
     let pods = warn_on_error(
         "pods",
-        watcher(api_for::<Pod>(client, namespace), config).default_backoff(),
+        watcher(
+            api_for::<Pod>(client, namespace),
+            config.page_size(POD_PAGE_SIZE),
+        )
+        .default_backoff(),
     )
     .touched_objects();
     controller
@@ -663,6 +669,10 @@ pub(super) fn attach_targets(
             },
         )
 }
+
+/// Pods per page of the pod watch's lists: 50 pods of the API server's largest (1.5 MiB)
+/// are 75 MiB at worst; 500, as for the other watches, would be ten times that.
+const POD_PAGE_SIZE: u32 = 50;
 
 /// An API for one namespace, or for all.
 pub(super) fn api_for<K>(client: &Client, namespace: Option<&str>) -> Api<K>

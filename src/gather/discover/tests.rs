@@ -511,3 +511,106 @@ async fn a_console_script_kopf_calls_is_found_by_its_pods_peer_name() {
         "the Deployment list and 4 peering lists"
     );
 }
+
+/// A namespace of fat Deployments (each with a 1.4 MiB environment value, as a tenant
+/// may write) and one over the page budget on its own: pages over the budget are read
+/// again with fewer items, the one too big alone is named as undetermined and never
+/// parsed, and the kopf operators among the rest are found.
+#[tokio::test]
+async fn fat_deployments_are_read_in_smaller_pages_and_a_huge_one_is_named() {
+    const FAT: usize = 1_400_000;
+    const COUNT: usize = 20;
+    let fat = |i: usize| {
+        let mut d = deployment(
+            &format!("fat-{i:02}"),
+            &["kopf", "run", "-n", "team", "op.py"],
+        );
+        d["spec"]["template"]["spec"]["containers"][0]["env"] =
+            serde_json::json!([{"name": "BLOB", "value": "x".repeat(FAT)}]);
+        d
+    };
+    let huge = || {
+        let mut d = deployment("huge", &["kopf", "run", "-A", "op.py"]);
+        d["spec"]["template"]["spec"]["containers"][0]["env"] =
+            serde_json::json!([{"name": "BLOB", "value": "y".repeat(PAGE_BYTES + 1)}]);
+        d
+    };
+    let (client, api) = FakeApi::start(
+        "team",
+        move |_: &Method, path: &str, _: &serde_json::Value| {
+            if !path.contains("/deployments") {
+                return json(
+                    StatusCode::OK,
+                    serde_json::json!({"metadata": {}, "items": []}),
+                );
+            }
+            let param = |key: &str| {
+                path.split(['?', '&'])
+                    .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+                    .map(str::to_string)
+            };
+            let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(500);
+            let from: usize = param("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
+            // Item COUNT is the huge one; the list ends after it.
+            let all = COUNT + 1;
+            let to = (from + limit).min(all);
+            let items: Vec<serde_json::Value> = (from..to)
+                .map(|i| if i == COUNT { huge() } else { fat(i) })
+                .collect();
+            let next = if to < all {
+                to.to_string()
+            } else {
+                String::new()
+            };
+            json(
+                StatusCode::OK,
+                serde_json::json!({"metadata": {"continue": next}, "items": items}),
+            )
+        },
+    );
+    let found = discover(
+        &client,
+        &Verdicts::default(),
+        Scope {
+            namespace: Some("team"),
+            selector: None,
+        },
+    )
+    .await;
+    let found = found.expect("discovered");
+    assert_eq!(
+        found.found.len(),
+        COUNT,
+        "every fat kopf Deployment is found"
+    );
+    let [undetermined] = &found.undetermined[..] else {
+        panic!("{:?}", found.undetermined)
+    };
+    assert_eq!(
+        (
+            undetermined.namespace.as_str(),
+            undetermined.deployment.as_str()
+        ),
+        ("team", "huge")
+    );
+    assert!(
+        undetermined.reason.contains("8 MiB"),
+        "{}",
+        undetermined.reason
+    );
+    let requests = api.take();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.path.contains("limit=1&") || r.path.ends_with("limit=1")),
+        "read again one by one"
+    );
+    let most = requests
+        .iter()
+        .filter(|r| r.path.contains("limit=500"))
+        .count();
+    assert_eq!(
+        most, 1,
+        "the full page size is tried once, then smaller pages"
+    );
+}
