@@ -359,9 +359,23 @@ fn how_many(count: usize) -> &'static str {
     }
 }
 
-/// `runtime.rate-limited`: the API server answered the operator with HTTP 429. kopf backs
-/// off and retries, so handling lags; a request that exhausts its retries escalates
-/// (error): the handler or watch it served fails.
+/// What the API server says in a 429 while its cache of a resource is still being
+/// built (a CRD created a moment before, or the server itself starting): not API
+/// Priority and Fairness throttling anyone (kube-apiserver's `storage is
+/// (re)initializing` from its watch cache, `staging/src/k8s.io/apiserver/pkg/storage/
+/// cacher`).
+const STORAGE_INITIALIZING: &str = "storage is (re)initializing";
+
+/// Refused requests in the window that make a pattern: one 429 (kopf retries it after a
+/// second) is a blip, not throttling.
+const SUSTAINED_429S: usize = 2;
+
+/// `runtime.rate-limited`: the API server answered the operator with HTTP 429 again and
+/// again (API Priority and Fairness, or a proxy). kopf backs off and retries, so handling
+/// lags; a request that exhausts its retries escalates (error): the handler or watch it
+/// served fails. A server still building its cache for a resource (`storage is
+/// (re)initializing`) is not throttling, and a single 429 that was retried is no
+/// pattern.
 fn rate_limited(target: &str, logs: &LogEvidence) -> Option<Finding> {
     let refused: Vec<&Record> = logs
         .all_records()
@@ -369,11 +383,15 @@ fn rate_limited(target: &str, logs: &LogEvidence) -> Option<Finding> {
             matches!(r.kind, EventKind::WatchTooManyRequests)
                 || r.request.is_some_and(|a| a.too_many_requests)
         })
+        .filter(|r| !r.message.contains(STORAGE_INITIALIZING))
         .collect();
     let first = refused.first()?;
     let escalated = refused
         .iter()
         .find(|r| r.request.is_some_and(|a| a.escalating));
+    if refused.len() < SUSTAINED_429S && escalated.is_none() {
+        return None;
+    }
     let old_wording = refused
         .iter()
         .any(|r| matches!(r.kind, EventKind::WatchTooManyRequests))

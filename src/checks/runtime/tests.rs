@@ -506,12 +506,12 @@ fn same_priority_peers_conflict_and_lower_ones_matter_only_from_a_laptop() {
 const FULL_429: &str = "[2026-12-02 15:10:01,123] kopf._cogs.clients.a [ERROR   ] Request attempt #1/9 failed; will retry: PATCH https://127.0.0.1:6443/apis/x.dev/v1/namespaces/ns/things/a -> APITooManyRequestsError('Too many requests, please try again later.', {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure', 'message': 'Too many requests, please try again later.', 'reason': 'TooManyRequests', 'details': {'retryAfterSeconds': 1}, 'code': 429})";
 
 #[test]
-fn a_retried_429_is_rate_limiting_and_the_count_is_a_stable_bucket() {
-    let one_line = rate_limited("op", &parse(&[FULL_429])).expect("a finding");
+fn retried_429s_are_rate_limiting_and_the_count_is_a_stable_bucket() {
+    let one_line = rate_limited("op", &parse(&[FULL_429, FULL_429])).expect("a finding");
     assert_eq!(one_line.check, CheckId::RuntimeRateLimited);
     assert_eq!(one_line.severity, Severity::Warning);
     assert!(
-        one_line.message.contains("1 request"),
+        one_line.message.contains("several requests"),
         "{}",
         one_line.message
     );
@@ -527,7 +527,23 @@ fn a_retried_429_is_rate_limiting_and_the_count_is_a_stable_bucket() {
     let more: Vec<&str> = std::iter::repeat_n(FULL_429, 17).collect();
     let g = rate_limited("op", &parse(&more)).expect("a finding");
     assert_eq!(f.message, g.message, "one more 429 changes nothing");
-    assert!(ids(&[FULL_429]).contains(&CheckId::RuntimeRateLimited));
+    assert!(ids(&[FULL_429, FULL_429]).contains(&CheckId::RuntimeRateLimited));
+}
+
+#[test]
+fn one_retried_429_or_a_server_still_starting_is_no_rate_limiting() {
+    assert!(rate_limited("op", &parse(&[FULL_429])).is_none(), "a blip");
+    assert!(!ids(&[FULL_429]).contains(&CheckId::RuntimeRateLimited));
+    // kube-apiserver's watch cache for a CRD created a moment before the operator.
+    let warming = FULL_429.replace(
+        "'Too many requests, please try again later.'",
+        "'storage is (re)initializing'",
+    );
+    let warming: Vec<&str> = std::iter::repeat_n(warming.as_str(), 5).collect();
+    assert!(
+        rate_limited("op", &parse(&warming)).is_none(),
+        "not throttling"
+    );
 }
 
 #[test]
@@ -550,7 +566,7 @@ fn a_429_that_escalates_is_an_error_quoting_the_last_attempt() {
 fn old_kopf_s_watch_warning_is_rate_limiting_with_the_upgrade_advice() {
     // kopf 1.38.0 `_cogs/clients/watching.py`, the only place it logs a 429.
     let line = "[2026-12-02 15:10:01,123] kopf._cogs.clients.w [WARNING ] Receiving `too many requests` error from server, will retry after 1 seconds. Error details: ('Too many requests, please try again later.', {'kind': 'Status', 'code': 429})";
-    let f = rate_limited("op", &parse(&[line])).expect("a finding");
+    let f = rate_limited("op", &parse(&[line, line])).expect("a finding");
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.message.contains("1.42.1 and older"), "{}", f.message);
 }
