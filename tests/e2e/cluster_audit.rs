@@ -18,7 +18,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kopf_audit::api::{ClusterKopfAudit, KopfAudit};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt, ResourceExt};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Applies the ClusterKopfAudit CRD and waits until it is served.
@@ -206,6 +206,20 @@ async fn weaker_hand_written(client: &Client, ns: &str, name: &str, deployment: 
         .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
 }
 
+/// A KopfAudit in `ns` for the Deployment `deployment` of the namespace `target_ns`.
+async fn cross_namespace(client: &Client, ns: &str, name: &str, target_ns: &str, deployment: &str) {
+    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"target": {"namespace": target_ns, "deployment": deployment}, "interval": "5m"}
+    }))
+    .expect("KopfAudit JSON");
+    Api::<KopfAudit>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &audit)
+        .await
+        .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
+}
+
 /// When the ClusterKopfAudit's discovery last completed, as its status says.
 async fn last_discovery(api: &Api<ClusterKopfAudit>, name: &str) -> Option<jiff::Timestamp> {
     let status = api.get(name).await.ok()?.status?;
@@ -371,6 +385,30 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
     // A team's KopfAudit that disables a check the defaults run does not replace the
     // platform's (`declaredAudits: Replace`, the default): the generated one stays.
     weaker_hand_written(&client, &python_run.name, "weak-audit", "idle-op").await;
+    // Another team's KopfAudit for the same operator, across namespaces: the auditor
+    // runs without --allow-cross-namespace and refuses it, so it covers nothing.
+    cross_namespace(
+        &client,
+        &python_m.name,
+        "reach-over",
+        &python_run.name,
+        "idle-op",
+    )
+    .await;
+    // Names that collide: a KopfAudit written by hand takes `dup` (for a Deployment that
+    // does not exist), and a Deployment is called `dup-kopf-audit`: the operators `dup`
+    // and `dup-kopf-audit` still get one generated KopfAudit each.
+    hand_written(&client, &image_cmd.name, "dup", "dup-elsewhere").await;
+    for name in ["dup", "dup-kopf-audit"] {
+        support::idle_kopf_deployment(
+            &client,
+            &image_cmd.name,
+            name,
+            &["-A", "op.py"],
+            serde_json::json!({}),
+        )
+        .await;
+    }
     // Two discoveries later, one of them surely planned with it.
     for _ in 0..2 {
         let before = last_discovery(&api, &cka_name).await;
@@ -388,7 +426,38 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
             ("idle-op", true, "idle-op"),
             ("weak-audit", false, "idle-op"),
         ]),
-        "the weaker KopfAudit runs beside the generated one"
+        "the weaker KopfAudit runs beside the generated one, and the refused cross-namespace one replaces nothing"
+    );
+    let refused = Api::<KopfAudit>::namespaced(client.clone(), &python_m.name)
+        .get("reach-over")
+        .await
+        .expect("the cross-namespace KopfAudit");
+    let reason = refused.status.as_ref().and_then(|s| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == "Stalled" && c.status == "True")
+            .map(|c| c.reason.clone())
+    });
+    assert_eq!(
+        reason.as_deref(),
+        Some("CrossNamespaceRefused"),
+        "its refusal shows in its own status"
+    );
+    let image_audits = audits_in(&client, &image_cmd.name, &cka_name).await;
+    let generated_targets: BTreeSet<&str> = image_audits
+        .values()
+        .filter(|(generated, _)| *generated)
+        .map(|(_, target)| target.as_str())
+        .collect();
+    assert_eq!(
+        generated_targets,
+        BTreeSet::from(["dup", "dup-kopf-audit"]),
+        "two operators, two generated KopfAudits: {image_audits:?}"
+    );
+    assert_eq!(
+        image_audits.len(),
+        4,
+        "team-audit, the hand-written dup and two generated: {image_audits:?}"
     );
 
     // The python-run operator's Deployment goes: so does its KopfAudit.
@@ -410,7 +479,7 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
     )
     .await;
     let status = summary_when(&api, &cka_name, "the counts after the changes", |s| {
-        s["discovered"] == 3 && s["generated"] == 1 && s["declared"] == 2
+        s["discovered"] == 5 && s["generated"] == 3 && s["declared"] == 2
     })
     .await;
     say(format!("status after the changes: {status}"));
@@ -433,7 +502,10 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
     .await;
     assert_eq!(
         audits_in(&client, &image_cmd.name, &cka_name).await,
-        expect(&[("team-audit", false, &imgcmd_op)])
+        expect(&[
+            ("dup", false, "dup-elsewhere"),
+            ("team-audit", false, &imgcmd_op)
+        ])
     );
     assert!(!auditor.logs().contains("panicked"), "{}", auditor.logs());
 }
