@@ -493,10 +493,9 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
         "the generated KopfAudits to be collected",
         Duration::from_secs(120),
         || async {
-            audits_in(&client, &python_run.name, &cka_name)
-                .await
-                .is_empty()
-                .then_some(())
+            (audits_in(&client, &python_run.name, &cka_name).await
+                == expect(&[("weak-audit", false, "idle-op")]))
+            .then_some(())
         },
     )
     .await;
