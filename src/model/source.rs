@@ -306,7 +306,7 @@ impl StorageKind {
     }
 }
 
-/// A built-in kind a handler may name: the API server's, not a CRD's.
+/// A built-in kind a handler may name: the API server's, not a CRD's ([`builtins`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Builtin {
     /// API group (empty for core).
@@ -321,40 +321,9 @@ pub(crate) struct Builtin {
     pub(crate) namespaced: bool,
 }
 
-/// The built-in kinds kopf operators commonly handle.
-const BUILTINS: [Builtin; 16] = [
-    builtin("", "pods", "Pod", true),
-    builtin("", "secrets", "Secret", true),
-    builtin("", "configmaps", "ConfigMap", true),
-    builtin("", "services", "Service", true),
-    builtin("", "serviceaccounts", "ServiceAccount", true),
-    builtin("", "persistentvolumeclaims", "PersistentVolumeClaim", true),
-    builtin("", "namespaces", "Namespace", false),
-    builtin("", "nodes", "Node", false),
-    builtin("", "persistentvolumes", "PersistentVolume", false),
-    builtin("apps", "deployments", "Deployment", true),
-    builtin("apps", "statefulsets", "StatefulSet", true),
-    builtin("apps", "daemonsets", "DaemonSet", true),
-    builtin("apps", "replicasets", "ReplicaSet", true),
-    builtin("batch", "jobs", "Job", true),
-    builtin("batch", "cronjobs", "CronJob", true),
-    builtin("networking.k8s.io", "ingresses", "Ingress", true),
-];
-
-const fn builtin(
-    group: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-) -> Builtin {
-    Builtin {
-        group,
-        version: "v1",
-        plural,
-        kind,
-        namespaced,
-    }
-}
+/// Every built-in resource of the API server, in the order a name without a group
+/// resolves to them.
+mod builtins;
 
 impl ResourceSpec {
     /// Whether both name the same resource as far as the source shows: the same group
@@ -373,7 +342,7 @@ impl ResourceSpec {
     /// kind, case-insensitively), within its group when one is given.
     pub(crate) fn builtin(&self) -> Option<Builtin> {
         let name = self.name.to_ascii_lowercase();
-        BUILTINS.into_iter().find(|b| {
+        builtins::BUILTINS.into_iter().find(|b| {
             self.group.as_deref().is_none_or(|g| g == b.group)
                 && (name == b.plural
                     || name == b.kind.to_ascii_lowercase()
