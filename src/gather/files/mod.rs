@@ -131,6 +131,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     if manifests.deployments.is_empty() {
         notes.push("No Deployment in the linted manifests: the workload and RBAC checks had nothing to read. Pass the chart directory or rendered manifests (`helm template ... | kopf-audit lint -f -`).".into());
     }
+    dedup_in_order(&mut notes);
     Ok(Linted {
         evidence: Evidence {
             now: Timestamp::now(),
@@ -142,6 +143,13 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         notes,
         unread,
     })
+}
+
+/// Drops the repeats of a note, keeping the first of each in place: a note about the
+/// source (a handled resource that is not known) is found once per Deployment.
+fn dedup_in_order(notes: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    notes.retain(|n| seen.insert(n.clone()));
 }
 
 /// The Deployments that run kopf, when any does: a repository often carries other

@@ -166,3 +166,38 @@ fn fifos_are_not_read_and_files_over_a_bound_are_unread() {
         "{unread:?}"
     );
 }
+
+/// A Deployment named `name` whose container runs `kopf run -A op.py`.
+fn kopf_deployment(name: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: ops}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: op, image: op, command: [kopf, run, -A, op.py]}}]\n---\n"
+    )
+}
+
+#[test]
+fn a_note_found_for_each_deployment_is_printed_once() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-notes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("op.py"),
+        "import kopf\n@kopf.on.create('gadgets')\ndef c(**kwargs):\n    pass\n",
+    )
+    .expect("write");
+    let manifests = format!("{}{}", kopf_deployment("one"), kopf_deployment("two"));
+    std::fs::write(dir.join("deploy.yaml"), manifests).expect("write");
+    let linted = read(&FilesInput {
+        path: Some(dir.clone()),
+        namespace: "ops".into(),
+        ..FilesInput::default()
+    })
+    .expect("reads");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(linted.evidence.targets.len(), 2);
+    let unknown: Vec<&String> = linted
+        .notes
+        .iter()
+        .filter(|n| n.contains("`gadgets` is neither"))
+        .collect();
+    assert_eq!(unknown.len(), 1, "{:?}", linted.notes);
+}
