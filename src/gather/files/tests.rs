@@ -201,3 +201,41 @@ fn a_note_found_for_each_deployment_is_printed_once() {
         .collect();
     assert_eq!(unknown.len(), 1, "{:?}", linted.notes);
 }
+
+#[test]
+fn dockerfiles_are_found_by_content_within_the_sniffing_bounds() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-sniff-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("component-operator-dockerfile"),
+        "# syntax=docker/dockerfile:1\n\nFROM python:3.12\nRUN pip install kopf==1.37.2\nCMD [\"kopf\", \"run\", \"-A\", \"op.py\"]\n",
+    )
+    .expect("write");
+    // A binary without an extension is no Dockerfile, and no unread input either.
+    std::fs::write(dir.join("tool"), b"\x7fELF\xff\xfe").expect("write");
+    // A file with an extension is not sniffed, whatever it holds.
+    std::fs::write(
+        dir.join("notes.md"),
+        "FROM python\nRUN pip install kopf==1.30\n",
+    )
+    .expect("write");
+    let big = format!(
+        "FROM python\nRUN pip install kopf==1.20\n#{}\n",
+        "x".repeat(usize::try_from(bounds::MAX_SNIFFED_BYTES).expect("fits"))
+    );
+    std::fs::write(dir.join("big-dockerfile"), big).expect("write");
+    let linted = read(&FilesInput {
+        path: Some(dir.clone()),
+        namespace: "ops".into(),
+        ..FilesInput::default()
+    })
+    .expect("reads");
+    let _ = std::fs::remove_dir_all(&dir);
+    let pin = linted.source.kopf.expect("the sniffed Dockerfile's pin");
+    assert_eq!(
+        pin.location,
+        crate::model::source::Location::new("component-operator-dockerfile", 4)
+    );
+    assert!(linted.unread.is_empty(), "{:?}", linted.unread);
+}
