@@ -370,16 +370,10 @@ impl Found {
         });
     }
 
-    /// Keeps a kopf pin: an exact one (`==`, a lock file) over a lower bound.
+    /// Keeps a kopf pin: a lock file over an exact version over a range.
     fn pin(&mut self, pin: Option<crate::model::source::KopfPin>) {
-        let Some(pin) = pin else { return };
-        if self
-            .source
-            .kopf
-            .as_ref()
-            .is_none_or(|k| !k.exact && pin.exact)
-        {
-            self.source.kopf = Some(pin);
+        if let Some(pin) = pin {
+            self.source.keep_pin(pin);
         }
     }
 
@@ -466,7 +460,12 @@ impl FileKind {
         } else if (name.starts_with("requirements") && name.ends_with(".txt"))
             || matches!(
                 name,
-                "pyproject.toml" | "poetry.lock" | "uv.lock" | "Pipfile.lock" | "setup.cfg"
+                "pyproject.toml"
+                    | "poetry.lock"
+                    | "uv.lock"
+                    | "Pipfile"
+                    | "Pipfile.lock"
+                    | "setup.cfg"
             )
         {
             FileKind::Requirements

@@ -239,3 +239,35 @@ fn dockerfiles_are_found_by_content_within_the_sniffing_bounds() {
     );
     assert!(linted.unread.is_empty(), "{:?}", linted.unread);
 }
+
+#[test]
+fn a_lock_file_decides_over_a_caret_requirement() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-lock-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("pyproject.toml"),
+        "[tool.poetry.dependencies]\nkopf = \"^1.38.0\"\n",
+    )
+    .expect("write");
+    let lint = || {
+        read(&FilesInput {
+            path: Some(dir.clone()),
+            namespace: "ops".into(),
+            ..FilesInput::default()
+        })
+        .expect("reads")
+    };
+    let caret = lint().source.kopf.expect("a requirement");
+    assert_eq!(caret.range.exact(), None, "a caret is a range");
+    std::fs::write(
+        dir.join("poetry.lock"),
+        "[[package]]\nname = \"kopf\"\nversion = \"1.44.0\"\n",
+    )
+    .expect("write");
+    let locked = lint().source.kopf.expect("a lock");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(locked.locked);
+    assert_eq!(locked.shown(), "1.44.0");
+    assert_eq!(locked.location.file, "poetry.lock");
+}
