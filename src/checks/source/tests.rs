@@ -113,6 +113,7 @@ fn unfiltered_builtin_spares_filtered_handlers_custom_kinds_and_event_handlers()
     assert!(!pods.finding.message.contains("clear text"));
 }
 
+/// A requirement on exactly `version`.
 fn pin(version: &str) -> Option<KopfPin> {
     let range = KopfRange::exactly(KopfVersion::parse(version).expect("a version"));
     Some(KopfPin {

@@ -262,9 +262,9 @@ impl KopfPin {
     }
 }
 
-/// kopf 1.0 (the end of the 0.x series, whose last was 0.29) and kopf 1.41 (which added
-/// `settings.posting.loggers`): the versions where what the linter models of posting
-/// may change.
+/// The start of kopf 1.x (no 1.0 was released: 1.29 followed 0.28, but every 0.x is
+/// below 1.0.0) and kopf 1.41 (which added `settings.posting.loggers`): the versions
+/// where what the linter models of posting may change.
 pub(crate) const KOPF_ERAS: [KopfVersion; 2] = [KopfVersion::new(1, 0, 0), LOGGERS_SETTING];
 
 /// kopf 1.41: `settings.posting.loggers` arrived.
@@ -273,8 +273,8 @@ pub(crate) const LOGGERS_SETTING: KopfVersion = KopfVersion::new(1, 41, 0);
 /// What kopf posts as Events of a handler's log records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LogPosting {
-    /// Every record of the object's logger at the posting level. kopf 1.0 to 1.40
-    /// (`settings.posting.level`), and, as far as the linter models it, kopf 0.x:
+    /// Every record of the object's logger at the posting level. kopf 1.x before
+    /// 1.41 (`settings.posting.level`), and, as far as the linter models it, kopf 0.x:
     /// 0.27's `settings.posting.level`, and before it `kopf.config.EventsConfig`'s
     /// `events_loglevel`, post the same way.
     EveryRecord,

@@ -1,5 +1,6 @@
 use super::*;
 
+/// A version from its text.
 fn v(text: &str) -> KopfVersion {
     KopfVersion::parse(text).expect("a version")
 }
@@ -28,7 +29,7 @@ fn a_caret_range_straddles_1_41_and_an_exact_one_does_not() {
         exact.across(&KOPF_ERAS, LogPosting::of),
         ByVersion::Decided(LogPosting::EveryRecord)
     );
-    // Below 1.41 on every side: 0.x posts like 1.0 to 1.40.
+    // Below 1.41 on every side: 0.x posts like 1.x before 1.41.
     let old = KopfRange::from_until(v("0.27"), v("1.41"));
     assert_eq!(
         old.across(&KOPF_ERAS, LogPosting::of),
