@@ -3,7 +3,8 @@
 
 use super::finding;
 use crate::api::Finding;
-use crate::catalog::CheckId;
+use crate::catalog::{CheckId, Severity};
+use crate::model::source::kopf_version::{ByVersion, KOPF_ERAS, KopfVersion, LogPosting};
 use crate::model::source::{Handler, KopfPin, Literal, Location, ResourceSpec, SourceFacts};
 
 /// A finding of the source, with where it is.
@@ -42,28 +43,84 @@ pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
     out
 }
 
+/// Whether handlers' log records are posted as Events, across the kopf versions the
+/// files allow.
+enum Posted<'a> {
+    /// They are, for this reason.
+    Yes(String),
+    /// They are not, or posting is off.
+    No,
+    /// The versions allowed straddle `boundary`: posted before it, not from it.
+    Depends {
+        /// The requirement that allows both.
+        pin: &'a KopfPin,
+        /// The first version that posts no log record without `posting.loggers`.
+        boundary: KopfVersion,
+    },
+}
+
 /// Whether handlers' log records are posted as Events, and why: kopf before 1.41 posts
-/// every record of the object logger at `posting.level`; from 1.41 only with
-/// `settings.posting.loggers = True` (kopf 1.45 `_cogs/configs/configuration.py`).
-/// `None` when the version is not pinned and no setting decides it: the current kopf
-/// (loggers not posted) is assumed.
-fn loggers_posted(facts: &SourceFacts) -> Option<String> {
+/// every record of the object logger at `posting.level` (kopf 0.x as well, at
+/// `settings.posting.level` or `kopf.config.EventsConfig.events_loglevel`); from 1.41
+/// only with `settings.posting.loggers = True` (kopf 1.45
+/// `_cogs/configs/configuration.py`). With no version named and no setting deciding it,
+/// the current kopf (loggers not posted) is assumed.
+fn loggers_posted(facts: &SourceFacts) -> Posted<'_> {
     if facts.setting("posting.enabled") == Some(&Literal::Bool(false)) {
-        return None;
+        return Posted::No;
     }
-    let setting = facts.setting("posting.loggers");
-    match (facts.kopf.as_ref().and_then(KopfPin::has_posting_loggers), setting) {
-        (Some(false), _) => facts.kopf.as_ref().map(|k| {
-            format!(
-                "kopf {} (pinned at {}) posts every record of a handler's logger at posting.level as an Event (posting.loggers arrived in 1.41)",
-                k.version, k.location
-            )
-        }),
-        (_, Some(Literal::Bool(true))) => {
-            Some("settings.posting.loggers = True posts every record of a handler's logger at posting.level as an Event".into())
+    let loggers_on = facts.setting("posting.loggers") == Some(&Literal::Bool(true));
+    let by_setting = || {
+        Posted::Yes("settings.posting.loggers = True posts every record of a handler's logger at posting.level as an Event".into())
+    };
+    let Some(pin) = &facts.kopf else {
+        return if loggers_on { by_setting() } else { Posted::No };
+    };
+    let posted = pin.range.across(&KOPF_ERAS, |v| {
+        loggers_on || LogPosting::of(v) == LogPosting::EveryRecord
+    });
+    match posted {
+        ByVersion::Decided(false) => Posted::No,
+        ByVersion::Decided(true)
+            if pin.log_posting() == ByVersion::Decided(LogPosting::EveryRecord) =>
+        {
+            Posted::Yes(by_version(pin))
         }
-        _ => None,
+        ByVersion::Decided(true) => by_setting(),
+        ByVersion::Split { boundary, .. } => Posted::Depends { pin, boundary },
     }
+}
+
+/// Why a kopf that posts every record does: its version.
+fn by_version(pin: &KopfPin) -> String {
+    let level = if pin.before_one() {
+        "posting.level (kopf 0.x: settings.posting.level, or kopf.config.EventsConfig.events_loglevel before it)"
+    } else {
+        "posting.level"
+    };
+    format!(
+        "kopf {} (pinned at {}) posts every record of a handler's logger at {level} as an Event (posting.loggers arrived in 1.41)",
+        pin.shown(),
+        pin.location
+    )
+}
+
+/// The versions a requirement allows, as an undecided finding names them.
+fn allowed(pin: &KopfPin, boundary: KopfVersion) -> String {
+    format!(
+        "kopf {} (required at {}: {}) allows versions before and from {}.{}",
+        pin.shown(),
+        pin.location,
+        pin.range,
+        boundary.major,
+        boundary.minor
+    )
+}
+
+/// A finding the kopf versions allowed do not decide: info.
+fn undecided(mut found: SourceFinding) -> SourceFinding {
+    found.finding.severity = Severity::Info;
+    found
 }
 
 /// Whether `posting.level` is left at INFO (or lower): kopf's default is `logging.INFO`.
@@ -80,10 +137,11 @@ fn posting_level_info(facts: &SourceFacts) -> bool {
     }
 }
 
-/// `source.posting-flood`: at the first INFO record of a handler's logger.
+/// `source.posting-flood`: at the first INFO record of a handler's logger. Info when
+/// the kopf versions allowed straddle 1.41.
 pub(crate) fn posting_flood(facts: &SourceFacts) -> Option<SourceFinding> {
-    let why = loggers_posted(facts)?;
-    if !posting_level_info(facts) {
+    let posted = loggers_posted(facts);
+    if matches!(posted, Posted::No) || !posting_level_info(facts) {
         return None;
     }
     let (h, at) = facts.handlers.iter().find_map(|h| {
@@ -92,33 +150,59 @@ pub(crate) fn posting_flood(facts: &SourceFacts) -> Option<SourceFinding> {
             .find(|(method, _)| matches!(method.as_str(), "info" | "debug"))
             .map(|(_, at)| (h, at))
     })?;
-    let mut found = raise(
-        CheckId::SourcePostingFlood,
-        &handler_target(h),
-        at,
-        format!(
-            "{why}, and posting.level is left at INFO: every logger.info() of a handler, like this one in {}(), becomes an Event on its object (events.logging-flood once deployed). Set `settings.posting.level = logging.WARNING` in an @kopf.on.startup handler.",
-            h.function
+    let target = handler_target(h);
+    let mut found = match posted {
+        Posted::Yes(why) => raise(
+            CheckId::SourcePostingFlood,
+            &target,
+            at,
+            format!(
+                "{why}, and posting.level is left at INFO: every logger.info() of a handler, like this one in {}(), becomes an Event on its object (events.logging-flood once deployed). Set `settings.posting.level = logging.WARNING` in an @kopf.on.startup handler.",
+                h.function
+            ),
         ),
-    );
+        Posted::Depends { pin, boundary } => undecided(raise(
+            CheckId::SourcePostingFlood,
+            &target,
+            at,
+            format!(
+                "{}: before it, kopf posts every record of a handler's logger at posting.level (left at INFO) as an Event, so every logger.info() of a handler, like this one in {}(), would become an Event on its object (events.logging-flood once deployed); from it, only with settings.posting.loggers = True, which is off. Pin kopf or commit a lock file to decide; `settings.posting.level = logging.WARNING` in an @kopf.on.startup handler is right on both sides.",
+                allowed(pin, boundary),
+                h.function
+            ),
+        )),
+        Posted::No => return None,
+    };
     found.finding.fix = Some(startup_settings(&[
         "settings.posting.level = logging.WARNING",
     ]));
     Some(found)
 }
 
-/// `source.silent-failure`.
+/// `source.silent-failure`. Info when the kopf versions allowed straddle 1.41.
 pub(crate) fn silent_failure(facts: &SourceFacts, h: &Handler) -> Option<SourceFinding> {
     let (error, at) = h.raises.first()?;
-    if !h.posts.is_empty()
-        || loggers_posted(facts).is_some()
-        || facts.setting("posting.enabled") == Some(&Literal::Bool(false))
-    {
+    if !h.posts.is_empty() || facts.setting("posting.enabled") == Some(&Literal::Bool(false)) {
         return None;
     }
-    let version = match &facts.kopf {
-        Some(k) => format!("kopf {} (pinned at {})", k.version, k.location),
-        None => "kopf 1.41 and later (no version is pinned: the current kopf is assumed)".into(),
+    let version = match (loggers_posted(facts), &facts.kopf) {
+        (Posted::Yes(_), _) => return None,
+        (Posted::Depends { pin, boundary }, _) => {
+            return Some(undecided(raise(
+                CheckId::SourceSilentFailure,
+                &handler_target(h),
+                at,
+                format!(
+                    "Handler {}() raises {error}. {}: before it, kopf posts the failure's log record as an Event; from it, only with settings.posting.loggers, which is off, and the handler posts none itself, so its failures would reach only the operator's log, never the object's Events (events.silent-failures once deployed). Pin kopf or commit a lock file to decide; calling `kopf.warn(body, reason=..., message=...)` before raising is right on both sides.",
+                    h.function,
+                    allowed(pin, boundary)
+                ),
+            )));
+        }
+        (Posted::No, Some(k)) => format!("kopf {} (pinned at {})", k.shown(), k.location),
+        (Posted::No, None) => {
+            "kopf 1.41 and later (no version is pinned: the current kopf is assumed)".into()
+        }
     };
     Some(raise(
         CheckId::SourceSilentFailure,

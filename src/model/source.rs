@@ -189,36 +189,14 @@ pub(crate) struct SourceFacts {
     pub(crate) problems: Vec<ParseProblem>,
     /// How many Python files were read.
     pub(crate) files: usize,
-    /// The kopf version the requirements, lock files or Dockerfile pin.
+    /// The kopf versions the requirements, lock files or Dockerfile allow.
     pub(crate) kopf: Option<KopfPin>,
 }
 
-/// The kopf version an operator's files pin or require.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct KopfPin {
-    /// `major.minor.patch` as written (`1.37.2`, `1.38`).
-    pub(crate) version: String,
-    /// `==` or a lock file: exactly this version; else the lowest one allowed (`>=`, `~=`, `^`).
-    pub(crate) exact: bool,
-    /// Where.
-    pub(crate) location: Location,
-}
-
-impl KopfPin {
-    /// `(major, minor)`, when the version reads as numbers.
-    pub(crate) fn minor(&self) -> Option<(u32, u32)> {
-        let mut parts = self.version.split('.');
-        let major = parts.next()?.parse().ok()?;
-        let minor = parts.next().map_or(Some(0), |m| m.parse().ok())?;
-        Some((major, minor))
-    }
-
-    /// Whether this kopf has `settings.posting.loggers` (1.41 and later): before it,
-    /// every record of a handler's logger at `posting.level` is posted as an Event.
-    pub(crate) fn has_posting_loggers(&self) -> Option<bool> {
-        self.minor().map(|v| v >= (1, 41))
-    }
-}
+/// The kopf versions an operator's files allow, as a range, and what kopf does with a
+/// handler's log records across them.
+pub(crate) mod kopf_version;
+pub(crate) use kopf_version::KopfPin;
 
 impl SourceFacts {
     /// Adds another file's facts.
@@ -228,8 +206,16 @@ impl SourceFacts {
         self.settings.extend(other.settings);
         self.problems.extend(other.problems);
         self.files += other.files;
-        if self.kopf.as_ref().is_none_or(|k| !k.exact) && other.kopf.is_some() {
-            self.kopf = other.kopf;
+        if let Some(pin) = other.kopf {
+            self.keep_pin(pin);
+        }
+    }
+
+    /// Keeps the pin that decides the version best: a lock file over an exact version
+    /// over a range; the first found among equals.
+    pub(crate) fn keep_pin(&mut self, pin: KopfPin) {
+        if self.kopf.as_ref().is_none_or(|k| pin.weight() > k.weight()) {
+            self.kopf = Some(pin);
         }
     }
 
@@ -306,7 +292,7 @@ impl StorageKind {
     }
 }
 
-/// A built-in kind a handler may name: the API server's, not a CRD's.
+/// A built-in kind a handler may name: the API server's, not a CRD's ([`builtins`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Builtin {
     /// API group (empty for core).
@@ -321,40 +307,9 @@ pub(crate) struct Builtin {
     pub(crate) namespaced: bool,
 }
 
-/// The built-in kinds kopf operators commonly handle.
-const BUILTINS: [Builtin; 16] = [
-    builtin("", "pods", "Pod", true),
-    builtin("", "secrets", "Secret", true),
-    builtin("", "configmaps", "ConfigMap", true),
-    builtin("", "services", "Service", true),
-    builtin("", "serviceaccounts", "ServiceAccount", true),
-    builtin("", "persistentvolumeclaims", "PersistentVolumeClaim", true),
-    builtin("", "namespaces", "Namespace", false),
-    builtin("", "nodes", "Node", false),
-    builtin("", "persistentvolumes", "PersistentVolume", false),
-    builtin("apps", "deployments", "Deployment", true),
-    builtin("apps", "statefulsets", "StatefulSet", true),
-    builtin("apps", "daemonsets", "DaemonSet", true),
-    builtin("apps", "replicasets", "ReplicaSet", true),
-    builtin("batch", "jobs", "Job", true),
-    builtin("batch", "cronjobs", "CronJob", true),
-    builtin("networking.k8s.io", "ingresses", "Ingress", true),
-];
-
-const fn builtin(
-    group: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-) -> Builtin {
-    Builtin {
-        group,
-        version: "v1",
-        plural,
-        kind,
-        namespaced,
-    }
-}
+/// Every built-in resource of the API server, in the order a name without a group
+/// resolves to them.
+mod builtins;
 
 impl ResourceSpec {
     /// Whether both name the same resource as far as the source shows: the same group
@@ -373,7 +328,7 @@ impl ResourceSpec {
     /// kind, case-insensitively), within its group when one is given.
     pub(crate) fn builtin(&self) -> Option<Builtin> {
         let name = self.name.to_ascii_lowercase();
-        BUILTINS.into_iter().find(|b| {
+        builtins::BUILTINS.into_iter().find(|b| {
             self.group.as_deref().is_none_or(|g| g == b.group)
                 && (name == b.plural
                     || name == b.kind.to_ascii_lowercase()

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::source::kopf_version::KopfRange;
 use crate::model::source::{Literal, ParseProblem, Registration, ResourceSpec, SettingWrite};
 
 fn handler(decorator: &str, resource: Option<&str>) -> Handler {
@@ -112,10 +113,13 @@ fn unfiltered_builtin_spares_filtered_handlers_custom_kinds_and_event_handlers()
     assert!(!pods.finding.message.contains("clear text"));
 }
 
+/// A requirement on exactly `version`.
 fn pin(version: &str) -> Option<KopfPin> {
+    let range = KopfRange::exactly(KopfVersion::parse(version).expect("a version"));
     Some(KopfPin {
-        version: version.into(),
-        exact: true,
+        range,
+        written: format!("=={version}"),
+        locked: false,
         location: Location::new("requirements.txt", 1),
     })
 }
@@ -287,4 +291,71 @@ fn an_update_handler_patching_a_changing_value_on_every_call_loops() {
         other.self_patches = vec![("spec.at".into(), Location::new("op.py", 3), true)];
         assert!(handler_loop(&other).is_none(), "{decorator}");
     }
+}
+
+/// A requirement that allows a range, as written in `pyproject.toml`.
+fn required(written: &str, lower: &str, upper: &str) -> Option<KopfPin> {
+    let v = |t: &str| KopfVersion::parse(t).expect("a version");
+    Some(KopfPin {
+        range: KopfRange::from_until(v(lower), v(upper)),
+        written: written.into(),
+        locked: false,
+        location: Location::new("pyproject.toml", 9),
+    })
+}
+
+#[test]
+fn a_caret_range_across_1_41_is_undecided_and_says_both_sides() {
+    let mut h = handler("on.create", Some("kopfexamples"));
+    h.kopf_logger_calls = vec![("info".into(), Location::new("op.py", 11))];
+    h.raises = vec![("kopf.TemporaryError".into(), Location::new("op.py", 14))];
+    let facts = |kopf: Option<KopfPin>| SourceFacts {
+        handlers: vec![h.clone()],
+        kopf,
+        ..SourceFacts::default()
+    };
+    let caret = facts(required("^1.38.0", "1.38.0", "2.0.0"));
+    let flood = posting_flood(&caret).expect("reported, undecided");
+    assert_eq!(flood.finding.check, CheckId::SourcePostingFlood);
+    assert_eq!(flood.finding.severity, Severity::Info);
+    let message = &flood.finding.message;
+    assert!(message.contains("kopf ^1.38.0"), "{message}");
+    assert!(message.contains(">=1.38.0,<2.0.0"), "{message}");
+    assert!(message.contains("before and from 1.41"), "{message}");
+    let silent = silent_failure(&caret, &h).expect("reported, undecided");
+    assert_eq!(silent.finding.severity, Severity::Info);
+    assert!(silent.finding.message.contains("pyproject.toml:9"));
+    // A range wholly before 1.41 decides: the warning, as for a pinned version.
+    let before = facts(required(">=1.30,<1.41", "1.30", "1.41"));
+    let decided = posting_flood(&before).expect("fires");
+    assert_eq!(decided.finding.severity, Severity::Warning);
+    assert!(silent_failure(&before, &h).is_none());
+    // A range wholly from 1.41 decides the other way.
+    let after = facts(required("~=1.41", "1.41", "2"));
+    assert!(posting_flood(&after).is_none());
+    let silent = silent_failure(&after, &h).expect("fires");
+    assert_eq!(silent.finding.severity, Severity::Warning);
+}
+
+#[test]
+fn kopf_before_1_0_posts_handler_records_like_before_1_41() {
+    let mut h = handler("on.create", Some("kopfexamples"));
+    h.kopf_logger_calls = vec![("info".into(), Location::new("op.py", 11))];
+    h.raises = vec![("kopf.TemporaryError".into(), Location::new("op.py", 14))];
+    let facts = |settings: Vec<SettingWrite>| SourceFacts {
+        handlers: vec![h.clone()],
+        settings,
+        kopf: pin("0.27"),
+        ..SourceFacts::default()
+    };
+    let flood = posting_flood(&facts(vec![])).expect("0.27 posts INFO records");
+    assert_eq!(flood.finding.severity, Severity::Warning);
+    assert!(
+        flood.finding.message.contains("EventsConfig"),
+        "{}",
+        flood.finding.message
+    );
+    assert!(silent_failure(&facts(vec![]), &h).is_none());
+    let raised = startup_setting("posting.level", Literal::Name("logging.WARNING".into()));
+    assert!(posting_flood(&facts(vec![raised])).is_none());
 }

@@ -22,6 +22,12 @@ pub(crate) const MAX_YAML_BYTES: u64 = 8 << 20;
 /// of a few hundred packages is under 1 MiB).
 pub(crate) const MAX_OTHER_BYTES: u64 = 4 << 20;
 
+/// Largest file whose content is sniffed for a Dockerfile when its name does not say
+/// (`component-operator-dockerfile`, a `Containerfile` under another name): 1 MiB, ten
+/// times any hand-written Dockerfile. Only files with no extension or a name holding
+/// `dockerfile`/`containerfile` are sniffed at all.
+pub(crate) const MAX_SNIFFED_BYTES: u64 = 1 << 20;
+
 /// Most files read in one run; beyond them the rest of the tree is not read (and the run
 /// says so). A kopf operator's repository holds hundreds.
 pub(crate) const MAX_FILES: usize = 20_000;

@@ -67,6 +67,31 @@ pub(crate) fn read(path: &str, text: &str) -> Image {
     image
 }
 
+/// Whether a text is a Dockerfile by its content: its first instruction, after comments
+/// (parser directives are comments), blank lines and the `ARG`s that may come before
+/// it, is `FROM`.
+pub(crate) fn starts_with_from(text: &str) -> bool {
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let keyword = line.split_whitespace().next().unwrap_or("");
+        if keyword.eq_ignore_ascii_case("ARG") {
+            continue;
+        }
+        return keyword.eq_ignore_ascii_case("FROM");
+    }
+    false
+}
+
+/// Whether a file's name lets lint sniff its content for a Dockerfile: no extension,
+/// or `dockerfile`/`containerfile` in it (`x-dockerfile`, `Containerfile.ubi`).
+pub(crate) fn sniffable(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let has_extension = std::path::Path::new(name).extension().is_some();
+    !has_extension || lower.contains("dockerfile") || lower.contains("containerfile")
+}
+
 /// The instructions with their first line, continuation lines joined, comments dropped.
 fn instructions(text: &str) -> Vec<(u32, String)> {
     let mut out = Vec::new();
@@ -115,6 +140,22 @@ fn words(rest: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dockerfile_is_told_by_its_first_instruction() {
+        assert!(starts_with_from(
+            "# syntax=docker/dockerfile:1\n\n# the operator\nFROM python:3.12\n"
+        ));
+        assert!(starts_with_from("ARG PY=3.12\nfrom python:${PY}\n"));
+        assert!(!starts_with_from("all:\n\tcargo build\n"));
+        assert!(!starts_with_from("# only comments\n"));
+        assert!(!starts_with_from("RUN x\nFROM y\n"));
+        assert!(sniffable("component-operator-dockerfile"));
+        assert!(sniffable("Containerfile.ubi"));
+        assert!(sniffable("x-DockerFile"));
+        assert!(sniffable("Makefile"));
+        assert!(!sniffable("notes.md"));
+    }
 
     #[test]
     fn the_last_stage_cmd_in_exec_form_is_read_with_its_line() {

@@ -131,6 +131,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     if manifests.deployments.is_empty() {
         notes.push("No Deployment in the linted manifests: the workload and RBAC checks had nothing to read. Pass the chart directory or rendered manifests (`helm template ... | kopf-audit lint -f -`).".into());
     }
+    dedup_in_order(&mut notes);
     Ok(Linted {
         evidence: Evidence {
             now: Timestamp::now(),
@@ -142,6 +143,13 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         notes,
         unread,
     })
+}
+
+/// Drops the repeats of a note, keeping the first of each in place: a note about the
+/// source (a handled resource that is not known) is found once per Deployment.
+fn dedup_in_order(notes: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    notes.retain(|n| seen.insert(n.clone()));
 }
 
 /// The Deployments that run kopf, when any does: a repository often carries other
@@ -244,6 +252,11 @@ impl Found {
         let shown = relative(path, root);
         let kind = FileKind::of(name);
         if kind == FileKind::Other {
+            if dockerfile::sniffable(name)
+                && let Some(text) = self.sniffed_dockerfile(path)
+            {
+                self.dockerfile(&shown, &text);
+            }
             return Ok(());
         }
         let Some(text) = self.bounded_text(path, &shown, kind)? else {
@@ -257,10 +270,7 @@ impl Found {
                 }
                 Err(too_deep) => self.unread(&shown, format!("{too_deep}: it was not parsed")),
             },
-            FileKind::Dockerfile => {
-                self.pin(versions::pin(&shown, &text));
-                self.images.push(dockerfile::read(&shown, &text));
-            }
+            FileKind::Dockerfile => self.dockerfile(&shown, &text),
             FileKind::Requirements => self.pin(versions::pin(&shown, &text)),
             FileKind::Yaml if text.contains("kind:") && text.contains("apiVersion:") => {
                 self.manifests.read(&shown, &text, &input.namespace);
@@ -268,6 +278,38 @@ impl Found {
             FileKind::Yaml | FileKind::Other => {}
         }
         Ok(())
+    }
+
+    /// Reads a Dockerfile: the image it builds and the kopf it installs.
+    fn dockerfile(&mut self, shown: &str, text: &str) {
+        self.pin(versions::pin(shown, text));
+        self.images.push(dockerfile::read(shown, text));
+    }
+
+    /// The text of a file whose name does not tell its kind, when its content shows a
+    /// Dockerfile ([`dockerfile::starts_with_from`]). Quiet: a file over
+    /// [`bounds::MAX_SNIFFED_BYTES`], unreadable or not UTF-8 is simply not one (a
+    /// binary without an extension is no input of lint's). Counted against the run's
+    /// bounds.
+    fn sniffed_dockerfile(&mut self, path: &Path) -> Option<String> {
+        if self.files_read >= bounds::MAX_FILES || self.bytes_read >= bounds::MAX_TOTAL_BYTES {
+            return None;
+        }
+        let file = std::fs::File::open(path).ok()?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, bounds::MAX_SNIFFED_BYTES + 1),
+            &mut bytes,
+        )
+        .ok()?;
+        self.files_read += 1;
+        self.bytes_read += bytes.len() as u64;
+        if bytes.len() as u64 > bounds::MAX_SNIFFED_BYTES {
+            return None;
+        }
+        String::from_utf8(bytes)
+            .ok()
+            .filter(|text| dockerfile::starts_with_from(text))
     }
 
     /// A file's text, when it is within the bounds of one file and of the run and is
@@ -328,16 +370,10 @@ impl Found {
         });
     }
 
-    /// Keeps a kopf pin: an exact one (`==`, a lock file) over a lower bound.
+    /// Keeps a kopf pin: a lock file over an exact version over a range.
     fn pin(&mut self, pin: Option<crate::model::source::KopfPin>) {
-        let Some(pin) = pin else { return };
-        if self
-            .source
-            .kopf
-            .as_ref()
-            .is_none_or(|k| !k.exact && pin.exact)
-        {
-            self.source.kopf = Some(pin);
+        if let Some(pin) = pin {
+            self.source.keep_pin(pin);
         }
     }
 
@@ -424,7 +460,12 @@ impl FileKind {
         } else if (name.starts_with("requirements") && name.ends_with(".txt"))
             || matches!(
                 name,
-                "pyproject.toml" | "poetry.lock" | "uv.lock" | "Pipfile.lock" | "setup.cfg"
+                "pyproject.toml"
+                    | "poetry.lock"
+                    | "uv.lock"
+                    | "Pipfile"
+                    | "Pipfile.lock"
+                    | "setup.cfg"
             )
         {
             FileKind::Requirements

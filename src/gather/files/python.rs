@@ -506,6 +506,15 @@ impl Walker<'_> {
     fn assignment(&mut self, targets: &[&Expr], value: &Expr, offset: TextSize) {
         for target in targets {
             let Some(path) = dotted(target) else { continue };
+            if path.ends_with(EVENTS_LOGLEVEL) {
+                self.facts.settings.push(SettingWrite {
+                    location: self.location(offset),
+                    path: "posting.level".into(),
+                    value: literal(value),
+                    in_startup: true,
+                });
+                continue;
+            }
             let Some(path) = path.strip_prefix("settings.") else {
                 continue;
             };
@@ -522,6 +531,12 @@ impl Walker<'_> {
         }
     }
 }
+
+/// kopf 0.x's posting level before `settings.posting.level` (kopf 0.x
+/// `kopf/config.py`, `EventsConfig.events_loglevel`): a class attribute kopf reads each
+/// time it posts, so a write anywhere sets it, as `settings.posting.level` in a startup
+/// handler does; it is kept as that setting.
+const EVENTS_LOGLEVEL: &str = "EventsConfig.events_loglevel";
 
 /// The functions whose result differs on every call (by their last dotted name):
 /// the time, random values, unique ids.

@@ -166,3 +166,108 @@ fn fifos_are_not_read_and_files_over_a_bound_are_unread() {
         "{unread:?}"
     );
 }
+
+/// A Deployment named `name` whose container runs `kopf run -A op.py`.
+fn kopf_deployment(name: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: ops}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: op, image: op, command: [kopf, run, -A, op.py]}}]\n---\n"
+    )
+}
+
+#[test]
+fn a_note_found_for_each_deployment_is_printed_once() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-notes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("op.py"),
+        "import kopf\n@kopf.on.create('gadgets')\ndef c(**kwargs):\n    pass\n",
+    )
+    .expect("write");
+    let manifests = format!("{}{}", kopf_deployment("one"), kopf_deployment("two"));
+    std::fs::write(dir.join("deploy.yaml"), manifests).expect("write");
+    let linted = read(&FilesInput {
+        path: Some(dir.clone()),
+        namespace: "ops".into(),
+        ..FilesInput::default()
+    })
+    .expect("reads");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(linted.evidence.targets.len(), 2);
+    let unknown: Vec<&String> = linted
+        .notes
+        .iter()
+        .filter(|n| n.contains("`gadgets` is neither"))
+        .collect();
+    assert_eq!(unknown.len(), 1, "{:?}", linted.notes);
+}
+
+#[test]
+fn dockerfiles_are_found_by_content_within_the_sniffing_bounds() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-sniff-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("component-operator-dockerfile"),
+        "# syntax=docker/dockerfile:1\n\nFROM python:3.12\nRUN pip install kopf==1.37.2\nCMD [\"kopf\", \"run\", \"-A\", \"op.py\"]\n",
+    )
+    .expect("write");
+    // A binary without an extension is no Dockerfile, and no unread input either.
+    std::fs::write(dir.join("tool"), b"\x7fELF\xff\xfe").expect("write");
+    // A file with an extension is not sniffed, whatever it holds.
+    std::fs::write(
+        dir.join("notes.md"),
+        "FROM python\nRUN pip install kopf==1.30\n",
+    )
+    .expect("write");
+    let big = format!(
+        "FROM python\nRUN pip install kopf==1.20\n#{}\n",
+        "x".repeat(usize::try_from(bounds::MAX_SNIFFED_BYTES).expect("fits"))
+    );
+    std::fs::write(dir.join("big-dockerfile"), big).expect("write");
+    let linted = read(&FilesInput {
+        path: Some(dir.clone()),
+        namespace: "ops".into(),
+        ..FilesInput::default()
+    })
+    .expect("reads");
+    let _ = std::fs::remove_dir_all(&dir);
+    let pin = linted.source.kopf.expect("the sniffed Dockerfile's pin");
+    assert_eq!(
+        pin.location,
+        crate::model::source::Location::new("component-operator-dockerfile", 4)
+    );
+    assert!(linted.unread.is_empty(), "{:?}", linted.unread);
+}
+
+#[test]
+fn a_lock_file_decides_over_a_caret_requirement() {
+    let dir = std::env::temp_dir().join(format!("kopf-audit-lock-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("pyproject.toml"),
+        "[tool.poetry.dependencies]\nkopf = \"^1.38.0\"\n",
+    )
+    .expect("write");
+    let lint = || {
+        read(&FilesInput {
+            path: Some(dir.clone()),
+            namespace: "ops".into(),
+            ..FilesInput::default()
+        })
+        .expect("reads")
+    };
+    let caret = lint().source.kopf.expect("a requirement");
+    assert_eq!(caret.range.exact(), None, "a caret is a range");
+    std::fs::write(
+        dir.join("poetry.lock"),
+        "[[package]]\nname = \"kopf\"\nversion = \"1.44.0\"\n",
+    )
+    .expect("write");
+    let locked = lint().source.kopf.expect("a lock");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(locked.locked);
+    assert_eq!(locked.shown(), "1.44.0");
+    assert_eq!(locked.location.file, "poetry.lock");
+}

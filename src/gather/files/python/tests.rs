@@ -224,3 +224,15 @@ fn self_patches_of_changing_values_to_what_kopf_diffs_are_read() {
     );
     assert!(other.handlers[0].self_patches.is_empty());
 }
+
+#[test]
+fn kopf_0_x_events_loglevel_is_read_as_the_posting_level() {
+    let facts = read_ok(
+        "op.py",
+        "import logging\nimport kopf\nkopf.config.EventsConfig.events_loglevel = logging.WARNING\n",
+    );
+    assert_eq!(
+        facts.setting("posting.level"),
+        Some(&Literal::Name("logging.WARNING".into()))
+    );
+}
