@@ -100,6 +100,11 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
         .into_iter()
         .map(|((area, why), targets)| Undecided { area, targets, why })
         .collect();
+    // What was reported already, for Deployments that share a ServiceAccount (and so its
+    // RBAC findings): a set, since a repository of thousands of Deployments would make
+    // a scan of the list per finding quadratic.
+    let mut reported: std::collections::HashSet<(Option<Location>, CheckId, String)> =
+        std::collections::HashSet::new();
     for finding in &eval.findings {
         let mut finding = finding.clone();
         if finding.check == CheckId::WorkloadNotKopf {
@@ -116,13 +121,9 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
             .iter()
             .find(|t| t.name() == finding.target)
             .and_then(|t| location_of(finding, t, &linted.manifests));
-        let duplicate = report.findings.iter().any(|f| {
-            f.location == location
-                && f.finding.check == finding.check
-                && f.finding.message == finding.message
-        });
         // Deployments that share a ServiceAccount share its RBAC findings: once.
-        if !duplicate {
+        let first = reported.insert((location.clone(), finding.check, finding.message.clone()));
+        if first {
             report.findings.push(LintFinding {
                 finding: finding.clone(),
                 location,

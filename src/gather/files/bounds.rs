@@ -32,8 +32,11 @@ pub(crate) const MAX_SNIFFED_BYTES: u64 = 1 << 20;
 /// says so). A kopf operator's repository holds hundreds.
 pub(crate) const MAX_FILES: usize = 20_000;
 
-/// Most bytes read in one run, all files together.
-pub(crate) const MAX_TOTAL_BYTES: u64 = 256 << 20;
+/// Most bytes read in one run, all files together: 16 MiB. A kopf operator's own
+/// Python, manifests and lock files are a few hundred KiB; lint's cost grows with the
+/// objects and handlers read, and at this bound a run stays within seconds and a few
+/// hundred MiB (BENCHMARKS.md, "The bounds, measured").
+pub(crate) const MAX_TOTAL_BYTES: u64 = 16 << 20;
 
 /// Deepest directory walked below the linted root.
 pub(crate) const MAX_DIR_DEPTH: usize = 32;
