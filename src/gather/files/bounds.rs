@@ -38,6 +38,11 @@ pub(crate) const MAX_FILES: usize = 20_000;
 /// hundred MiB (BENCHMARKS.md, "The bounds, measured").
 pub(crate) const MAX_TOTAL_BYTES: u64 = 16 << 20;
 
+/// Most kopf handlers read in one run: some source checks compare handlers with each
+/// other, so their cost grows with the square of the count. An operator registers tens;
+/// a repository past this is generated, not written.
+pub(crate) const MAX_HANDLERS: usize = 5_000;
+
 /// Deepest directory walked below the linted root.
 pub(crate) const MAX_DIR_DEPTH: usize = 32;
 

@@ -264,6 +264,17 @@ impl Found {
         };
         match kind {
             FileKind::Python => match python::read(&shown, &text) {
+                Ok(facts)
+                    if self.source.handlers.len() + facts.handlers.len() > bounds::MAX_HANDLERS =>
+                {
+                    self.unread(
+                        &shown,
+                        format!(
+                            "the repository registers more kopf handlers than lint's bound of {} a run: this file was not linted",
+                            bounds::MAX_HANDLERS
+                        ),
+                    );
+                }
                 Ok(facts) => {
                     self.source.extend(facts);
                     self.python.push((shown, text));
