@@ -982,20 +982,30 @@ fn lint_command(args: LintArgs) -> ExitCode {
     code
 }
 
-/// What `--filename` names: stdin (`-`) or a file, read whole.
+/// What `--filename` names: stdin (`-`) or a file, read whole up to the bound of a
+/// YAML file (a larger input is refused: exit 2).
 fn read_filename(filename: Option<&str>) -> Result<Option<String>, String> {
-    match filename {
-        Some("-") => {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|e| format!("reading stdin: {e}"))?;
-            Ok(Some(text))
-        }
-        Some(file) => std::fs::read_to_string(file)
-            .map(Some)
-            .map_err(|e| format!("reading {file}: {e}")),
-        None => Ok(None),
+    let (reader, shown): (Box<dyn std::io::Read>, String) = match filename {
+        None => return Ok(None),
+        Some("-") => (Box::new(std::io::stdin()), "stdin".to_string()),
+        Some(file) => (
+            Box::new(std::fs::File::open(file).map_err(|e| format!("reading {file}: {e}"))?),
+            file.to_string(),
+        ),
+    };
+    let limit = crate::gather::files::bounds::MAX_YAML_BYTES;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(reader, limit + 1), &mut bytes)
+        .map_err(|e| format!("reading {shown}: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "{shown} is over lint's bound of {} MiB for YAML input: lint a smaller input",
+            limit >> 20
+        ));
     }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{shown} is not UTF-8 text"))
 }
 
 /// The files linted, as results.
