@@ -467,6 +467,56 @@ mod tests {
         assert!(refused.starts_with("spec.selector is invalid"), "{refused}");
     }
 
+    /// Names as a compromised or fake API server could send them: discovery through the
+    /// mocked API, then every output `discover` prints, made inert as it prints them.
+    #[tokio::test]
+    async fn names_from_the_api_cannot_write_to_the_terminal_or_the_ci_log() {
+        use crate::gather::discover::{Scope, discover};
+        use crate::gather::recognise::Verdicts;
+        let hostile = "op\n::error::All checks passed\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{202e}\u{85}::x";
+        let (client, _api) = crate::testing::FakeApi::start("team", move |_, path, _| {
+            let items = if path.contains("/deployments") {
+                serde_json::json!([{
+                    "metadata": {"name": hostile, "namespace": hostile},
+                    "spec": {
+                        "selector": {"matchLabels": {"app": "op"}},
+                        "template": {"metadata": {"labels": {"app": "op"}},
+                            "spec": {"containers": [{"name": hostile, "image": "op",
+                                "command": ["kopf", "run", "-n", hostile, "op.py"]}]}}
+                    }
+                }])
+            } else {
+                serde_json::json!([])
+            };
+            crate::testing::json(
+                http::StatusCode::OK,
+                serde_json::json!({"metadata": {}, "items": items}),
+            )
+        });
+        let found = discover(&client, &Verdicts::default(), Scope::default())
+            .await
+            .expect("discovered");
+        assert_eq!(found.found.len(), 1, "the operator is found");
+        let outputs = [
+            crate::cli::inert::inert(&table(&found.found)),
+            crate::cli::inert::inert(
+                &kopf_audits_yaml(&found.found, &Template::Defaults).expect("yaml"),
+            ),
+            crate::cli::inert::inert(
+                &serde_json::to_string_pretty(&json(&found, 1)).expect("json"),
+            ),
+            crate::cli::inert::inert(&summary(&found, 1)),
+        ];
+        for text in &outputs {
+            assert!(
+                !text.lines().any(|l| l.trim_start().starts_with("::")),
+                "{text}"
+            );
+            assert!(!text.chars().any(crate::cli::inert::acts), "{text:?}");
+        }
+        serde_json::from_str::<serde_json::Value>(&outputs[2]).expect("still JSON");
+    }
+
     #[test]
     fn hostile_evidence_and_versions_stay_on_their_line_in_every_output() {
         let mut d = row(
