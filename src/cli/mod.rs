@@ -993,16 +993,15 @@ fn read_filename(filename: Option<&str>) -> Result<Option<String>, String> {
             file.to_string(),
         ),
     };
-    let limit = crate::gather::files::bounds::MAX_YAML_BYTES;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(reader, limit + 1), &mut bytes)
-        .map_err(|e| format!("reading {shown}: {e}"))?;
-    if bytes.len() as u64 > limit {
-        return Err(format!(
-            "{shown} is over lint's bound of {} MiB for YAML input: lint a smaller input",
-            limit >> 20
-        ));
-    }
+    use crate::gather::files::bounds::{MAX_YAML_BYTES, read_at_most};
+    let bytes = read_at_most(reader, MAX_YAML_BYTES)
+        .map_err(|e| format!("reading {shown}: {e}"))?
+        .ok_or_else(|| {
+            format!(
+                "{shown} is over lint's bound of {} MiB for YAML input: lint a smaller input",
+                MAX_YAML_BYTES >> 20
+            )
+        })?;
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| format!("{shown} is not UTF-8 text"))

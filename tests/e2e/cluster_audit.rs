@@ -173,51 +173,44 @@ pub(crate) async fn deployment_of(client: &Client, ns: &str) -> String {
         .expect("the fixture's Deployment")
 }
 
-/// A hand-written KopfAudit named `name` for the Deployment `deployment`.
-async fn hand_written(client: &Client, ns: &str, name: &str, deployment: &str) {
+/// Creates the KopfAudit `ns/name` with `spec` (a team's own, not generated).
+async fn written_by_a_team(client: &Client, ns: &str, name: &str, spec: serde_json::Value) {
     let audit: KopfAudit = serde_json::from_value(serde_json::json!({
         "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"target": {"deployment": deployment}, "interval": "5m"}
+        "spec": spec
     }))
     .expect("KopfAudit JSON");
     Api::<KopfAudit>::namespaced(client.clone(), ns)
         .create(&PostParams::default(), &audit)
         .await
         .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
+}
+
+/// A hand-written KopfAudit named `name` for the Deployment `deployment`.
+async fn hand_written(client: &Client, ns: &str, name: &str, deployment: &str) {
+    let spec = serde_json::json!({"target": {"deployment": deployment}, "interval": "5m"});
+    written_by_a_team(client, ns, name, spec).await;
 }
 
 /// A hand-written KopfAudit named `name` for the Deployment `deployment` that disables
 /// a check every ClusterKopfAudit of these tests runs.
 async fn weaker_hand_written(client: &Client, ns: &str, name: &str, deployment: &str) {
-    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "target": {"deployment": deployment},
-            "interval": "5m",
-            "checks": {"disable": ["workload.liveness"]}
-        }
-    }))
-    .expect("KopfAudit JSON");
-    Api::<KopfAudit>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &audit)
-        .await
-        .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
+    let spec = serde_json::json!({
+        "target": {"deployment": deployment},
+        "interval": "5m",
+        "checks": {"disable": ["workload.liveness"]}
+    });
+    written_by_a_team(client, ns, name, spec).await;
 }
 
 /// A KopfAudit in `ns` for the Deployment `deployment` of the namespace `target_ns`.
 async fn cross_namespace(client: &Client, ns: &str, name: &str, target_ns: &str, deployment: &str) {
-    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"target": {"namespace": target_ns, "deployment": deployment}, "interval": "5m"}
-    }))
-    .expect("KopfAudit JSON");
-    Api::<KopfAudit>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &audit)
-        .await
-        .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
+    let spec = serde_json::json!({
+        "target": {"namespace": target_ns, "deployment": deployment},
+        "interval": "5m"
+    });
+    written_by_a_team(client, ns, name, spec).await;
 }
 
 /// When the ClusterKopfAudit's discovery last completed, as its status says.

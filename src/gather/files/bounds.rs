@@ -67,6 +67,18 @@ pub(crate) const MAX_YAML_FLOW_DEPTH: usize = 128;
 /// least one column, so this bounds the block nesting too.
 pub(crate) const MAX_YAML_INDENT: usize = 512;
 
+/// Reads `reader` whole when it holds at most `limit` bytes; `None` when it holds more
+/// (then `limit + 1` bytes were read and dropped): a file or pipe a stranger wrote is
+/// never read past its bound.
+pub(crate) fn read_at_most(
+    reader: impl std::io::Read,
+    limit: u64,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(reader, limit + 1), &mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
+}
+
 /// A file nested deeper than lint parses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TooDeep {

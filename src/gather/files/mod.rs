@@ -303,24 +303,27 @@ impl Found {
     /// binary without an extension is no input of lint's). Counted against the run's
     /// bounds.
     fn sniffed_dockerfile(&mut self, path: &Path) -> Option<String> {
-        if self.files_read >= bounds::MAX_FILES || self.bytes_read >= bounds::MAX_TOTAL_BYTES {
+        if self.run_is_full() {
             return None;
         }
         let file = std::fs::File::open(path).ok()?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(file, bounds::MAX_SNIFFED_BYTES + 1),
-            &mut bytes,
-        )
-        .ok()?;
-        self.files_read += 1;
-        self.bytes_read += bytes.len() as u64;
-        if bytes.len() as u64 > bounds::MAX_SNIFFED_BYTES {
-            return None;
-        }
-        String::from_utf8(bytes)
+        let read = bounds::read_at_most(file, bounds::MAX_SNIFFED_BYTES).ok()?;
+        self.count_read(read.as_ref(), bounds::MAX_SNIFFED_BYTES);
+        String::from_utf8(read?)
             .ok()
             .filter(|text| dockerfile::starts_with_from(text))
+    }
+
+    /// Whether a bound of the whole run (files, bytes) is reached.
+    fn run_is_full(&self) -> bool {
+        self.files_read >= bounds::MAX_FILES || self.bytes_read >= bounds::MAX_TOTAL_BYTES
+    }
+
+    /// Counts one file read against the run's bounds: its bytes, or `limit + 1` when it
+    /// was over `limit` (what was read of it).
+    fn count_read(&mut self, read: Option<&Vec<u8>>, limit: u64) {
+        self.files_read += 1;
+        self.bytes_read += read.map_or(limit + 1, |bytes| bytes.len() as u64);
     }
 
     /// A file's text, when it is within the bounds of one file and of the run and is
@@ -331,7 +334,7 @@ impl Found {
         shown: &str,
         kind: FileKind,
     ) -> Result<Option<String>, FilesError> {
-        if self.files_read >= bounds::MAX_FILES || self.bytes_read >= bounds::MAX_TOTAL_BYTES {
+        if self.run_is_full() {
             self.full = true;
             self.unread(
                 shown,
@@ -345,12 +348,9 @@ impl Found {
         }
         let limit = kind.max_bytes();
         let file = std::fs::File::open(path).map_err(|source| read_error(path, source))?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
-            .map_err(|source| read_error(path, source))?;
-        self.files_read += 1;
-        self.bytes_read += bytes.len() as u64;
-        if bytes.len() as u64 > limit {
+        let read = bounds::read_at_most(file, limit).map_err(|source| read_error(path, source))?;
+        self.count_read(read.as_ref(), limit);
+        let Some(bytes) = read else {
             self.unread(
                 shown,
                 format!(
@@ -360,7 +360,7 @@ impl Found {
                 ),
             );
             return Ok(None);
-        }
+        };
         match String::from_utf8(bytes) {
             Ok(text) => Ok(Some(text)),
             Err(_) => {
