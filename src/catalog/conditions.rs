@@ -172,6 +172,7 @@ define_words! {
         InvalidSpec: "The spec cannot be used as written (e.g. an invalid label selector); the audit waits for a change.";
         InternalError: "Auditing this target's data hit a defect of kopf-audit (the message quotes it); the auditor kept running, the other audits are unaffected, and this one is tried again at the next interval.";
         TargetNotFound: "The target Deployment (or selector) matches nothing in the namespace.";
+        TargetTooLarge: "The target's Deployments and pods are over what the auditor reads for one audit (16 MiB, or one object over 8 MiB); the message names the list that went over. Narrow spec.target, or shrink what the Deployment and its pods carry.";
         CrossNamespaceRefused: "The target is in another namespace and the auditor does not allow cross-namespace targets.";
         Suspended: "spec.suspend is true: no audits run.";
         NoFindings: "No finding at warning or above in this area.";

@@ -10,12 +10,13 @@
 //! ([`Fingerprints`]): a Deployment's pods are listed and its log read again only once
 //! its uid or generation changed.
 
+use super::paged::{PAGE_BYTES, PageError, Paged, Pager};
 use super::recognise::{self, Recognised, Verdicts, Workload};
 use crate::api::Recognition;
 use crate::model::discovery::peers::{PeerPods, PodName};
 use crate::model::discovery::{
-    ContainerProjection, DeploymentPage, DeploymentProjection, Discovered, DiscoveryCost, Rollout,
-    SpecDecision, decide_from_spec,
+    ContainerProjection, DeploymentProjection, Discovered, DiscoveryCost, Rollout, SpecDecision,
+    decide_from_spec,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -29,12 +30,6 @@ use std::sync::Mutex;
 
 /// Deployments per page of the list: a page of projections is what is held at once.
 const PAGE_SIZE: u32 = 500;
-
-/// Most bytes of one page of the Deployment list read and held at once. Deployments are
-/// written by tenants, each up to the API server's 1.5 MiB: a page over this is read
-/// again with fewer items (an eighth each time), and a single Deployment over it is
-/// named as undetermined, never held.
-const PAGE_BYTES: usize = 8 << 20;
 
 /// Pods of one Deployment listed to find one whose container ran (its log is read).
 const PODS_LISTED: u32 = 10;
@@ -54,6 +49,16 @@ pub(crate) enum DiscoverError {
     /// A page of the list could not be read.
     #[error("reading a page of the Deployment list: {0}")]
     Decode(#[source] serde_json::Error),
+}
+
+impl From<PageError> for DiscoverError {
+    fn from(error: PageError) -> Self {
+        match error {
+            PageError::Request(e) => DiscoverError::Request(e),
+            PageError::List(e) => DiscoverError::List(e),
+            PageError::Decode(e) => DiscoverError::Decode(e),
+        }
+    }
 }
 
 /// Where to look: one namespace or all, and an optional label selector.
@@ -164,25 +169,11 @@ pub(crate) async fn discover_in(
     let mut peers = Peers::default();
     let mut pending = Vec::new();
     let mut seen = HashSet::new();
-    let mut continue_token: Option<String> = None;
-    let mut limit = PAGE_SIZE;
-    loop {
-        let read = list_page(client, scope, continue_token.as_deref(), limit).await?;
-        discovery.cost.pages += 1;
-        let (page, bytes) = match read {
-            PageRead::Page(page, bytes) => {
-                // Small pages again: the next one may take more items.
-                if bytes < (PAGE_BYTES / 4) as u64 {
-                    limit = limit.saturating_mul(2).min(PAGE_SIZE);
-                }
-                (page, bytes)
-            }
-            PageRead::TooBig(_) if limit > 1 => {
-                limit = (limit / 8).max(1);
-                continue;
-            }
-            PageRead::TooBig(prefix) => {
-                let (namespace, name) = prefix.first_item();
+    let mut pager = deployment_pager(client, scope);
+    while let Some(step) = pager.next::<DeploymentProjection>().await? {
+        let deployments = match step {
+            Paged::Items(items) => items,
+            Paged::Over { namespace, name } => {
                 tracing::warn!(%namespace, %name, "a Deployment over discovery's page budget was not read");
                 discovery.undetermined.push(Undetermined {
                     namespace,
@@ -192,15 +183,10 @@ pub(crate) async fn discover_in(
                         PAGE_BYTES >> 20
                     ),
                 });
-                continue_token = prefix.continue_token();
-                if continue_token.is_none() {
-                    break;
-                }
                 continue;
             }
         };
-        discovery.cost.list_bytes += bytes;
-        for deployment in page.items {
+        for deployment in deployments {
             discovery.cost.deployments += 1;
             if !keep(&deployment.metadata.namespace, &deployment.metadata.name) {
                 continue;
@@ -237,11 +223,9 @@ pub(crate) async fn discover_in(
                 }
             }
         }
-        continue_token = page.metadata.continue_.filter(|t| !t.is_empty());
-        if continue_token.is_none() {
-            break;
-        }
     }
+    discovery.cost.pages = pager.pages;
+    discovery.cost.list_bytes = pager.bytes;
     discovery.cost.pod_lists = pending.len() as u64;
     let peers = if pending.is_empty() {
         &PeerPods::default()
@@ -299,120 +283,20 @@ pub(crate) async fn namespaces_matching(
     Ok(list.items.into_iter().map(|n| n.name_any()).collect())
 }
 
-/// A page of the Deployment list as read: whole, or over [`PAGE_BYTES`] (then only its
-/// first bytes are kept, which name the list's `continue` token and its first item).
-enum PageRead {
-    /// The page and its size in bytes.
-    Page(DeploymentPage, u64),
-    /// The first bytes of a page over the budget.
-    TooBig(PagePrefix),
-}
-
-/// The first bytes of a list response. The API server writes a list's `metadata` (with
-/// its `continue` token) before its `items`, and an object's `metadata.name` and
-/// `namespace` first in the object.
-struct PagePrefix(Vec<u8>);
-
-impl PagePrefix {
-    /// The string value of the first `"key":"…"` after `from`.
-    fn string_after(&self, from: usize, key: &str) -> Option<String> {
-        let text = String::from_utf8_lossy(self.0.get(from..)?);
-        let needle = format!("\"{key}\":\"");
-        let start = text.find(&needle)? + needle.len();
-        let end = text[start..].find('"')?;
-        Some(text[start..start + end].to_string())
-    }
-
-    /// Where the list's items start.
-    fn items_at(&self) -> Option<usize> {
-        memchr::memmem::find(&self.0, b"\"items\":[")
-    }
-
-    /// The list's `continue` token, when more pages follow.
-    fn continue_token(&self) -> Option<String> {
-        let items = self.items_at()?;
-        let metadata = PagePrefix(self.0[..items].to_vec());
-        metadata
-            .string_after(0, "continue")
-            .filter(|t| !t.is_empty())
-    }
-
-    /// The namespace and name of the page's first Deployment, as far as the prefix
-    /// shows them (`?` when it does not).
-    fn first_item(&self) -> (String, String) {
-        let at = self.items_at().unwrap_or(0);
-        let shown = |v: Option<String>| {
-            v.map_or_else(
-                || "?".to_string(),
-                |v| crate::model::bounded::clean_name(&v),
-            )
-        };
-        (
-            shown(self.string_after(at, "namespace")),
-            shown(self.string_after(at, "name")),
-        )
-    }
-}
-
-/// One page of at most `limit` Deployments, read up to [`PAGE_BYTES`].
-async fn list_page(
-    client: &Client,
-    scope: Scope<'_>,
-    continue_token: Option<&str>,
-    limit: u32,
-) -> Result<PageRead, DiscoverError> {
+/// The Deployment list of `scope`, paged.
+fn deployment_pager<'a>(client: &'a Client, scope: Scope<'_>) -> Pager<'a> {
     let path = match scope.namespace {
-        Some(ns) => format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        Some(ns) => format!(
+            "/apis/apps/v1/namespaces/{}/deployments",
+            crate::model::names::path_segment(ns)
+        ),
         None => "/apis/apps/v1/deployments".to_string(),
     };
-    let mut params = ListParams::default().limit(limit);
+    let mut params = ListParams::default();
     if let Some(selector) = scope.selector {
         params = params.labels(selector);
     }
-    params.continue_token = continue_token.map(str::to_string);
-    let request = kube::core::Request::new(path)
-        .list(&params)
-        .map_err(DiscoverError::Request)?;
-    let body = client
-        .request_stream(request)
-        .await
-        .map_err(DiscoverError::List)?;
-    let bytes = read_bounded(body, PAGE_BYTES)
-        .await
-        .map_err(|e| DiscoverError::List(kube::Error::ReadEvents(e)))?;
-    match bytes {
-        Bounded::Whole(bytes) => {
-            let page = serde_json::from_slice(&bytes).map_err(DiscoverError::Decode)?;
-            Ok(PageRead::Page(page, bytes.len() as u64))
-        }
-        Bounded::Cut(prefix) => Ok(PageRead::TooBig(PagePrefix(prefix))),
-    }
-}
-
-/// A body read up to a bound.
-enum Bounded {
-    /// All of it.
-    Whole(Vec<u8>),
-    /// Its first bytes (the first 64 KiB), the rest left unread.
-    Cut(Vec<u8>),
-}
-
-/// Reads `body` whole when it is at most `max` bytes; else keeps its first 64 KiB and
-/// stops reading (the connection's rest is dropped).
-async fn read_bounded(
-    body: impl futures::AsyncBufRead + Unpin,
-    max: usize,
-) -> std::io::Result<Bounded> {
-    use futures::AsyncReadExt as _;
-    let mut out = Vec::new();
-    let mut limited = body.take(max as u64 + 1);
-    limited.read_to_end(&mut out).await?;
-    if out.len() > max {
-        out.truncate(64 << 10);
-        out.shrink_to_fit();
-        return Ok(Bounded::Cut(out));
-    }
-    Ok(Bounded::Whole(out))
+    Pager::new(client, path, params, PAGE_SIZE)
 }
 
 /// kopf's peering objects, read the first time a Deployment needs them: a discovery

@@ -12,6 +12,8 @@ pub(crate) mod handled;
 pub(crate) mod logs;
 pub(crate) mod objects;
 pub(crate) mod operators;
+mod paged;
+use paged::{Paged, Pager};
 pub(crate) mod peering;
 pub(crate) mod rbac;
 pub(crate) mod recognise;
@@ -30,7 +32,7 @@ use crate::model::settings::LogBounds;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ListParams};
+use kube::api::ListParams;
 use kube::core::{Selector, SelectorExt};
 use kube::{Client, ResourceExt};
 use std::collections::BTreeSet;
@@ -336,6 +338,16 @@ fn target_not_found(target: &AuditTarget, namespace: &str) -> Stall {
     }
 }
 
+/// Most bytes of a target's Deployments and pods, as the API server sends them, held
+/// for one audit. A kopf operator's Deployment and pods take a few KiB each; a target
+/// over this (a selector matching a namespace of fat Deployments, pods with megabytes
+/// of environment) is not read further, and the audit stalls with
+/// [`ConditionReason::TargetTooLarge`]: what a tenant writes does not grow the auditor.
+pub(crate) const TARGET_BYTES: u64 = 16 << 20;
+
+/// Objects per page of the target's lists.
+const TARGET_PAGE: u32 = 100;
+
 /// The Deployments a KopfAudit's target names and the pods of each, read live: the
 /// operator keeps no cache of the cluster's Deployments and pods (its memory follows
 /// what is audited, not the cluster), and the CLI reads the same way.
@@ -345,69 +357,117 @@ pub(crate) struct Candidates {
     pub(crate) deployments: Vec<Deployment>,
     /// The pods their selectors match.
     pub(crate) pods: Vec<Pod>,
+    /// Why the target was not read whole: it is over [`TARGET_BYTES`] (then the lists
+    /// above are incomplete and nothing is concluded from them).
+    pub(crate) too_large: Option<String>,
 }
 
-/// Reads the target's Deployments (one list by name or by the target's selector) and
-/// their pods (one list per Deployment, by its selector).
+/// Reads the target's Deployments (one paged list by name or by the target's selector)
+/// and their pods (one paged list per Deployment, by its selector), at most
+/// [`TARGET_BYTES`] in all.
 pub(crate) async fn read_candidates(
     client: &Client,
     target: &ResolvedTarget,
 ) -> Result<Candidates, GatherError> {
     let namespace = target.namespace.as_str();
-    let params = target.list_params();
-    let deployments: Vec<Deployment> =
-        list(Api::namespaced(client.clone(), namespace), &params, || {
-            format!("listing the target Deployments in {namespace}")
-        })
-        .await?;
-    let pod_api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let mut pods: Vec<Pod> = Vec::new();
+    let segment = crate::model::names::path_segment(namespace);
+    let mut budget = TargetBudget::default();
+    let mut candidates = Candidates::default();
+    let deployments_path = format!("/apis/apps/v1/namespaces/{segment}/deployments");
+    let deployments: Vec<Deployment> = read_listed(
+        client,
+        deployments_path,
+        target.list_params(),
+        &mut budget,
+        || format!("listing the target Deployments in {namespace}"),
+    )
+    .await?;
+    let pods_path = format!("/api/v1/namespaces/{segment}/pods");
     for deployment in &deployments {
+        if budget.over.is_some() {
+            break;
+        }
         let Ok(selector) = Selector::try_from(deployment.spec.selector.clone()) else {
             continue;
         };
         let params = ListParams::default().labels_from(&selector);
-        for pod in list(pod_api.clone(), &params, || {
+        let pods: Vec<Pod> = read_listed(client, pods_path.clone(), params, &mut budget, || {
             format!(
                 "listing the pods of Deployment {namespace}/{}",
                 deployment.name_any()
             )
         })
-        .await?
-        {
-            if !pods.iter().any(|p| p.metadata.uid == pod.metadata.uid) {
-                pods.push(pod);
+        .await?;
+        for pod in pods {
+            if !candidates
+                .pods
+                .iter()
+                .any(|p| p.metadata.uid == pod.metadata.uid)
+            {
+                candidates.pods.push(pod);
             }
         }
     }
-    Ok(Candidates { deployments, pods })
+    candidates.deployments = deployments;
+    candidates.too_large = budget.over;
+    Ok(candidates)
 }
 
-/// One list, its failure named by `what`. The objects' `managedFields` (often a third
-/// of a pod) are dropped at once: no check reads them, and the pods of a target are
-/// kept for the whole audit. The pods are not paged: all of them are kept anyway,
-/// and what bounds them is what the target runs.
-async fn list<K>(
-    api: Api<K>,
-    params: &ListParams,
-    what: impl FnOnce() -> String,
+/// What reading a target has spent of [`TARGET_BYTES`], and what went over it.
+#[derive(Debug, Default)]
+struct TargetBudget {
+    /// Bytes read.
+    spent: u64,
+    /// What went over the budget, said for a person.
+    over: Option<String>,
+}
+
+/// A paged list of a target's objects, each without its `managedFields` (often a third
+/// of a pod: no check reads them, and the objects are kept for the whole audit); stops
+/// at the first object or page that takes `budget` over [`TARGET_BYTES`].
+async fn read_listed<K>(
+    client: &Client,
+    path: String,
+    params: ListParams,
+    budget: &mut TargetBudget,
+    what: impl Fn() -> String,
 ) -> Result<Vec<K>, GatherError>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
 {
-    api.list(params)
-        .await
-        .map(|l| {
-            let mut items = l.items;
-            for item in &mut items {
+    let mut pager = Pager::new(client, path, params, TARGET_PAGE);
+    let mut items = Vec::new();
+    let failed = |e: paged::PageError| GatherError::List {
+        what: what(),
+        source: e.into_kube(),
+    };
+    while budget.over.is_none() {
+        let Some(step) = pager.next::<K>().await.map_err(failed)? else {
+            break;
+        };
+        match step {
+            Paged::Items(page) => items.extend(page.into_iter().map(|mut item: K| {
                 item.managed_fields_mut().clear();
+                item
+            })),
+            Paged::Over { name, .. } => {
+                budget.over = Some(format!(
+                    "{} {name} is over the {} MiB the auditor reads of one page",
+                    K::kind(&()),
+                    paged::PAGE_BYTES >> 20
+                ));
             }
-            items
-        })
-        .map_err(|source| GatherError::List {
-            what: what(),
-            source,
-        })
+        }
+        if budget.spent + pager.bytes > TARGET_BYTES && budget.over.is_none() {
+            budget.over = Some(format!(
+                "{} took the target over the {} MiB the auditor reads for one audit",
+                what(),
+                TARGET_BYTES >> 20
+            ));
+        }
+    }
+    budget.spent += pager.bytes;
+    Ok(items)
 }
 
 /// A target name whose gathering panics, in tests only: the panic boundary around an
@@ -428,6 +488,14 @@ pub(crate) async fn gather(
     #[cfg(test)]
     if spec.target.deployment.as_deref() == Some(PANICKING_TARGET) {
         panic!("a panic forced by a test");
+    }
+    if let Some(why) = &candidates.too_large {
+        return Observation::Stalled(Stall {
+            reason: ConditionReason::TargetTooLarge,
+            message: format!(
+                "The target was not read: {why}. Narrow spec.target to the operator's own Deployment, or shrink what its Deployment and pods carry (environment values, annotations)."
+            ),
+        });
     }
     let selected = resolved.select(&candidates.deployments);
     if selected.is_empty() {

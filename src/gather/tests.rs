@@ -188,3 +188,157 @@ fn a_failed_list_is_classified_by_what_the_api_server_answered() {
         failure.message
     );
 }
+
+/// A fake API server holding `deployments` (JSON) in `team` and `pods_each` pods per
+/// Deployment, answering lists page by page (`limit`, `continue`) as the API server does.
+fn paging_api(
+    deployments: Vec<serde_json::Value>,
+    pods_each: usize,
+) -> (Client, crate::testing::FakeApi) {
+    use crate::testing::{FakeApi, json};
+    use http::{Method, StatusCode};
+    FakeApi::start(
+        "team",
+        move |_: &Method, path: &str, _: &serde_json::Value| {
+            let param = |key: &str| {
+                path.split(['?', '&'])
+                    .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+                    .map(str::to_string)
+            };
+            let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(500);
+            let from: usize = param("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
+            let all: Vec<serde_json::Value> = if path.contains("/deployments") {
+                deployments.clone()
+            } else {
+                (0..pods_each)
+                    .map(|i| {
+                        serde_json::json!({"metadata": {
+                            "name": format!("op-{i}"), "namespace": "team", "uid": format!("u{i}"),
+                            "labels": {"app": "op"},
+                            "managedFields": [{"manager": "kubelet"}],
+                        }})
+                    })
+                    .collect()
+            };
+            let to = (from + limit).min(all.len());
+            let next = if to < all.len() {
+                to.to_string()
+            } else {
+                String::new()
+            };
+            json(
+                StatusCode::OK,
+                serde_json::json!({"metadata": {"continue": next}, "items": all[from..to]}),
+            )
+        },
+    )
+}
+
+/// A Deployment of `team` labelled `app: op`, with an environment value of `env_bytes`.
+fn listed_deployment(name: &str, env_bytes: usize) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"name": name, "namespace": "team", "labels": {"app": "op"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "op"}},
+            "template": {"metadata": {"labels": {"app": "op"}}, "spec": {"containers": [{
+                "name": "main", "image": "op:1", "command": ["kopf", "run", "op.py"],
+                "env": [{"name": "BLOB", "value": "x".repeat(env_bytes)}],
+            }]}},
+        },
+    })
+}
+
+fn by_selector() -> ResolvedTarget {
+    resolved(
+        &spec(AuditTarget {
+            selector: Some(LabelSelector {
+                match_labels: Some([("app".to_string(), "op".to_string())].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        "team",
+    )
+}
+
+/// Pods are listed a page at a time, and kept without their managedFields.
+#[tokio::test]
+async fn the_target_pods_are_read_page_by_page() {
+    let (client, api) = paging_api(vec![listed_deployment("op", 10)], 250);
+    let candidates = read_candidates(&client, &by_selector())
+        .await
+        .expect("read");
+    assert_eq!(candidates.pods.len(), 250);
+    assert!(candidates.too_large.is_none());
+    assert!(candidates.pods.iter().all(|p| {
+        p.metadata
+            .managed_fields
+            .as_ref()
+            .is_none_or(|m| m.is_empty())
+    }));
+    let seen = api.take();
+    let pod_lists: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.path.contains("/pods"))
+        .map(|s| s.path.as_str())
+        .collect();
+    assert_eq!(pod_lists.len(), 3, "{pod_lists:?}");
+    assert!(pod_lists.iter().all(|p| p.contains("limit=100")));
+}
+
+/// A selector that matches a namespace of fat Deployments (each with 1.4 MB of
+/// environment, as a tenant may write) stops at the target budget, and the audit stalls
+/// with TargetTooLarge, naming the list, instead of holding them all.
+#[tokio::test]
+async fn a_target_over_the_budget_stalls_and_is_not_held() {
+    let fat: Vec<serde_json::Value> = (0..30)
+        .map(|i| listed_deployment(&format!("fat-{i:02}"), 1_400_000))
+        .collect();
+    let (client, api) = paging_api(fat, 1);
+    let target = by_selector();
+    let candidates = read_candidates(&client, &target).await.expect("read");
+    let why = candidates.too_large.clone().expect("over the budget");
+    assert!(why.contains("target Deployments in team"), "{why}");
+    assert!(
+        candidates.deployments.len() < 30,
+        "{} held",
+        candidates.deployments.len()
+    );
+    assert_eq!(
+        api.take()
+            .iter()
+            .filter(|s| s.path.contains("/pods"))
+            .count(),
+        0,
+        "no pod is listed once the budget is spent"
+    );
+    let spec = KopfAuditSpec::for_deployment("unused");
+    let observation = gather(
+        &client,
+        &spec,
+        &target,
+        &reach("team", false),
+        &Shared::default(),
+        &candidates,
+    )
+    .await;
+    match observation {
+        Observation::Stalled(stall) => {
+            assert_eq!(stall.reason, ConditionReason::TargetTooLarge);
+            assert!(stall.message.contains("16 MiB"), "{}", stall.message);
+        }
+        other => panic!("not stalled: {other:?}"),
+    }
+}
+
+/// One Deployment over the page budget on its own is named, never parsed.
+#[tokio::test]
+async fn a_single_deployment_over_a_page_is_named() {
+    let (client, _api) = paging_api(vec![listed_deployment("huge", paged::PAGE_BYTES + 1)], 1);
+    let candidates = read_candidates(&client, &by_selector())
+        .await
+        .expect("read");
+    let why = candidates.too_large.expect("over");
+    assert!(why.contains("Deployment huge"), "{why}");
+    assert!(candidates.deployments.is_empty());
+}

@@ -11,23 +11,10 @@
 use super::kopf_run::{KopfRun, RunOrigin, Scope, find_kopf};
 use crate::api::Recognition;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ListMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kopf_log::VersionRange;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-
-/// One page of a Deployment list, read into [`DeploymentProjection`]s: the rest of each
-/// object (status, resources, probes, volumes, managedFields) is skipped while parsing,
-/// never held.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct DeploymentPage {
-    /// The list's metadata: its `continue` token.
-    #[serde(default)]
-    pub(crate) metadata: ListMeta,
-    /// The Deployments of the page.
-    #[serde(default)]
-    pub(crate) items: Vec<DeploymentProjection>,
-}
 
 /// What discovery keeps of a Deployment: its name, its pod selector and its containers'
 /// command lines.

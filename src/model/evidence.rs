@@ -508,7 +508,7 @@ pub(crate) struct Evidence {
 /// Why an audit cannot run until its spec or its target changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Stall {
-    /// `TargetNotFound`, `CrossNamespaceRefused` or `InvalidSpec`.
+    /// `TargetNotFound`, `TargetTooLarge`, `CrossNamespaceRefused` or `InvalidSpec`.
     pub(crate) reason: ConditionReason,
     /// What a person can act on.
     pub(crate) message: String,
