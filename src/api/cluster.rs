@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
     version = "v1alpha1",
     kind = "ClusterKopfAudit",
     status = "ClusterKopfAuditStatus",
-    doc = "ClusterKopfAudit discovers every Python operator written with kopf among the Deployments of the selected namespaces and keeps one KopfAudit per operator in the operator's namespace, owned by it, labelled kopfaudit.dev/cluster-audit and carrying spec.defaults. A KopfAudit written elsewhere for the same Deployment replaces the generated one only when the auditor runs it and, as spec.declaredAudits says, it switches off nothing spec.defaults.checks runs. Its status counts the operators discovered, compliant and non-compliant, and lists the worst offenders.",
+    doc = "ClusterKopfAudit discovers every Python operator written with kopf among the Deployments of the selected namespaces and keeps one KopfAudit per operator in the operator's namespace, owned by it, labelled kopfaudit.dev/cluster-audit and carrying spec.defaults. A KopfAudit written elsewhere for the same Deployment replaces the generated one only when the auditor runs it and, as spec.declaredAudits says, it audits no less than spec.defaults. Its status counts the operators discovered, compliant and non-compliant, and lists the worst offenders.",
     shortname = "cka",
     printcolumn = r#"{"name":"Ready","type":"string","description":"The Ready condition: discovery ran for the current generation","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Reason","type":"string","description":"The Ready condition's reason: why discovery is stalled or failed","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
@@ -54,9 +54,10 @@ pub struct ClusterKopfAuditSpec {
 
     /// What a KopfAudit written elsewhere (by a tenant, by hand) for a discovered
     /// operator does to the one generated for it. `Replace` (the default): it replaces
-    /// the generated one only when it disables no check and lowers no severity that
-    /// `defaults.checks` would run, so that a tenant cannot switch off what the platform
-    /// audits; one that does is left to run, and the generated one is kept beside it
+    /// the generated one only when it audits no less than `defaults`: no check disabled
+    /// or lowered in severity, no longer interval, no looser threshold, no shorter log
+    /// window or smaller log cap, no handledResources list of its own; so that a tenant
+    /// cannot switch off what the platform audits. One that does is left to run, and the generated one is kept beside it
     /// and counted in the status. `Beside`: the generated one is always kept, and the
     /// status counts only generated ones. Either way a KopfAudit written elsewhere
     /// covers an operator only when the auditor would run it against that operator: in

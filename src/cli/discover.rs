@@ -376,6 +376,9 @@ mod tests {
         // nothing is generated.
         let mut covering = written("team-audit", "covered", &[]);
         covering.spec.checks = cka.spec.defaults.checks.clone();
+        covering.spec.interval = cka.spec.defaults.interval.clone();
+        covering.spec.thresholds = cka.spec.defaults.thresholds.clone();
+        covering.spec.logs = cka.spec.defaults.logs.clone();
         let existing = [
             covering,
             // Written by hand for another Deployment, with `named`'s name.

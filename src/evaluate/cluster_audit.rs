@@ -7,7 +7,8 @@
 //! the operator's namespace, or in another one with `--allow-cross-namespace`; not
 //! suspended), its `target.deployment` names its Deployment or its `target.selector`
 //! matches its Deployment's labels, and, as `spec.declaredAudits` is `Replace`, it
-//! disables no check and lowers no severity that `spec.defaults.checks` would run:
+//! audits no less than `spec.defaults` ([`weakened`]: no check disabled or lowered in
+//! severity, no threshold, interval or log bound looser, no handledResources list):
 //! that one stands in, and no KopfAudit is generated for the operator (one generated
 //! before is deleted). Every other operator gets a generated KopfAudit in its
 //! namespace, named after its Deployment (unique in the namespace), owned by the
@@ -29,6 +30,7 @@ use crate::gather::{Reach, Resolution, ResolvedTarget, TargetSelect, resolve};
 use crate::model::bounded::{MAX_CONDITION_MESSAGE_BYTES, clean};
 use crate::model::discovery::Discovered;
 use crate::model::names::{MAX_OBJECT_NAME, derived, short_hash};
+use crate::model::settings::{self, CheckSettings, LogBounds};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     Condition, LabelSelector, OwnerReference, Time,
 };
@@ -193,10 +195,88 @@ fn declared(audit: &KopfAudit, cross: CrossNamespace) -> Option<Declared<'_>> {
     }
 }
 
+/// One way a KopfAudit written elsewhere audits less than a ClusterKopfAudit's
+/// `spec.defaults` would: such a one does not replace a generated one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Weakening {
+    /// A check disabled where the defaults run it, or given a lower severity.
+    Check(CheckId),
+    /// A setting looser than the defaults', by its field in the KopfAudit's spec: a
+    /// longer interval, lower memory thresholds, more repeats before Events count as
+    /// spam, a longer `unhandledAfter`, a shorter log window or a smaller log cap, or a
+    /// `handledResources` list (it replaces the resources the auditor finds from the
+    /// operator's RBAC and log with those listed).
+    Setting(&'static str),
+}
+
+/// How `declared` audits less than `defaults` would, each way once.
+pub(crate) fn weakened(defaults: &AuditDefaults, declared: &KopfAuditSpec) -> Vec<Weakening> {
+    let mut found: Vec<Weakening> = weakened_checks(&defaults.checks, &declared.checks)
+        .into_iter()
+        .map(Weakening::Check)
+        .collect();
+    found.extend(
+        looser_settings(defaults, declared)
+            .into_iter()
+            .map(Weakening::Setting),
+    );
+    found
+}
+
+/// The spec fields whose setting in `declared` is looser than in `defaults`, both read
+/// as the audit reads them (the defaults filled in).
+fn looser_settings(defaults: &AuditDefaults, declared: &KopfAuditSpec) -> Vec<&'static str> {
+    let wanted_spec = KopfAuditSpec {
+        interval: defaults.interval.clone(),
+        thresholds: defaults.thresholds.clone(),
+        logs: defaults.logs.clone(),
+        ..KopfAuditSpec::for_deployment("")
+    };
+    let at = jiff::Timestamp::UNIX_EPOCH;
+    let (wanted, got) = (
+        CheckSettings::from_spec(&wanted_spec, at),
+        CheckSettings::from_spec(declared, at),
+    );
+    let (wanted_logs, got_logs) = (
+        LogBounds::from_spec(&defaults.logs),
+        LogBounds::from_spec(&declared.logs),
+    );
+    [
+        (
+            "interval",
+            settings::interval(declared) > settings::interval(&wanted_spec),
+        ),
+        (
+            "thresholds.memoryRequest",
+            got.workload.memory_request < wanted.workload.memory_request,
+        ),
+        (
+            "thresholds.memoryLimit",
+            got.workload.memory_limit < wanted.workload.memory_limit,
+        ),
+        (
+            "thresholds.eventRepeats",
+            got.event_repeats > wanted.event_repeats,
+        ),
+        (
+            "thresholds.unhandledAfter",
+            got.unhandled_after > wanted.unhandled_after,
+        ),
+        ("logs.window", got_logs.window < wanted_logs.window),
+        (
+            "logs.limitBytes",
+            got_logs.limit_bytes < wanted_logs.limit_bytes,
+        ),
+        ("handledResources", !declared.handled_resources.is_empty()),
+    ]
+    .into_iter()
+    .filter_map(|(field, looser)| looser.then_some(field))
+    .collect()
+}
+
 /// The checks `declared` runs less strictly than `defaults` would: disabled where the
-/// defaults run them, or given a lower severity. A KopfAudit written elsewhere that
-/// weakens one does not replace a generated one.
-pub(crate) fn weakened(defaults: &CheckSelection, declared: &CheckSelection) -> Vec<CheckId> {
+/// defaults run them, or given a lower severity.
+fn weakened_checks(defaults: &CheckSelection, declared: &CheckSelection) -> Vec<CheckId> {
     CheckId::ALL
         .iter()
         .copied()
@@ -225,8 +305,8 @@ fn run_severity(selection: &CheckSelection, id: CheckId) -> Option<Severity> {
 }
 
 /// The KopfAudits written elsewhere that stand in for `cka`'s generated ones: under
-/// [`DeclaredAudits::Replace`] those the auditor runs and that weaken no check of
-/// `spec.defaults`; under [`DeclaredAudits::Beside`] none.
+/// [`DeclaredAudits::Replace`] those the auditor runs and that weaken nothing of
+/// `spec.defaults` ([`weakened`]); under [`DeclaredAudits::Beside`] none.
 fn standing_in<'a>(
     cka: &ClusterKopfAudit,
     theirs: &[&'a KopfAudit],
@@ -235,10 +315,10 @@ fn standing_in<'a>(
     if cka.spec.declared_audits == DeclaredAudits::Beside {
         return Vec::new();
     }
-    let defaults = &cka.spec.defaults.checks;
+    let defaults = &cka.spec.defaults;
     theirs
         .iter()
-        .filter(|a| weakened(defaults, &a.spec.checks).is_empty())
+        .filter(|a| weakened(defaults, &a.spec).is_empty())
         .filter_map(|a| declared(a, cross))
         .collect()
 }

@@ -187,9 +187,10 @@ async fn written_by_a_team(client: &Client, ns: &str, name: &str, spec: serde_js
         .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
 }
 
-/// A hand-written KopfAudit named `name` for the Deployment `deployment`.
+/// A hand-written KopfAudit named `name` for the Deployment `deployment`, as often as
+/// the ClusterKopfAudits of these tests (a longer interval would weaken them).
 async fn hand_written(client: &Client, ns: &str, name: &str, deployment: &str) {
-    let spec = serde_json::json!({"target": {"deployment": deployment}, "interval": "5m"});
+    let spec = serde_json::json!({"target": {"deployment": deployment}, "interval": "30s"});
     written_by_a_team(client, ns, name, spec).await;
 }
 

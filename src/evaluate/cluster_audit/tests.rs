@@ -33,8 +33,15 @@ fn operator(namespace: &str, deployment: &str) -> Discovered {
     }
 }
 
+/// A KopfAudit written by hand for `deployment`, re-audited as often as [`cka`]'s.
 fn hand_written(namespace: &str, name: &str, deployment: &str) -> KopfAudit {
-    let mut audit = KopfAudit::new(name, KopfAuditSpec::for_deployment(deployment));
+    let mut audit = KopfAudit::new(
+        name,
+        KopfAuditSpec {
+            interval: "30s".into(),
+            ..KopfAuditSpec::for_deployment(deployment)
+        },
+    );
     audit.metadata.namespace = Some(namespace.into());
     audit
 }
@@ -132,7 +139,7 @@ fn a_hand_written_audit_wins_and_the_generated_one_goes() {
 #[test]
 fn a_hand_written_audit_whose_selector_matches_the_deployment_wins_too() {
     let cka = cka("platform");
-    let mut spec = KopfAuditSpec::for_deployment("unused");
+    let mut spec = hand_written("a", "unused", "unused").spec;
     spec.target.deployment = None;
     spec.target.selector = Some(
         k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
@@ -398,8 +405,8 @@ fn a_kopf_audit_that_lowers_a_severity_keeps_the_generated_one() {
         .severity
         .insert(check.as_str().to_string(), Severity::Info);
     assert_eq!(
-        weakened(&cka.spec.defaults.checks, &lowering.spec.checks),
-        [check]
+        weakened(&cka.spec.defaults, &lowering.spec),
+        [Weakening::Check(check)]
     );
     let plan = plan(&cka, &found(vec![operator("a", "op-a")]), &[lowering]);
     assert_eq!(applied(&plan), [("a".to_string(), "op-a".to_string())]);
@@ -491,4 +498,65 @@ fn an_undecided_deployments_name_is_not_given_to_another() {
         .insert(("a".to_string(), "x-kopf-audit".to_string()));
     let plan = plan(&cka, &now, &[hand_written("a", "x", "other")]);
     assert_ne!(plan.apply[0].name_any(), "x-kopf-audit");
+}
+
+/// A tenant's KopfAudit that runs every check but reads less (a longer interval, looser
+/// thresholds, a shorter log window, a smaller log cap, its own handledResources) does
+/// not replace the generated one; one at least as strict in each does.
+#[test]
+fn a_kopf_audit_with_looser_settings_keeps_the_generated_one() {
+    let mut cka = cka("platform");
+    cka.spec.defaults.thresholds.event_repeats = Some(5);
+    cka.spec.defaults.logs.window = Some("30m".into());
+    let operators = found(vec![operator("a", "op-a")]);
+    type Loosen = fn(&mut KopfAuditSpec);
+    let looser: [(&str, Loosen); 8] = [
+        ("interval", |s| s.interval = "1h".into()),
+        ("thresholds.memoryRequest", |s| {
+            s.thresholds.memory_request = Some("1Mi".into())
+        }),
+        ("thresholds.memoryLimit", |s| {
+            s.thresholds.memory_limit = Some("1Mi".into())
+        }),
+        ("thresholds.eventRepeats", |s| {
+            s.thresholds.event_repeats = Some(1000)
+        }),
+        ("thresholds.unhandledAfter", |s| {
+            s.thresholds.unhandled_after = Some("24h".into())
+        }),
+        ("logs.window", |s| s.logs.window = Some("1m".into())),
+        ("logs.limitBytes", |s| {
+            s.logs.limit_bytes = Some("1Ki".into())
+        }),
+        ("handledResources", |s| {
+            s.handled_resources = vec![crate::api::HandledResourceSpec {
+                group: "example.com".into(),
+                plural: "made-up".into(),
+                version: "v1".into(),
+            }]
+        }),
+    ];
+    for (field, loosen) in looser {
+        let mut mine = hand_written("a", "mine", "op-a");
+        mine.spec.thresholds.event_repeats = Some(5);
+        mine.spec.logs.window = Some("30m".into());
+        loosen(&mut mine.spec);
+        assert_eq!(
+            weakened(&cka.spec.defaults, &mine.spec),
+            [Weakening::Setting(field)]
+        );
+        let plan = plan(&cka, &operators, &[mine]);
+        assert_eq!(
+            applied(&plan),
+            [("a".to_string(), "op-a".to_string())],
+            "{field}"
+        );
+    }
+    let mut stricter = hand_written("a", "mine", "op-a");
+    stricter.spec.interval = "30s".into();
+    stricter.spec.thresholds.event_repeats = Some(3);
+    stricter.spec.thresholds.memory_limit = Some("1Gi".into());
+    stricter.spec.logs.window = Some("1h".into());
+    assert_eq!(weakened(&cka.spec.defaults, &stricter.spec), []);
+    assert!(plan(&cka, &operators, &[stricter]).apply.is_empty());
 }
