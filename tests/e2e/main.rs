@@ -31,3 +31,4 @@ mod redaction;
 mod reports;
 mod support;
 mod tenancy;
+mod tenant_bounds;

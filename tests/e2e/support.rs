@@ -333,6 +333,17 @@ impl Auditor {
             .unwrap_or_default()
     }
 
+    /// Its peak resident memory so far (VmHWM), in KiB, as `/proc` tells it.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_else(|e| panic!("reading the auditor's /proc status: {e}"));
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no VmHWM in the auditor's /proc status: {status}"))
+    }
+
     /// The auditor's log so far.
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
