@@ -536,7 +536,13 @@ fn a_chart_that_does_not_render_is_no_pass() {
     let path = helm_path();
     let json = lint_every_format(&dir, &[], Some(&path), None, 2);
     let unread = unread(&json);
-    assert!(unread.iter().any(|(p, _)| p == "chart"), "{unread:?}");
+    // Rendered without its dependency, which is named as unread.
+    assert!(
+        unread
+            .iter()
+            .any(|(p, why)| p == "chart/charts/postgresql" && why.contains("helm dependency build")),
+        "{unread:?}"
+    );
     assert!(unread.iter().any(|(p, _)| p == "other"), "{unread:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -562,5 +568,42 @@ fn a_link_inside_the_chart_still_renders() {
         json["targets"].as_array().is_some_and(|t| !t.is_empty()),
         "the chart's Deployment is read: {json}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A chart that renders only as its CI installs it (a namespace of its own, refusing
+/// `default`; a value its defaults leave unset, given by chart-testing's
+/// `ci/*-values.yaml`) is rendered that way and its Deployment read, with a note
+/// saying how; the run passes as any other.
+#[cfg(feature = "e2e")]
+#[test]
+fn a_chart_renders_as_its_ci_would() {
+    let dir = repo("as-ci");
+    write(
+        &dir,
+        &[
+            ("chart/Chart.yaml", b"apiVersion: v2\nname: op\nversion: 0.1.0\n"),
+            (
+                "chart/templates/deployment.yaml",
+                b"{{- if eq .Release.Namespace \"default\" }}{{ fail \"install it with -n\" }}{{ end }}\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers: [{name: op, image: \"op:{{ .Values.image.tag }}\", command: [kopf, run, -A, op.py]}]\n",
+            ),
+            ("chart/ci/test-values.yaml", b"image: {tag: \"1\"}\n"),
+        ],
+    );
+    let path = helm_path();
+    let json = lint_every_format(&dir, &[], Some(&path), None, 0);
+    assert!(unread(&json).is_empty(), "{json}");
+    let notes = json["notes"].to_string();
+    assert!(
+        notes.contains("rendered with its ci/test-values.yaml (chart-testing's values), in namespace kopf-audit-lint"),
+        "{notes}"
+    );
+    let checks: Vec<&str> = json["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    assert!(checks.contains(&"workload.liveness"), "{checks:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

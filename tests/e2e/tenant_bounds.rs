@@ -357,9 +357,16 @@ async fn fat_deployments(client: &Client, ns: &str) {
     }
 }
 
+/// The auditor's /metrics text; empty while it does not serve yet.
+fn metrics_of(auditor: &Auditor) -> String {
+    support::http_get(&auditor.http, "/metrics")
+        .map(|(_, body)| body)
+        .unwrap_or_default()
+}
+
 /// `kopf_audit_audits_total` of the KopfAudit `ns/name`, from the auditor's /metrics.
 fn audits_of(auditor: &Auditor, ns: &str, name: &str) -> f64 {
-    support::audits_total(&auditor.http_get("/metrics"), ns, name)
+    support::audits_total(&metrics_of(auditor), ns, name)
 }
 
 /// 130 Deployments of 1.4 MB each in one namespace (182 MB as the API server sends
@@ -387,6 +394,10 @@ async fn fat_deployments_keep_the_auditor_under_its_memory_limit() {
     let _guard = ClusterAuditGuard(cka_name.clone());
     let auditor =
         Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
+    wait_for("the auditor to serve", Duration::from_secs(60), || async {
+        (!metrics_of(&auditor).is_empty()).then_some(())
+    })
+    .await;
     let at_start = auditor.peak_rss_kib();
     let audits = format!(
         "apiVersion: kopfaudit.dev/v1alpha1\nkind: KopfAudit\nmetadata: {{name: one, namespace: {ns}}}\nspec: {{target: {{deployment: fat-000}}, interval: 30s}}\n---\napiVersion: kopfaudit.dev/v1alpha1\nkind: KopfAudit\nmetadata: {{name: all, namespace: {ns}}}\nspec: {{target: {{selector: {{matchLabels: {{tenant: fat}}}}}}, interval: 30s}}\n",
@@ -399,7 +410,7 @@ async fn fat_deployments_keep_the_auditor_under_its_memory_limit() {
         "two audits of each KopfAudit and two discoveries",
         Duration::from_secs(240),
         || async {
-            let metrics = auditor.http_get("/metrics");
+            let metrics = metrics_of(&auditor);
             let one = support::audits_total(&metrics, &fat.name, "one");
             let all = support::audits_total(&metrics, &fat.name, "all");
             let discovered = auditor

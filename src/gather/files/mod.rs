@@ -414,12 +414,38 @@ impl Found {
                         MAX_REASON_BYTES,
                     ));
                 }
+                if let Some(note) = render_note(&shown, &rendered) {
+                    self.notes.push(clean(&note, MAX_REASON_BYTES));
+                }
+                for name in &rendered.unvendored {
+                    self.unread(
+                        &format!("{shown}/charts/{}", crate::model::bounded::clean_name(name)),
+                        "a dependency of the chart that is not vendored under charts/: the chart was rendered without it; run `helm dependency build` before lint, as its CI would".to_string(),
+                    );
+                }
                 self.manifests
-                    .read(&shown, &rendered.text, &input.namespace);
+                    .read(&shown, &rendered.text, &rendered.namespace);
             }
             Err(e) => self.unread(&shown, e.to_string()),
         }
     }
+}
+
+/// How a chart was rendered when it did not render as asked (its CI's way).
+fn render_note(shown: &str, rendered: &render::Rendered) -> Option<String> {
+    let how = match rendered.fallback.as_ref()? {
+        render::Fallback::AsInstalled => format!(
+            "in namespace {} with an empty `global` section, as an install would give it",
+            rendered.namespace
+        ),
+        render::Fallback::CiValues(file) => format!(
+            "with its {file} (chart-testing's values), in namespace {}",
+            rendered.namespace
+        ),
+    };
+    Some(format!(
+        "The chart {shown} did not render with its defaults; it was rendered {how}."
+    ))
 }
 
 /// The kinds of file lint reads.

@@ -87,7 +87,38 @@ pub(crate) struct Rendered {
     /// Chart-relative paths of the special files (fifos, sockets, devices) left out of
     /// the copy. Raw file names, like [`Rendered::dropped_links`].
     pub(crate) skipped_special: Vec<String>,
+    /// The namespace the chart was rendered in (`--namespace`).
+    pub(crate) namespace: String,
+    /// How the chart was rendered when as asked it did not render.
+    pub(crate) fallback: Option<Fallback>,
+    /// The dependencies of `Chart.yaml` not vendored under `charts/`, left out of the
+    /// render (what they would render was not read). Raw names from the chart.
+    pub(crate) unvendored: Vec<String>,
 }
+
+/// How a chart that failed to render as asked was rendered, as its CI would: an
+/// install names a namespace of its own, an umbrella chart always has a `global`
+/// section, and chart-testing installs a chart with each of its `ci/*-values.yaml`.
+/// Only tried when no `--values` were given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    /// In a namespace of its own ([`LINT_NAMESPACE`] unless one was given) with an
+    /// empty `global` section.
+    AsInstalled,
+    /// Besides, with the values of this file of its `ci/` directory (chart-relative,
+    /// raw: clean it before showing it).
+    CiValues(String),
+}
+
+/// The namespace a chart is rendered in when it fails in `default`: templates that
+/// refuse the default namespace (`fail` unless `-n` names one) render in it.
+pub(crate) const LINT_NAMESPACE: &str = "kopf-audit-lint";
+
+/// Most `ci/*-values.yaml` files tried, in name order.
+const MAX_CI_VALUES: usize = 2;
+
+/// Largest `Chart.yaml` read to find its dependencies.
+const MAX_CHART_YAML_BYTES: u64 = 64 * 1024;
 
 /// Why a chart could not be copied for rendering.
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +194,17 @@ pub(crate) enum RenderError {
         /// secrets masked, controls removed, at most [`MAX_FAILED_MESSAGE_BYTES`].
         message: String,
     },
+    /// helm failed on a chart whose dependencies are not vendored; they were left out.
+    #[error(
+        "helm template failed: {message}; its dependencies {} are not vendored under charts/: run `helm dependency build` before lint, as its CI would, or render it yourself and lint the output with `-f -`",
+        bounded::listed(.missing, ", ", 5)
+    )]
+    FailedUnvendored {
+        /// As [`RenderError::Failed`].
+        message: String,
+        /// The dependencies missing from `charts/`, cleaned.
+        missing: Vec<String>,
+    },
     /// helm is on PATH but could not be started.
     #[error("helm could not be started ({source}): check the helm binary, or pass --no-render")]
     Start {
@@ -205,6 +247,7 @@ pub(crate) fn helm_template(
         release,
         namespace,
         values,
+        global: false,
         limits,
     };
     render(&job, chart_dir)
@@ -227,6 +270,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// One render's inputs but the chart: separate from [`helm_template`] so that tests
 /// can name the helm program and PATH without changing this process's environment.
+#[derive(Clone, Copy)]
 struct Job<'a> {
     /// The helm program.
     helm: &'a Path,
@@ -238,11 +282,16 @@ struct Job<'a> {
     namespace: &'a str,
     /// Values files, as given (made absolute before helm sees them).
     values: &'a [PathBuf],
+    /// Whether `global` is set to an empty map (`--set-json=global={}`).
+    global: bool,
     /// The bounds.
     limits: &'a RenderLimits,
 }
 
-/// The chart copied into a fresh [`Scratch`], then rendered there by `job.helm`.
+/// The chart copied into a fresh [`Scratch`], its unvendored dependencies left out of
+/// the copy's `Chart.yaml`, then rendered there by `job.helm`: as asked, and when that
+/// fails (helm's error, not a bound) and no values were given, as its CI would
+/// ([`Fallback`]). The first failure is the one reported.
 fn render(job: &Job<'_>, chart_dir: &Path) -> Result<Rendered, RenderError> {
     let scratch = Scratch::new().map_err(|source| CopyError::Scratch { source })?;
     let copied = copy_chart(chart_dir, &scratch.chart(), job.limits)?;
@@ -250,12 +299,161 @@ fn render(job: &Job<'_>, chart_dir: &Path) -> Result<Rendered, RenderError> {
         .mode(0o700)
         .create(scratch.home())
         .map_err(|source| CopyError::Scratch { source })?;
-    let text = run_helm(job, &scratch, chart_dir)?;
-    Ok(Rendered {
-        text,
-        dropped_links: copied.dropped_links,
-        skipped_special: copied.skipped_special,
+    let unvendored = strip_unvendored(&scratch.chart());
+    let mut first_failure = None;
+    for attempt in attempts(job, &scratch.chart()) {
+        let this = Job {
+            namespace: &attempt.namespace,
+            values: &attempt.values,
+            global: attempt.fallback.is_some(),
+            ..*job
+        };
+        match run_helm(&this, &scratch, chart_dir) {
+            Ok(text) => {
+                return Ok(Rendered {
+                    text,
+                    dropped_links: copied.dropped_links,
+                    skipped_special: copied.skipped_special,
+                    namespace: attempt.namespace,
+                    fallback: attempt.fallback,
+                    unvendored,
+                });
+            }
+            Err(RenderError::Failed { message }) => {
+                first_failure.get_or_insert(message);
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    let message = first_failure.unwrap_or_default();
+    Err(if unvendored.is_empty() {
+        RenderError::Failed { message }
+    } else {
+        RenderError::FailedUnvendored {
+            message,
+            missing: unvendored
+                .iter()
+                .map(|name| bounded::clean_name(name))
+                .collect(),
+        }
     })
+}
+
+/// One way of rendering a chart.
+struct Attempt {
+    namespace: String,
+    values: Vec<PathBuf>,
+    fallback: Option<Fallback>,
+}
+
+/// The renders to try in order: as asked; then, when no values were given, as
+/// installed, and with each of the first [`MAX_CI_VALUES`] `ci/*-values.yaml` of the
+/// chart's copy `chart`.
+fn attempts(job: &Job<'_>, chart: &Path) -> Vec<Attempt> {
+    let mut out = vec![Attempt {
+        namespace: job.namespace.to_string(),
+        values: job.values.to_vec(),
+        fallback: None,
+    }];
+    if !job.values.is_empty() {
+        return out;
+    }
+    let namespace = if job.namespace == "default" {
+        LINT_NAMESPACE.to_string()
+    } else {
+        job.namespace.to_string()
+    };
+    out.push(Attempt {
+        namespace: namespace.clone(),
+        values: Vec::new(),
+        fallback: Some(Fallback::AsInstalled),
+    });
+    for file in ci_values(chart) {
+        out.push(Attempt {
+            namespace: namespace.clone(),
+            values: vec![chart.join("ci").join(&file)],
+            fallback: Some(Fallback::CiValues(format!("ci/{file}"))),
+        });
+    }
+    out
+}
+
+/// The names of the chart's `ci/*-values.yaml` files (chart-testing's convention), the
+/// first [`MAX_CI_VALUES`] in name order; regular files only.
+fn ci_values(chart: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(chart.join("ci")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with("-values.yaml"))
+        .collect();
+    names.sort();
+    names.truncate(MAX_CI_VALUES);
+    names
+}
+
+/// Leaves out of the copied chart's `Chart.yaml` the dependencies that `charts/` does
+/// not hold (a directory of that name, or a `NAME-*.tgz`), and drops its `Chart.lock`:
+/// helm refuses to render a chart with a dependency missing, and the repository's CI
+/// would have run `helm dependency build` first. Returns their names (raw).
+fn strip_unvendored(chart: &Path) -> Vec<String> {
+    let path = chart.join("Chart.yaml");
+    let Ok(file) = fs::File::open(&path) else {
+        return Vec::new();
+    };
+    let Ok(Some(bytes)) = super::bounds::read_at_most(file, MAX_CHART_YAML_BYTES) else {
+        return Vec::new();
+    };
+    let Ok(mut doc) = serde_yaml::from_slice::<serde_yaml::Value>(&bytes) else {
+        return Vec::new();
+    };
+    let vendored = vendored_names(&chart.join("charts"));
+    let Some(dependencies) = doc
+        .get_mut("dependencies")
+        .and_then(serde_yaml::Value::as_sequence_mut)
+    else {
+        return Vec::new();
+    };
+    let mut missing = Vec::new();
+    dependencies.retain(|d| {
+        let name = d
+            .get("name")
+            .and_then(serde_yaml::Value::as_str)
+            .unwrap_or("");
+        let present = vendored
+            .iter()
+            .any(|v| v == name || (v.ends_with(".tgz") && v.starts_with(&format!("{name}-"))));
+        if !present {
+            missing.push(name.to_string());
+        }
+        present
+    });
+    if missing.is_empty() {
+        return missing;
+    }
+    let written = serde_yaml::to_string(&doc)
+        .ok()
+        .is_some_and(|text| fs::write(&path, text).is_ok());
+    if !written {
+        return Vec::new();
+    }
+    let _ = fs::remove_file(chart.join("Chart.lock"));
+    missing
+}
+
+/// The names of the entries of a chart's `charts/` directory.
+fn vendored_names(charts: &Path) -> Vec<String> {
+    fs::read_dir(charts)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A private temporary directory (mode 0700) removed with all it holds when dropped:
@@ -537,6 +735,9 @@ fn command(job: &Job<'_>, scratch: &Scratch) -> Command {
         .arg(scratch.chart())
         .arg("--include-crds")
         .arg(format!("--namespace={}", job.namespace));
+    if job.global {
+        command.arg("--set-json=global={}");
+    }
     for values in job.values {
         let mut arg = OsString::from("--values=");
         arg.push(std::path::absolute(values).unwrap_or_else(|_| values.clone()));

@@ -69,6 +69,7 @@ fn render_with(
         release: "rel",
         namespace: "ops",
         values,
+        global: false,
         limits,
     };
     render(&job, chart)
@@ -594,4 +595,158 @@ fn the_bounds_read_well() {
         limit: 16 * 1024 * 1024,
     };
     assert!(err.to_string().contains("more than 16 MiB"), "{err}");
+}
+
+/// `chart` rendered by `helm` with no values, in the namespace `namespace`.
+fn render_in(helm: &Path, chart: &Path, namespace: &str) -> Result<Rendered, RenderError> {
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    let path_var = std::env::join_paths(
+        helm.parent()
+            .into_iter()
+            .map(Path::to_path_buf)
+            .chain(std::env::split_paths(&inherited)),
+    )
+    .expect("PATH");
+    let limits = RenderLimits::default();
+    let job = Job {
+        helm,
+        path_var: Some(&path_var),
+        release: "rel",
+        namespace,
+        values: &[],
+        global: false,
+        limits: &limits,
+    };
+    render(&job, chart)
+}
+
+/// A template that refuses the default namespace (`fail` unless `-n` names one)
+/// renders as an install would: in a namespace of its own, with a `global` section.
+#[test]
+fn a_chart_refusing_the_default_namespace_renders_as_installed() {
+    let dir = dir();
+    let chart = chart(&dir);
+    let helm = fake_helm(
+        &dir,
+        r#"case "$*" in *--namespace=default*) echo "Error: execution error at (op/templates/a.yaml:1:3): set a namespace with -n" >&2; exit 1;; esac; echo "$@""#,
+    );
+    let rendered = render_in(&helm, &chart, "default").expect("rendered");
+    assert_eq!(rendered.fallback, Some(Fallback::AsInstalled));
+    assert_eq!(rendered.namespace, LINT_NAMESPACE);
+    assert!(
+        rendered
+            .text
+            .contains("--namespace=kopf-audit-lint --set-json=global={}"),
+        "{}",
+        rendered.text
+    );
+    // A namespace given is kept.
+    let rendered = render_in(&helm, &chart, "ops").expect("rendered");
+    assert_eq!(rendered.fallback, None);
+    assert_eq!(rendered.namespace, "ops");
+}
+
+/// A chart that needs values its defaults leave unset renders with chart-testing's
+/// `ci/*-values.yaml`, the first in name order that works.
+#[test]
+fn ci_values_are_tried_when_the_defaults_fail() {
+    let dir = dir();
+    let chart = chart(&dir);
+    write(&chart, "ci/b-values.yaml", "x: 1\n");
+    write(&chart, "ci/a-values.yaml", "x: 1\n");
+    write(&chart, "ci/notes.txt", "not values\n");
+    let helm = fake_helm(
+        &dir,
+        r#"case "$*" in *--values=*) echo "$@";; *) echo "Error: nil pointer evaluating interface {}.x" >&2; exit 1;; esac"#,
+    );
+    let rendered = render_in(&helm, &chart, "default").expect("rendered");
+    assert_eq!(
+        rendered.fallback,
+        Some(Fallback::CiValues("ci/a-values.yaml".into()))
+    );
+    assert!(
+        rendered.text.contains("/ci/a-values.yaml"),
+        "{}",
+        rendered.text
+    );
+}
+
+/// Each attempt is one helm run: one when values are given, else as asked, as
+/// installed, and one per ci values file (at most two); the first failure is reported.
+#[test]
+fn values_given_are_the_only_attempt_and_the_first_failure_is_reported() {
+    let dir = dir();
+    let chart = chart(&dir);
+    for name in ["a", "b", "c"] {
+        write(&chart, &format!("ci/{name}-values.yaml"), "x: 1\n");
+    }
+    let count = dir.root.join("runs");
+    let helm = fake_helm(
+        &dir,
+        &format!(
+            r#"echo run >> {}; case "$*" in *global*) echo "Error: second" >&2;; *) echo "Error: first" >&2;; esac; exit 1"#,
+            count.display()
+        ),
+    );
+    let runs = || {
+        fs::read_to_string(&count)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let err = render_with(
+        &helm,
+        &chart,
+        &[PathBuf::from("/abs/v.yaml")],
+        &RenderLimits::default(),
+    )
+    .expect_err("fails");
+    assert_eq!(runs(), 1);
+    assert!(err.to_string().contains("first"), "{err}");
+    fs::remove_file(&count).expect("reset");
+    let err = render_in(&helm, &chart, "default").expect_err("fails");
+    assert_eq!(runs(), 4, "as asked, as installed, two ci values files");
+    assert!(err.to_string().contains("failed: first"), "{err}");
+}
+
+/// Dependencies not vendored under charts/ are left out of the copy's Chart.yaml (and
+/// its Chart.lock dropped), a vendored one kept, and the render names them.
+#[test]
+fn unvendored_dependencies_are_left_out_and_named() {
+    let dir = dir();
+    let chart = chart(&dir);
+    write(
+        &chart,
+        "Chart.yaml",
+        "apiVersion: v2\nname: op\nversion: 0.1.0\ndependencies:\n- name: common\n  version: 2.x\n  repository: oci://registry.example.com/charts\n- name: redis\n  version: 1.0.0\n  repository: https://charts.example.com\n- name: local\n  version: 0.1.0\n  repository: file://../local\n",
+    );
+    write(&chart, "Chart.lock", "dependencies: []\n");
+    write(&chart, "charts/redis-1.0.0.tgz", "not really a tarball");
+    write(
+        &chart,
+        "charts/local/Chart.yaml",
+        "apiVersion: v2\nname: local\nversion: 0.1.0\n",
+    );
+    let helm = fake_helm(&dir, r#"cat "$3/Chart.yaml"; ls "$3""#);
+    let rendered = render_in(&helm, &chart, "ops").expect("rendered");
+    assert_eq!(rendered.unvendored, ["common"]);
+    assert!(!rendered.text.contains("common"), "{}", rendered.text);
+    assert!(rendered.text.contains("name: redis"), "{}", rendered.text);
+    assert!(rendered.text.contains("name: local"), "{}", rendered.text);
+    assert!(!rendered.text.contains("Chart.lock"), "{}", rendered.text);
+
+    let failing = fake_helm(
+        &dir,
+        r#"echo "Error: template: op/templates/a.yaml:1:3: no template \"common.names.fullname\"" >&2; exit 1"#,
+    );
+    let err = render_in(&failing, &chart, "ops").expect_err("fails");
+    let RenderError::FailedUnvendored { missing, .. } = &err else {
+        panic!("not named: {err:?}");
+    };
+    assert_eq!(missing, &["common"]);
+    assert!(
+        err.to_string()
+            .contains("run `helm dependency build` before lint"),
+        "{err}"
+    );
 }
