@@ -443,7 +443,7 @@ async fn fat_deployments_keep_the_auditor_under_its_memory_limit() {
         reasons,
         BTreeSet::from(["TargetTooLarge".to_string()]),
         "{:?}",
-        stalled.status
+        stalled.status.map(|s| s.conditions)
     );
     assert!(audits_of(&auditor, &fat.name, "one") >= 2.0);
     assert!(

@@ -12,6 +12,7 @@ pub(crate) mod manifests;
 pub(crate) mod oracle;
 pub(crate) mod python;
 pub(crate) mod render;
+mod script;
 pub(crate) mod versions;
 
 use crate::gather::handled::{candidates, from_crd};
@@ -110,6 +111,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     let Found {
         manifests,
         images,
+        scripts,
         source,
         python,
         mut notes,
@@ -125,7 +127,14 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     let targets: Vec<TargetEvidence> = manifests
         .deployments
         .iter()
-        .map(|d| target(d, &manifests, &images, &source, &mut notes))
+        .map(|d| {
+            let starts = Starts {
+                images: &images,
+                scripts: &scripts,
+                source: &source,
+            };
+            target(d, &manifests, &starts, &mut notes)
+        })
         .collect();
     let targets = kopf_targets(targets, &mut notes);
     if manifests.deployments.is_empty() {
@@ -176,6 +185,8 @@ fn kopf_targets(targets: Vec<TargetEvidence>, notes: &mut Vec<String>) -> Vec<Ta
 struct Found {
     manifests: Manifests,
     images: Vec<Image>,
+    /// The lines of the repository's shell scripts that start kopf, by script path.
+    scripts: Vec<(String, Vec<script::ScriptRun>)>,
     source: SourceFacts,
     python: Vec<(String, String)>,
     notes: Vec<String>,
@@ -282,6 +293,12 @@ impl Found {
                 Err(too_deep) => self.unread(&shown, format!("{too_deep}: it was not parsed")),
             },
             FileKind::Dockerfile => self.dockerfile(&shown, &text),
+            FileKind::Script => {
+                let runs = script::kopf_runs(&shown, &text);
+                if !runs.is_empty() {
+                    self.scripts.push((shown, runs));
+                }
+            }
             FileKind::Requirements => self.pin(versions::pin(&shown, &text)),
             FileKind::Yaml if text.contains("kind:") && text.contains("apiVersion:") => {
                 self.manifests.read(&shown, &text, &input.namespace);
@@ -456,6 +473,8 @@ enum FileKind {
     Yaml,
     /// Requirements, `pyproject.toml`, lock files: where the kopf version is pinned.
     Requirements,
+    /// Shell scripts (`*.sh`): an image's CMD may run one that starts kopf.
+    Script,
     Other,
 }
 
@@ -465,7 +484,7 @@ impl FileKind {
         match self {
             FileKind::Python => bounds::MAX_PYTHON_BYTES,
             FileKind::Yaml => bounds::MAX_YAML_BYTES,
-            FileKind::Dockerfile | FileKind::Requirements | FileKind::Other => {
+            FileKind::Dockerfile | FileKind::Requirements | FileKind::Script | FileKind::Other => {
                 bounds::MAX_OTHER_BYTES
             }
         }
@@ -478,6 +497,7 @@ impl FileKind {
             FileKind::Yaml => "YAML",
             FileKind::Dockerfile => "Dockerfile",
             FileKind::Requirements => "requirements",
+            FileKind::Script => "shell script",
             FileKind::Other => "other",
         }
     }
@@ -488,6 +508,8 @@ impl FileKind {
             name.starts_with("test_") || name.ends_with("_test.py") || name == "conftest.py";
         if name.ends_with(".py") && !is_test {
             FileKind::Python
+        } else if name.ends_with(".sh") {
+            FileKind::Script
         } else if name == "Dockerfile"
             || name == "Containerfile"
             || name.starts_with("Dockerfile.")
@@ -539,29 +561,99 @@ fn relative(path: &Path, root: &Path) -> String {
     }
 }
 
+/// What in the repository may start kopf in a container besides its command line.
+struct Starts<'a> {
+    /// The Dockerfiles' images.
+    images: &'a [Image],
+    /// The shell scripts' lines that start kopf.
+    scripts: &'a [(String, Vec<script::ScriptRun>)],
+    /// The Python source.
+    source: &'a SourceFacts,
+}
+
 /// One Deployment's evidence.
 fn target(
     deployment: &Deployment,
     manifests: &Manifests,
-    images: &[Image],
-    source: &SourceFacts,
+    starts: &Starts<'_>,
     notes: &mut Vec<String>,
 ) -> TargetEvidence {
     let mut target = TargetEvidence::new(deployment.clone(), Vec::new(), None);
     let run = match target.kopf.take() {
         Some(kopf) => Some(kopf.run),
-        None => from_image(deployment, images).or_else(|| from_source(deployment, images, source)),
+        None => from_image(deployment, starts.images)
+            .or_else(|| from_script(deployment, starts))
+            .or_else(|| from_source(deployment, starts.images, starts.source)),
     };
     target.kopf = run.map(|run| {
         kopf_evidence(
             &target,
-            with_settings(run, source),
+            with_settings(run, starts.source),
             manifests,
-            source,
+            starts.source,
             notes,
         )
     });
     target
+}
+
+/// The run of a Deployment whose container (its command, or its image's CMD and
+/// ENTRYPOINT when the repository has one Dockerfile) runs a shell script of the
+/// repository that starts kopf (`exec kopf run operator.py`): the script is found by
+/// its file name, and must be the only one of that name that starts kopf.
+fn from_script(deployment: &Deployment, starts: &Starts<'_>) -> Option<KopfRun> {
+    let namespace = deployment.metadata.namespace.as_deref();
+    for container in template_containers(deployment) {
+        let words: Vec<String> = match starts.images {
+            [image] => {
+                image
+                    .effective(container.command.as_deref(), container.args.as_deref())
+                    .0
+            }
+            _ => container
+                .command
+                .iter()
+                .flatten()
+                .chain(container.args.iter().flatten())
+                .cloned()
+                .collect(),
+        };
+        let Some(run) = script_run(&words, starts.scripts) else {
+            continue;
+        };
+        let mut shown = container.clone();
+        shown.command = Some(run.words.clone());
+        shown.args = None;
+        if let Some(mut parsed) = parse_in_namespace(&shown, namespace) {
+            parsed.origin = RunOrigin::Files(FilesStart {
+                how: format!("the script the container runs, at {}", run.at),
+                flags_known: true,
+            });
+            return Some(parsed);
+        }
+    }
+    None
+}
+
+/// The kopf line of the script that `words` run, named by a word ending in `.sh`
+/// (`./start-operator.sh`, `sh /app/start.sh`), when exactly one script of that file
+/// name starts kopf.
+fn script_run<'a>(
+    words: &[String],
+    scripts: &'a [(String, Vec<script::ScriptRun>)],
+) -> Option<&'a script::ScriptRun> {
+    let basename = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let named = words
+        .iter()
+        .take(3)
+        .map(|w| basename(w))
+        .find(|w| w.ends_with(".sh"))?;
+    let mut matching = scripts.iter().filter(|(path, _)| basename(path) == named);
+    let (_, runs) = matching.next()?;
+    if matching.next().is_some() {
+        return None;
+    }
+    runs.first()
 }
 
 /// The run of a Deployment whose container sets no `kopf run` but whose image does

@@ -14,6 +14,7 @@ fn file_kinds_are_told_by_name_and_tests_are_not_linted() {
     assert_eq!(FileKind::of("Dockerfile.prod"), FileKind::Dockerfile);
     assert_eq!(FileKind::of("deploy.yml"), FileKind::Yaml);
     assert_eq!(FileKind::of("README.md"), FileKind::Other);
+    assert_eq!(FileKind::of("start-operator.sh"), FileKind::Script);
 }
 
 #[test]
@@ -270,4 +271,65 @@ fn a_lock_file_decides_over_a_caret_requirement() {
     assert!(locked.locked);
     assert_eq!(locked.shown(), "1.44.0");
     assert_eq!(locked.location.file, "poetry.lock");
+}
+
+/// The image's CMD runs a script of the repository whose last line starts kopf (as a
+/// reviewer reads it): the Deployment is kopf, with the script's flags; a CMD naming a
+/// script that starts something else, or two scripts of that name, is not.
+#[test]
+fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
+    let mut m = Manifests::default();
+    m.read(
+        "d.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers: [{name: op, image: op}]\n",
+        "ops",
+    );
+    let image = dockerfile::read(
+        "Dockerfile",
+        "FROM python:3.12\nCOPY . /app\nCMD [\"/app/start-operator.sh\"]\n",
+    );
+    let scripts = vec![(
+        "hack/start-operator.sh".to_string(),
+        script::kopf_runs(
+            "hack/start-operator.sh",
+            "#!/bin/sh\nset -e\nexec kopf run --standalone -A /app/operator.py\n",
+        ),
+    )];
+    let source = SourceFacts::default();
+    let images = [image];
+    let starts = Starts {
+        images: &images,
+        scripts: &scripts,
+        source: &source,
+    };
+    let run = from_script(&m.deployments[0], &starts).expect("kopf from the script");
+    assert_eq!(run.peering, Peering::Standalone);
+    assert!(run.scope.is_cluster_wide());
+    match &run.origin {
+        RunOrigin::Files(start) => {
+            assert!(
+                start.how.contains("hack/start-operator.sh:3"),
+                "{}",
+                start.how
+            );
+        }
+        other => panic!("origin {other:?}"),
+    }
+    // Two scripts of that name: which one runs is not known.
+    let mut twice = scripts.clone();
+    twice.push(("other/start-operator.sh".to_string(), scripts[0].1.clone()));
+    let starts = Starts {
+        scripts: &twice,
+        ..starts
+    };
+    assert!(from_script(&m.deployments[0], &starts).is_none());
+    // A script of another name.
+    let other = dockerfile::read("Dockerfile", "FROM python\nCMD [\"sh\", \"run-web.sh\"]\n");
+    let images = [other];
+    let starts = Starts {
+        images: &images,
+        scripts: &scripts,
+        source: &source,
+    };
+    assert!(from_script(&m.deployments[0], &starts).is_none());
 }
