@@ -219,12 +219,47 @@ pub struct CheckSelection {
     #[x_kube(validation = known_check_ids_rule())]
     #[schemars(extend("maxProperties" = 64))]
     pub severity: BTreeMap<String, Severity>,
+
+    /// The last day (`YYYY-MM-DD`, UTC) a check of `disable` stays disabled, per check
+    /// ID: from the day after it runs again, and `status.skipped` says the exemption
+    /// lapsed (an exemption that comes back by itself, as Trivy's and Snyk's do).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[x_kube(validation = disabled_until_rule())]
+    #[schemars(schema_with = "disabled_until_schema")]
+    pub disabled_until: BTreeMap<String, String>,
 }
 
 impl CheckSelection {
     fn is_empty(&self) -> bool {
-        self.disable.is_empty() && self.severity.is_empty()
+        self.disable.is_empty() && self.severity.is_empty() && self.disabled_until.is_empty()
     }
+}
+
+/// The CEL rule of `checks.disabledUntil`: its keys are known check IDs (its values'
+/// grammar is in [`disabled_until_schema`], which costs CEL nothing).
+fn disabled_until_rule() -> Rule {
+    let ids: Vec<String> = CheckId::ALL
+        .iter()
+        .map(|c| format!("'{}'", c.as_str()))
+        .collect();
+    Rule::new(format!("self.all(k, k in [{}])", ids.join(", "))).message(
+        "checks.disabledUntil names an unknown check ID (see the check list in the README)",
+    )
+}
+
+/// The schema of `checks.disabledUntil`: at most 64 check IDs, each to a date as
+/// `YYYY-MM-DD`.
+fn disabled_until_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "The last day (YYYY-MM-DD, UTC) a check of `disable` stays disabled, per check ID: from the day after it runs again, and status.skipped says the exemption lapsed.",
+        "maxProperties": 64,
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": 10,
+            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+        }
+    })
 }
 
 /// The CEL rule that refuses severity overrides for checks that do not exist.

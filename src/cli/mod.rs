@@ -275,6 +275,10 @@ struct RunArgs {
     /// `spec.checks.disable` (the checks run; both are reported as refused).
     #[arg(long, env = "KOPF_AUDIT_REFUSE_EXEMPTIONS")]
     refuse_exemptions: bool,
+    /// Honour only exemptions with an end date (`until YYYY-MM-DD: reason` in the
+    /// annotation, `spec.checks.disabledUntil`); the others are reported as refused.
+    #[arg(long, env = "KOPF_AUDIT_REQUIRE_EXEMPTION_EXPIRY")]
+    require_exemption_expiry: bool,
     /// Watch only this namespace (a namespaced install).
     #[arg(long, env = "KOPF_AUDIT_WATCH_NAMESPACE")]
     watch_namespace: Option<String>,
@@ -347,6 +351,9 @@ struct LintArgs {
     /// Ignore `skip.kopfaudit.dev/<check>` annotations and `# kopf-audit: ignore[...]` comments.
     #[arg(long)]
     refuse_exemptions: bool,
+    /// Honour only exemptions with an end date (`until YYYY-MM-DD: reason`).
+    #[arg(long)]
+    require_exemption_expiry: bool,
     /// Never run `helm template`: charts are left unread (lint their rendered output
     /// with `-f -` instead). lint runs no other program.
     #[arg(long)]
@@ -373,6 +380,10 @@ struct CheckArgs {
     /// Ignore exemption annotations and, with --audit, its `spec.checks.disable`.
     #[arg(long)]
     refuse_exemptions: bool,
+    /// Honour only exemptions with an end date (`until YYYY-MM-DD: reason`,
+    /// `spec.checks.disabledUntil`).
+    #[arg(long)]
+    require_exemption_expiry: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -525,6 +536,7 @@ async fn run(args: RunArgs) -> ExitCode {
         allow_cross_namespace: args.allow_cross_namespace,
         policy: Policy {
             refuse_exemptions: args.refuse_exemptions,
+            require_exemption_expiry: args.require_exemption_expiry,
         },
         watch_namespace: args.watch_namespace,
         instance: args.instance,
@@ -957,6 +969,7 @@ async fn check_audit(args: &CheckArgs) -> Result<Results, String> {
     };
     let policy = Policy {
         refuse_exemptions: args.refuse_exemptions,
+        require_exemption_expiry: args.require_exemption_expiry,
     };
     let status = check::check(&client, &namespace, &target, &policy)
         .await
@@ -1031,6 +1044,7 @@ fn lint_files(args: &LintArgs) -> Result<Results, String> {
     let linted = files::read(&input).map_err(|e| e.to_string())?;
     let policy = Policy {
         refuse_exemptions: args.refuse_exemptions,
+        require_exemption_expiry: args.require_exemption_expiry,
     };
     let report = crate::evaluate::lint::lint(&linted, &policy);
     Ok(Results {

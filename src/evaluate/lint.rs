@@ -3,7 +3,8 @@
 //! and every finding gets the file and line it points at. Exemptions: the
 //! `skip.kopfaudit.dev/<check>` annotation on a Deployment, as live, and in Python a
 //! comment `# kopf-audit: ignore[<check>] <reason>` on the finding's line or the line
-//! above.
+//! above; either may end on a date (`until YYYY-MM-DD: <reason>`, see
+//! [`crate::model::exemption`]).
 
 use super::run::{self, AreaState, Policy};
 use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
@@ -132,26 +133,24 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
         }
     }
     let ignores = ignores(&linted.python);
+    let today = crate::model::exemption::today(linted.evidence.now);
     for found in source::check(&linted.source) {
         let exemption = ignored(&ignores, &found.location, found.finding.check);
-        let honoured = exemption
-            .as_ref()
-            .is_some_and(|reason| !reason.is_empty() && !policy.refuse_exemptions);
-        if let Some(reason) = exemption {
+        let mut honoured = false;
+        if let Some(text) = exemption {
+            let decision = crate::model::exemption::decide(
+                &text,
+                crate::model::exemption::Form::Comment,
+                policy.exemptions(),
+                today,
+                |t| crate::model::bounded::clean(t, crate::model::bounded::MAX_REASON_BYTES),
+            );
+            honoured = decision.honoured();
             report.skipped.push(SkippedCheck {
                 check: found.finding.check,
                 target: found.finding.target.clone(),
                 honoured,
-                reason: match (honoured, reason.is_empty()) {
-                    (true, _) => reason,
-                    (false, true) => {
-                        "refused: a `# kopf-audit: ignore[...]` comment needs a reason after it"
-                            .into()
-                    }
-                    (false, false) => {
-                        "refused: exemptions are refused (--refuse-exemptions)".into()
-                    }
-                },
+                reason: decision.text().to_string(),
             });
         }
         if !honoured {

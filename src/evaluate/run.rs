@@ -12,6 +12,7 @@ use crate::model::evidence::Obstacle;
 use crate::model::evidence::{
     Evidence, Gathered, HandledResource, KopfEvidence, TargetEvidence, Unavailable,
 };
+use crate::model::exemption::{self, Decision, ExemptionPolicy, Form};
 use crate::model::kopf_run::{Peering, RunOrigin, Scope};
 use crate::model::settings::CheckSettings;
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,6 +23,19 @@ pub(crate) struct Policy {
     /// Ignore exemption annotations and a KopfAudit's `spec.checks.disable` (both are
     /// reported as refused, and the checks run): a tenant then cannot switch a check off.
     pub(crate) refuse_exemptions: bool,
+    /// Honour only exemptions with an end date (`until YYYY-MM-DD: reason`,
+    /// `spec.checks.disabledUntil`); the others are reported as refused.
+    pub(crate) require_exemption_expiry: bool,
+}
+
+impl Policy {
+    /// The rule every form of exemption is decided by.
+    pub(crate) fn exemptions(&self) -> ExemptionPolicy {
+        ExemptionPolicy {
+            refuse: self.refuse_exemptions,
+            require_expiry: self.require_exemption_expiry,
+        }
+    }
 }
 
 /// How far one area of one target could be evaluated.
@@ -109,42 +123,58 @@ const KOPF_AREAS: [Area; 4] = [Area::Rbac, Area::Events, Area::Persistence, Area
 /// Runs every enabled check on every target.
 pub(crate) fn evaluate(spec: &KopfAuditSpec, evidence: &Evidence, policy: &Policy) -> Evaluation {
     let settings = CheckSettings::from_spec(spec, evidence.now);
+    let today = exemption::today(evidence.now);
+    let disables = decided_disables(spec, policy, today);
     let mut eval = Evaluation::default();
     for target in &evidence.targets {
         evaluate_target(spec, target, &settings, policy, &mut eval);
-        eval.skipped.extend(refused_disables(spec, target, policy));
+        eval.skipped.extend(unhonoured_disables(&disables, target));
     }
-    apply_spec(spec, honoured_disables(spec, policy), &mut eval.findings);
+    let honoured: Vec<CheckId> = disables
+        .iter()
+        .filter(|(_, d)| d.honoured())
+        .map(|(check, _)| *check)
+        .collect();
+    apply_spec(spec, &honoured, &mut eval.findings);
     eval
 }
 
-/// The checks of `spec.checks.disable` whose findings are dropped: none when the
-/// policy refuses exemptions.
-fn honoured_disables<'a>(spec: &'a KopfAuditSpec, policy: &Policy) -> &'a [CheckId] {
-    if policy.refuse_exemptions {
-        &[]
-    } else {
-        &spec.checks.disable
-    }
-}
-
-/// The disabled checks of `spec`, reported for `target` as refused exemptions when the
-/// policy refuses them (the checks run as usual), as refused annotations are.
-fn refused_disables(
+/// Each check of `spec.checks.disable`, once, with whether it holds today: refused by
+/// the policy, lapsed after its `spec.checks.disabledUntil` date, or honoured.
+fn decided_disables(
     spec: &KopfAuditSpec,
-    target: &TargetEvidence,
     policy: &Policy,
-) -> Vec<SkippedCheck> {
-    if !policy.refuse_exemptions {
-        return Vec::new();
-    }
-    let why = "refused: the auditor does not accept disabled checks (given in spec.checks.disable)";
+    today: jiff::civil::Date,
+) -> Vec<(CheckId, Decision)> {
     spec.checks
         .disable
         .iter()
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .map(|check| skipped(*check, target, why, false))
+        .map(|check| {
+            let until = spec
+                .checks
+                .disabled_until
+                .get(check.as_str())
+                .and_then(|d| d.parse().ok());
+            (
+                *check,
+                exemption::decide_disable(until, policy.exemptions(), today),
+            )
+        })
+        .collect()
+}
+
+/// The disabled checks that do not hold (refused or lapsed), reported for `target` as
+/// not honoured; their checks run as usual.
+fn unhonoured_disables(
+    disables: &[(CheckId, Decision)],
+    target: &TargetEvidence,
+) -> Vec<SkippedCheck> {
+    disables
+        .iter()
+        .filter(|(_, d)| !d.honoured())
+        .map(|(check, d)| skipped(*check, target, d.text(), false))
         .collect()
 }
 
@@ -214,7 +244,7 @@ fn evaluate_target(
     if let Some(kopf) = &target.kopf {
         out_of_reach(target, kopf, eval);
     }
-    let exemptions = exemptions(target, policy);
+    let exemptions = exemptions(target, policy, exemption::today(settings.now));
     let honoured: BTreeSet<CheckId> = exemptions
         .iter()
         .filter(|s| s.honoured)
@@ -544,26 +574,25 @@ fn recognition(run: &crate::model::kopf_run::KopfRun, own: &str) -> (Recognition
     }
 }
 
-/// Reads the exemption annotations of a target. Their values are the tenant's text, up
-/// to 256 KiB: status shows them [`clean`]ed.
-fn exemptions(target: &TargetEvidence, policy: &Policy) -> Vec<SkippedCheck> {
+/// Reads the exemption annotations of a target, decided on `today`. Their values are
+/// the tenant's text, up to 256 KiB: status shows them [`clean`]ed.
+fn exemptions(
+    target: &TargetEvidence,
+    policy: &Policy,
+    today: jiff::civil::Date,
+) -> Vec<SkippedCheck> {
     let annotations = target.deployment.metadata.annotations.iter().flatten();
     annotations
         .filter_map(|(key, value)| {
             let check = CheckId::parse(key.strip_prefix(SKIP_ANNOTATION_PREFIX)?)?;
-            let reason = value.trim();
-            Some(if policy.refuse_exemptions {
-                let given = clean(reason, MAX_QUOTED_REASON_BYTES);
-                let why = format!(
-                    "refused: the auditor does not accept exemption annotations (given: \"{given}\")"
-                );
-                skipped(check, target, &why, false)
-            } else if reason.is_empty() {
-                let why = "refused: an exemption needs a reason as the annotation's value";
-                skipped(check, target, why, false)
-            } else {
-                skipped(check, target, reason, true)
-            })
+            let decision = exemption::decide(
+                value,
+                Form::Annotation,
+                policy.exemptions(),
+                today,
+                |text| clean(text, MAX_QUOTED_REASON_BYTES),
+            );
+            Some(skipped(check, target, decision.text(), decision.honoured()))
         })
         .collect()
 }

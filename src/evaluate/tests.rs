@@ -232,6 +232,7 @@ fn exemptions_skip_with_a_reason_and_can_be_refused() {
         ev,
         &Policy {
             refuse_exemptions: true,
+            ..Policy::default()
         },
     );
     assert!(
@@ -286,6 +287,7 @@ fn refused_exemptions_refuse_disabled_checks_too() {
         &evidence(&["-A"], &[]),
         &Policy {
             refuse_exemptions: true,
+            ..Policy::default()
         },
     );
     assert!(
@@ -607,6 +609,7 @@ fn a_tenant_s_exemption_reason_and_args_reach_status_bounded_and_clean() {
         Policy::default(),
         Policy {
             refuse_exemptions: true,
+            ..Policy::default()
         },
     ] {
         let outcome = evaluate(
@@ -1006,4 +1009,55 @@ fn handled_secrets_are_never_sampled_nor_called_healthy_nor_a_permission_to_gran
     let beside = message(&update);
     assert!(beside.contains("Secrets"), "{beside}");
     assert!(beside.contains("were not sampled"), "{beside}");
+}
+
+/// An exemption annotation or a disabled check holds through its last day and lapses
+/// the day after: the check's findings come back, and status says it lapsed. The
+/// evidence is read on 1970-01-01.
+#[test]
+fn exemptions_lapse_after_their_date_in_each_form() {
+    let liveness = format!("{SKIP_ANNOTATION_PREFIX}workload.liveness");
+    let raised = |eval: &Evaluation, id: CheckId| eval.findings.iter().any(|f| f.check == id);
+    for (until, holds) in [("1970-01-01", true), ("1969-12-31", false)] {
+        let text = format!("until {until}: probed by the mesh");
+        let ev = evidence(&[], &[(liveness.as_str(), text.as_str())]);
+        let eval = evaluation(ev, &Policy::default());
+        assert_eq!(!raised(&eval, CheckId::WorkloadLiveness), holds, "{until}");
+        let skipped = &eval.skipped[0];
+        assert_eq!(skipped.honoured, holds);
+        if !holds {
+            assert!(
+                skipped.reason.starts_with("lapsed on 1969-12-31"),
+                "{}",
+                skipped.reason
+            );
+        }
+
+        let mut disabling = spec();
+        disabling.checks.disable = vec![CheckId::WorkloadLiveness];
+        disabling
+            .checks
+            .disabled_until
+            .insert("workload.liveness".into(), until.into());
+        let eval = run::evaluate(&disabling, &evidence(&[], &[]), &Policy::default());
+        assert_eq!(!raised(&eval, CheckId::WorkloadLiveness), holds, "{until}");
+        assert_eq!(eval.skipped.iter().any(|s| !s.honoured), !holds);
+    }
+    // An undated one holds, unless the policy requires a date.
+    let strict = Policy {
+        require_exemption_expiry: true,
+        ..Policy::default()
+    };
+    let ev = || evidence(&[], &[(liveness.as_str(), "probed by the mesh")]);
+    assert!(!raised(
+        &evaluation(ev(), &Policy::default()),
+        CheckId::WorkloadLiveness
+    ));
+    let eval = evaluation(ev(), &strict);
+    assert!(raised(&eval, CheckId::WorkloadLiveness));
+    assert!(
+        eval.skipped[0]
+            .reason
+            .contains("only exemptions with an end date")
+    );
 }

@@ -11,6 +11,7 @@ pub(crate) mod diffbase;
 pub(crate) mod discovery;
 pub(crate) mod duration;
 pub(crate) mod evidence;
+pub(crate) mod exemption;
 pub(crate) mod handled;
 pub(crate) mod kopf_marks;
 pub(crate) mod kopf_run;

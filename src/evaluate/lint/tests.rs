@@ -128,3 +128,39 @@ fn a_deployment_that_runs_no_kopf_is_told_where_lint_looked() {
         not_kopf.finding.message
     );
 }
+
+/// A `# kopf-audit: ignore[...]` comment with a past date no longer exempts; one with a
+/// future date does.
+#[test]
+fn an_ignore_comment_lapses_after_its_date() {
+    let with = |until: &str| {
+        MAIN.replace(
+            "# kopf-audit: ignore[source.blocking-call] measured",
+            &format!("# kopf-audit: ignore[source.blocking-call] until {until}: measured"),
+        )
+    };
+    let ids = |report: &LintReport| -> Vec<CheckId> {
+        report.findings.iter().map(|f| f.finding.check).collect()
+    };
+    let lapsed = lint_repo(&[
+        ("deploy.yaml", DEPLOYMENT),
+        ("app/main.py", &with("2000-01-01")),
+    ]);
+    assert!(ids(&lapsed).contains(&CheckId::SourceBlockingCall));
+    let skipped = lapsed
+        .skipped
+        .iter()
+        .find(|s| s.check == CheckId::SourceBlockingCall)
+        .expect("reported");
+    assert!(!skipped.honoured);
+    assert!(
+        skipped.reason.starts_with("lapsed on 2000-01-01"),
+        "{}",
+        skipped.reason
+    );
+    let holds = lint_repo(&[
+        ("deploy.yaml", DEPLOYMENT),
+        ("app/main.py", &with("2999-12-31")),
+    ]);
+    assert!(!ids(&holds).contains(&CheckId::SourceBlockingCall));
+}
