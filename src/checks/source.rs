@@ -5,7 +5,9 @@ use super::finding;
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::model::source::kopf_version::{ByVersion, KOPF_ERAS, KopfVersion, LogPosting};
-use crate::model::source::{Handler, KopfPin, Literal, Location, ResourceSpec, SourceFacts};
+use crate::model::source::{
+    Handler, Helper, KopfPin, Literal, Location, ResourceSpec, SourceFacts,
+};
 
 /// A finding of the source, with where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +27,7 @@ pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
     for handler in &facts.handlers {
         out.extend(handler_kwargs(handler));
         out.extend(blocking_call(handler));
+        out.extend(blocking_helper(facts, handler));
         out.extend(module_logger(handler));
         out.extend(unfiltered_builtin(handler));
     }
@@ -386,6 +389,70 @@ pub(crate) fn blocking_call(h: &Handler) -> Vec<SourceFinding> {
             )
         })
         .collect()
+}
+
+/// How deep [`blocking_helper`] follows calls from helper to helper.
+const MAX_CALL_DEPTH: usize = 4;
+
+/// `source.blocking-call` through the repository's own functions: an async handler
+/// that calls a helper (by a plain name, in its module or, when the name is unique in
+/// the repository, in another) which makes a blocking call itself or through the
+/// helpers it calls, up to [`MAX_CALL_DEPTH`] deep. One finding per call site, at it.
+pub(crate) fn blocking_helper(facts: &SourceFacts, h: &Handler) -> Vec<SourceFinding> {
+    let mut seen_sites = std::collections::BTreeSet::new();
+    h.calls
+        .iter()
+        .filter(|(_, at)| seen_sites.insert(at.clone()))
+        .filter_map(|(name, at)| {
+            let helper = resolve_helper(facts, name, &at.file)?;
+            let (chain, what, blocked_at) = blocks_through(facts, helper, 0, &mut Vec::new())?;
+            Some(raise(
+                CheckId::SourceBlockingCall,
+                &handler_target(h),
+                at,
+                format!(
+                    "async handler {}() calls {chain}, which calls {what} at {blocked_at}: kopf runs every async handler in one event loop, so this call stalls all handling until it returns. Make the helper async (awaiting an async equivalent), run it with `await asyncio.to_thread(...)`, or make the handler a plain `def` (kopf runs those in a thread pool).",
+                    h.function
+                ),
+            ))
+        })
+        .collect()
+}
+
+/// The helper a plain name calls from `file`: the one defined in that file, else the
+/// only one of that name in the repository.
+fn resolve_helper<'a>(facts: &'a SourceFacts, name: &str, file: &str) -> Option<&'a Helper> {
+    let named = || facts.helpers.iter().filter(move |f| f.function == name);
+    named().find(|f| f.location.file == file).or_else(|| {
+        let mut all = named();
+        let only = all.next()?;
+        all.next().is_none().then_some(only)
+    })
+}
+
+/// The first blocking call `helper` makes, itself or through the helpers it calls: the
+/// chain of helpers (`helper() (at x.py:3) → inner() (at y.py:9)`), what, and where.
+fn blocks_through<'a>(
+    facts: &'a SourceFacts,
+    helper: &'a Helper,
+    depth: usize,
+    visiting: &mut Vec<&'a str>,
+) -> Option<(String, String, Location)> {
+    let here = format!("{}() (defined at {})", helper.function, helper.location);
+    if let Some((what, at)) = helper.blocking_calls.first() {
+        return Some((here, what.clone(), at.clone()));
+    }
+    if depth + 1 >= MAX_CALL_DEPTH || visiting.contains(&helper.function.as_str()) {
+        return None;
+    }
+    visiting.push(&helper.function);
+    let found = helper.calls.iter().find_map(|name| {
+        let inner = resolve_helper(facts, name, &helper.location.file)?;
+        let (chain, what, at) = blocks_through(facts, inner, depth + 1, visiting)?;
+        Some((format!("{here}, which calls {chain}"), what, at))
+    });
+    visiting.pop();
+    found
 }
 
 /// The handlers that serve no object: their records have nothing to be posted on.

@@ -125,6 +125,9 @@ pub(crate) struct Handler {
     pub(crate) filtered: bool,
     /// Blocking calls in its body, when it is `async def`: what and where.
     pub(crate) blocking_calls: Vec<(String, Location)>,
+    /// Calls of plain names in its body (`helper(...)`, `await helper(...)`), when it is
+    /// `async def`: the functions of the repository it may run in the event loop.
+    pub(crate) calls: Vec<(String, Location)>,
     /// Calls on a module-level logger in its body: which logger and where.
     pub(crate) module_logger_calls: Vec<(String, Location)>,
     /// Calls on kopf's `logger` keyword argument in its body: the level's method
@@ -141,6 +144,20 @@ pub(crate) struct Handler {
     /// differs on every call (the time, a random or unique id): the written path, where,
     /// and whether it runs on every call (a statement of the function's own body).
     pub(crate) self_patches: Vec<(String, Location, bool)>,
+}
+
+/// A module-level function that is not a kopf handler: a handler may call it, and what
+/// it calls runs in the handler's place (in the event loop, for an async handler).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Helper {
+    /// Where its `def` is.
+    pub(crate) location: Location,
+    /// Its name.
+    pub(crate) function: String,
+    /// The blocking calls in its body: what and where.
+    pub(crate) blocking_calls: Vec<(String, Location)>,
+    /// The plain names it calls.
+    pub(crate) calls: Vec<String>,
 }
 
 /// One more kopf decorator on a handler's function.
@@ -183,6 +200,8 @@ pub(crate) struct SourceFacts {
     pub(crate) starts: Vec<PyStart>,
     /// kopf handlers.
     pub(crate) handlers: Vec<Handler>,
+    /// The module-level functions that are not handlers, with what they call.
+    pub(crate) helpers: Vec<Helper>,
     /// Writes to kopf's settings.
     pub(crate) settings: Vec<SettingWrite>,
     /// Files that did not parse.
@@ -203,6 +222,7 @@ impl SourceFacts {
     pub(crate) fn extend(&mut self, other: SourceFacts) {
         self.starts.extend(other.starts);
         self.handlers.extend(other.handlers);
+        self.helpers.extend(other.helpers);
         self.settings.extend(other.settings);
         self.problems.extend(other.problems);
         self.files += other.files;

@@ -170,6 +170,7 @@ mod tests {
             has_kwargs: true,
             filtered: false,
             blocking_calls: Vec::new(),
+            calls: Vec::new(),
             module_logger_calls: Vec::new(),
             kopf_logger_calls: Vec::new(),
             raises: Vec::new(),

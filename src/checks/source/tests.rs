@@ -17,6 +17,7 @@ fn handler(decorator: &str, resource: Option<&str>) -> Handler {
         has_kwargs: true,
         filtered: false,
         blocking_calls: Vec::new(),
+        calls: Vec::new(),
         module_logger_calls: Vec::new(),
         kopf_logger_calls: Vec::new(),
         raises: Vec::new(),

@@ -164,3 +164,42 @@ fn an_ignore_comment_lapses_after_its_date() {
     ]);
     assert!(!ids(&holds).contains(&CheckId::SourceBlockingCall));
 }
+
+/// A blocking call in a helper that an async handler calls, in the same module or in
+/// another module of the repository, through another helper too, is found at the call
+/// site; a helper that blocks, called from a plain `def` handler, or an async helper
+/// that awaits, is not.
+#[test]
+fn blocking_calls_are_followed_into_the_repositorys_helpers() {
+    let handlers = "import kopf\nfrom .k8s import read_config\n\ndef local_wait():\n    time.sleep(2)\n\n@kopf.on.create('pods')\nasync def created(**kwargs):\n    local_wait()\n    await fine()\n    read_config()\n\n@kopf.on.update('pods')\ndef updated(**kwargs):\n    local_wait()\n\nasync def fine():\n    await asyncio.sleep(1)\n\nkopf.run(clusterwide=True)\n";
+    let k8s = "import kubernetes\n\ndef read_config():\n    return _load()\n\ndef _load():\n    return kubernetes.client.CoreV1Api().read_namespaced_config_map('x', 'y')\n";
+    let report = lint_repo(&[
+        ("deploy.yaml", DEPLOYMENT),
+        ("app/main.py", handlers),
+        ("app/k8s.py", k8s),
+    ]);
+    let blocking: Vec<(String, u32, String)> = report
+        .findings
+        .iter()
+        .filter(|f| f.finding.check == CheckId::SourceBlockingCall)
+        .map(|f| {
+            let at = f.location.clone().expect("located");
+            (at.file, at.line, f.finding.message.clone())
+        })
+        .collect();
+    assert_eq!(blocking.len(), 2, "{blocking:#?}");
+    assert_eq!((blocking[0].0.as_str(), blocking[0].1), ("app/main.py", 9));
+    assert!(
+        blocking[0]
+            .2
+            .contains("calls local_wait() (defined at app/main.py:4), which calls time.sleep()"),
+        "{}",
+        blocking[0].2
+    );
+    assert_eq!((blocking[1].0.as_str(), blocking[1].1), ("app/main.py", 11));
+    assert!(
+        blocking[1].2.contains("read_config() (defined at app/k8s.py:3), which calls _load() (defined at app/k8s.py:6), which calls kubernetes.client.CoreV1Api()"),
+        "{}",
+        blocking[1].2
+    );
+}

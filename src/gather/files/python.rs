@@ -5,14 +5,19 @@
 
 use super::bounds;
 use crate::model::source::{
-    Handler, Literal, Location, ParseProblem, PyStart, Registration, ResourceSpec, SettingWrite,
-    SourceFacts,
+    Handler, Helper, Literal, Location, ParseProblem, PyStart, Registration, ResourceSpec,
+    SettingWrite, SourceFacts,
 };
 use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
 use ruff_python_ast::{Decorator, Expr, Number, Parameters, Stmt, StmtFunctionDef};
 use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextSize};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Most calls kept per handler or helper: the call graph is bounded whatever the source.
+const MAX_CALLS: usize = 256;
+/// Most helper functions kept per module.
+const MAX_HELPERS: usize = 2048;
 
 /// The functions that start kopf from Python (kopf 1.45 `_core/reactor/running.py`).
 const STARTERS: [&str; 3] = ["kopf.run", "kopf.operator", "kopf.spawn_tasks"];
@@ -129,6 +134,7 @@ fn read_bounded(path: &str, text: &str) -> SourceFacts {
         constants,
         facts,
         handler: None,
+        helper: None,
         startup: false,
         shadowed: BTreeSet::new(),
         top_level_call: None,
@@ -336,6 +342,8 @@ struct Walker<'a> {
     facts: SourceFacts,
     /// The handler whose body is being walked (index into `facts.handlers`).
     handler: Option<usize>,
+    /// The module-level helper whose body is being walked (index into `facts.helpers`).
+    helper: Option<usize>,
     /// Whether the walk is inside an `@kopf.on.startup` handler.
     startup: bool,
     /// Names the current handler's parameters bind (they shadow module loggers).
@@ -416,6 +424,7 @@ impl Walker<'_> {
             has_kwargs: def.parameters.kwarg.is_some(),
             filtered,
             blocking_calls: Vec::new(),
+            calls: Vec::new(),
             module_logger_calls: Vec::new(),
             kopf_logger_calls: Vec::new(),
             raises: Vec::new(),
@@ -433,14 +442,22 @@ impl Walker<'_> {
             let start = self.start(&func, call);
             self.facts.starts.push(start);
         }
+        if let Some(at) = self.helper {
+            self.helper_call(at, &func, call);
+            return;
+        }
         let Some(at) = self.handler else { return };
         let location = self.location(call.range().start());
-        if self.facts.handlers[at].is_async
-            && let Some(what) = blocking(&func)
-        {
-            self.facts.handlers[at]
-                .blocking_calls
-                .push((what, location.clone()));
+        if self.facts.handlers[at].is_async {
+            if let Some(what) = blocking(&func) {
+                self.facts.handlers[at]
+                    .blocking_calls
+                    .push((what, location.clone()));
+            } else if !func.contains('.') && self.facts.handlers[at].calls.len() < MAX_CALLS {
+                self.facts.handlers[at]
+                    .calls
+                    .push((func.clone(), location.clone()));
+            }
         }
         if POSTERS.contains(&func.as_str()) {
             let every_call = self.top_level_call == Some(call.range().start());
@@ -460,6 +477,19 @@ impl Walker<'_> {
                     .module_logger_calls
                     .push((object.to_string(), location));
             }
+        }
+    }
+
+    /// A call in a helper's body: a blocking one, or a plain name it calls.
+    fn helper_call(&mut self, at: usize, func: &str, call: &ruff_python_ast::ExprCall) {
+        let location = self.location(call.range().start());
+        let helper = &mut self.facts.helpers[at];
+        if let Some(what) = blocking(func) {
+            if helper.blocking_calls.len() < MAX_CALLS {
+                helper.blocking_calls.push((what, location));
+            }
+        } else if !func.contains('.') && helper.calls.len() < MAX_CALLS {
+            helper.calls.push(func.to_string());
         }
     }
 
@@ -701,6 +731,17 @@ impl<'a> Walker<'_> {
                 }
                 let found = self.handler_of(def);
                 let outer = (self.handler, self.startup, self.shadowed.clone());
+                let outer_helper = self.helper;
+                let module_level = self.handler.is_none() && self.helper.is_none();
+                if found.is_none() && module_level && self.facts.helpers.len() < MAX_HELPERS {
+                    self.facts.helpers.push(Helper {
+                        location: self.location(def.range.start()),
+                        function: def.name.as_str().to_string(),
+                        blocking_calls: Vec::new(),
+                        calls: Vec::new(),
+                    });
+                    self.helper = Some(self.facts.helpers.len() - 1);
+                }
                 if let Some(handler) = found {
                     self.startup = handler.decorator == "on.startup";
                     self.facts.handlers.push(handler);
@@ -728,6 +769,7 @@ impl<'a> Walker<'_> {
                 self.top_level_call = None;
                 self.top_level_stmt = None;
                 (self.handler, self.startup, self.shadowed) = outer;
+                self.helper = outer_helper;
             }
             Stmt::Assign(a) => {
                 let targets: Vec<&Expr> = a.targets.iter().collect();
