@@ -12,6 +12,8 @@ pub(crate) struct Image {
     pub(crate) entrypoint: Option<(Vec<String>, Location)>,
     /// The last `CMD`, as exec words, and where it is.
     pub(crate) cmd: Option<(Vec<String>, Location)>,
+    /// The final stage's base image (`FROM` without `--platform` or `AS`), and where.
+    pub(crate) base: Option<(String, Location)>,
 }
 
 impl Image {
@@ -58,6 +60,10 @@ pub(crate) fn read(path: &str, text: &str) -> Image {
             "FROM" => {
                 image.entrypoint = None;
                 image.cmd = None;
+                image.base = rest
+                    .split_whitespace()
+                    .find(|w| !w.starts_with("--"))
+                    .map(|w| (w.to_string(), at));
             }
             "ENTRYPOINT" => image.entrypoint = Some((words(rest.trim()), at)),
             "CMD" => image.cmd = Some((words(rest.trim()), at)),

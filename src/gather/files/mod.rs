@@ -112,6 +112,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
         manifests,
         images,
         scripts,
+        s2i,
         source,
         python,
         mut notes,
@@ -131,6 +132,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
             let starts = Starts {
                 images: &images,
                 scripts: &scripts,
+                s2i: &s2i,
                 source: &source,
             };
             target(d, &manifests, &starts, &mut notes)
@@ -187,6 +189,8 @@ struct Found {
     images: Vec<Image>,
     /// The lines of the repository's shell scripts that start kopf, by script path.
     scripts: Vec<(String, Vec<script::ScriptRun>)>,
+    /// The `kopf-opt.sh` files of `python-kopf-s2i` builds.
+    s2i: Vec<script::S2iOptions>,
     source: SourceFacts,
     python: Vec<(String, String)>,
     notes: Vec<String>,
@@ -294,6 +298,9 @@ impl Found {
             },
             FileKind::Dockerfile => self.dockerfile(&shown, &text),
             FileKind::Script => {
+                if name == "kopf-opt.sh" {
+                    self.s2i.push(script::s2i_options(&shown, &text));
+                }
                 let runs = script::kopf_runs(&shown, &text);
                 if !runs.is_empty() {
                     self.scripts.push((shown, runs));
@@ -567,6 +574,8 @@ struct Starts<'a> {
     images: &'a [Image],
     /// The shell scripts' lines that start kopf.
     scripts: &'a [(String, Vec<script::ScriptRun>)],
+    /// The `kopf-opt.sh` files.
+    s2i: &'a [script::S2iOptions],
     /// The Python source.
     source: &'a SourceFacts,
 }
@@ -583,6 +592,7 @@ fn target(
         Some(kopf) => Some(kopf.run),
         None => from_image(deployment, starts.images)
             .or_else(|| from_script(deployment, starts))
+            .or_else(|| from_s2i(deployment, starts))
             .or_else(|| from_source(deployment, starts.images, starts.source)),
     };
     target.kopf = run.map(|run| {
@@ -633,6 +643,74 @@ fn from_script(deployment: &Deployment, starts: &Starts<'_>) -> Option<KopfRun> 
         }
     }
     None
+}
+
+/// The run of a Deployment whose image is built on a `python-kopf-s2i` builder image
+/// (its final `FROM` names one) and runs that image's run script (no command, or the
+/// s2i `run`): the script starts kopf with the options of the `kopf-opt.sh` beside the
+/// Dockerfile (else the repository's only one, else its defaults).
+fn from_s2i(deployment: &Deployment, starts: &Starts<'_>) -> Option<KopfRun> {
+    let namespace = deployment.metadata.namespace.as_deref();
+    for image in starts.images {
+        let Some((base, from_at)) = &image.base else {
+            continue;
+        };
+        if !base.contains("kopf-s2i") {
+            continue;
+        }
+        for container in template_containers(deployment) {
+            let (words, _) =
+                image.effective(container.command.as_deref(), container.args.as_deref());
+            let runs_s2i = words.is_empty()
+                || words
+                    .first()
+                    .is_some_and(|w| w.ends_with("/s2i/run") || w.ends_with("/s2i/bin/run"));
+            if !runs_s2i {
+                continue;
+            }
+            let options = s2i_options_for(&image.path, starts.s2i);
+            let own = namespace.unwrap_or("default");
+            let mut shown = container.clone();
+            shown.command = Some(options.map_or_else(
+                || script::S2iOptions::default().command_line(own),
+                |o| o.command_line(own),
+            ));
+            shown.args = None;
+            if let Some(mut run) = parse_in_namespace(&shown, namespace) {
+                let from = options.map_or_else(
+                    || "its defaults (no kopf-opt.sh)".to_string(),
+                    |o| o.path.clone(),
+                );
+                run.origin = RunOrigin::Files(FilesStart {
+                    how: format!(
+                        "the run script of the s2i builder image {} (FROM at {from_at}), with {from}",
+                        crate::model::bounded::clean_name(base)
+                    ),
+                    flags_known: true,
+                });
+                return Some(run);
+            }
+        }
+    }
+    None
+}
+
+/// The `kopf-opt.sh` of the build whose Dockerfile is `dockerfile`: in its directory,
+/// else the only one of the repository.
+fn s2i_options_for<'a>(
+    dockerfile: &str,
+    all: &'a [script::S2iOptions],
+) -> Option<&'a script::S2iOptions> {
+    let dir = |p: &str| {
+        p.rsplit_once('/')
+            .map_or(String::new(), |(d, _)| d.to_string())
+    };
+    let here = dir(dockerfile);
+    let only = match all {
+        [only] => Some(only),
+        _ => None,
+    };
+    all.iter().find(|o| dir(&o.path) == here).or(only)
 }
 
 /// The kopf line of the script that `words` run, named by a word ending in `.sh`

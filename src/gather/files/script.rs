@@ -17,24 +17,132 @@ pub(crate) struct ScriptRun {
     pub(crate) words: Vec<String>,
 }
 
+/// The settings a `kopf-opt.sh` gives the run script of the `python-kopf-s2i` builder
+/// images (github.com/rhpds/python-kopf-s2i, `s2i/bin/run`), which sources it and then
+/// runs `kopf run --liveness=http://0.0.0.0:8080/healthz $KOPF_OPTIONS
+/// ${KOPF_OPERATORS:-operator.py}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct S2iOptions {
+    /// Where the file is.
+    pub(crate) path: String,
+    /// `KOPF_OPTIONS`, split.
+    pub(crate) options: Vec<String>,
+    /// `KOPF_STANDALONE=true`.
+    pub(crate) standalone: bool,
+    /// `KOPF_NAMESPACE`.
+    pub(crate) namespace: Option<String>,
+    /// `KOPF_NAMESPACED=true`: the operator's own namespace.
+    pub(crate) namespaced: bool,
+    /// `KOPF_PEERING`.
+    pub(crate) peering: Option<String>,
+    /// `KOPF_OPERATORS`, split.
+    pub(crate) operators: Vec<String>,
+}
+
+impl S2iOptions {
+    /// The command line the run script builds, with `own_namespace` for
+    /// `KOPF_NAMESPACED` (the pod's own namespace; `--priority` left out: the script
+    /// derives it from the pod's IP).
+    pub(crate) fn command_line(&self, own_namespace: &str) -> Vec<String> {
+        let mut words = vec![
+            "kopf".to_string(),
+            "run".to_string(),
+            "--liveness=http://0.0.0.0:8080/healthz".to_string(),
+        ];
+        words.extend(self.options.iter().cloned());
+        if self.standalone {
+            words.push("--standalone".into());
+        }
+        match (&self.namespace, self.namespaced) {
+            (Some(ns), _) => words.push(format!("--namespace={ns}")),
+            (None, true) => words.push(format!("--namespace={own_namespace}")),
+            (None, false) => words.push("--all-namespaces".into()),
+        }
+        if let Some(peering) = &self.peering {
+            words.push(format!("--peering={peering}"));
+        }
+        if self.operators.is_empty() {
+            words.push("operator.py".into());
+        } else {
+            words.extend(self.operators.iter().cloned());
+        }
+        words
+    }
+}
+
+/// The `KOPF_*` assignments of a `kopf-opt.sh` (plain `NAME=value` lines, quotes
+/// removed; anything else is left alone).
+pub(crate) fn s2i_options(path: &str, text: &str) -> S2iOptions {
+    let mut out = S2iOptions {
+        path: path.to_string(),
+        ..S2iOptions::default()
+    };
+    for (_, line) in logical_lines(text) {
+        let line = line.trim();
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((name, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = command_words(value).join(" ");
+        let split = || value.split_whitespace().map(str::to_string).collect();
+        match name {
+            "KOPF_OPTIONS" => out.options = split(),
+            "KOPF_STANDALONE" => out.standalone = value == "true",
+            "KOPF_NAMESPACE" => out.namespace = Some(value.clone()).filter(|v| !v.is_empty()),
+            "KOPF_NAMESPACED" => out.namespaced = value == "true",
+            "KOPF_PEERING" => out.peering = Some(value.clone()).filter(|v| !v.is_empty()),
+            "KOPF_OPERATORS" => out.operators = split(),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The lines of the script `path` that start kopf (`kopf run`, `python -m kopf run`),
-/// comments and heredocs aside.
+/// a line continued with `\` read whole, comments aside.
 pub(crate) fn kopf_runs(path: &str, text: &str) -> Vec<ScriptRun> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, line)| {
+    logical_lines(text)
+        .into_iter()
+        .filter_map(|(number, line)| {
             let line = line.trim();
             if line.starts_with('#') || !mentions_kopf_run(line) {
                 return None;
             }
             let words = command_words(line);
             mentions_kopf_run(&words.join(" ")).then(|| ScriptRun {
-                at: Location::new(path, u32::try_from(i + 1).unwrap_or(u32::MAX)),
+                at: Location::new(path, number),
                 words,
             })
         })
         .take(MAX_RUNS_PER_SCRIPT)
         .collect()
+}
+
+/// Most physical lines joined into one logical line.
+const MAX_CONTINUED_LINES: usize = 64;
+
+/// The script's logical lines with the number of the first physical line of each: a
+/// line ending in `\` goes on with the next (at most [`MAX_CONTINUED_LINES`]).
+fn logical_lines(text: &str) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = Vec::new();
+    let mut current: Option<(u32, String, usize)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let number = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let (continues, body) = match line.trim_end().strip_suffix('\\') {
+            Some(body) => (true, body),
+            None => (false, line),
+        };
+        let (start, mut joined, count) = current.take().unwrap_or((number, String::new(), 0));
+        joined.push_str(body);
+        joined.push(' ');
+        if continues && count + 1 < MAX_CONTINUED_LINES {
+            current = Some((start, joined, count + 1));
+        } else {
+            out.push((start, joined));
+        }
+    }
+    out.extend(current.map(|(start, joined, _)| (start, joined)));
+    out
 }
 
 /// Whether `line` runs `kopf run` as a command (not in an `echo`).
@@ -102,6 +210,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_s2i_options_file_makes_the_run_scripts_command_line() {
+        let opts = s2i_options(
+            "op/kopf-opt.sh",
+            "#!/bin/sh\n# Do not coordinate.\nKOPF_STANDALONE=true\nKOPF_NAMESPACED=true\nKOPF_OPTIONS=\"--log-format=json\"\n",
+        );
+        assert_eq!(
+            opts.command_line("team"),
+            [
+                "kopf",
+                "run",
+                "--liveness=http://0.0.0.0:8080/healthz",
+                "--log-format=json",
+                "--standalone",
+                "--namespace=team",
+                "operator.py"
+            ]
+        );
+        let opts = s2i_options("kopf-opt.sh", "KOPF_PEERING=\"babylon-notifier\"\n");
+        assert_eq!(
+            opts.command_line("team")[3..],
+            [
+                "--all-namespaces",
+                "--peering=babylon-notifier",
+                "operator.py"
+            ]
+        );
+    }
+
+    #[test]
     fn the_line_that_starts_kopf_is_found_and_split() {
         let runs = kopf_runs(
             "start-operator.sh",
@@ -118,6 +255,21 @@ mod tests {
                 "-n",
                 "$NS",
                 "/app/operator.py"
+            ]
+        );
+        let runs = kopf_runs(
+            "run.sh",
+            "cd ./operator\n\nexec kopf run \\\n  --standalone \\\n  --all-namespaces \\\n  operator.py\n",
+        );
+        assert_eq!(runs[0].at.line, 3);
+        assert_eq!(
+            runs[0].words,
+            [
+                "kopf",
+                "run",
+                "--standalone",
+                "--all-namespaces",
+                "operator.py"
             ]
         );
         let runs = kopf_runs("run.sh", "python -m kopf run -A op.py && echo done\n");

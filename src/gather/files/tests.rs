@@ -300,6 +300,7 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
     let starts = Starts {
         images: &images,
         scripts: &scripts,
+        s2i: &[],
         source: &source,
     };
     let run = from_script(&m.deployments[0], &starts).expect("kopf from the script");
@@ -329,7 +330,64 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
     let starts = Starts {
         images: &images,
         scripts: &scripts,
+        s2i: &[],
         source: &source,
     };
     assert!(from_script(&m.deployments[0], &starts).is_none());
+}
+
+/// An image built on a `python-kopf-s2i` builder that runs its run script starts kopf
+/// with the options of the `kopf-opt.sh` beside its Containerfile; an image on another
+/// base does not.
+#[test]
+fn an_s2i_kopf_build_runs_kopf_with_its_options_file() {
+    let mut m = Manifests::default();
+    m.read(
+        "d.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers: [{name: op, image: op}]\n",
+        "team",
+    );
+    let image = dockerfile::read(
+        "manager/Containerfile",
+        "FROM quay.io/rhpds/python-kopf-s2i:v1.44\nUSER root\nCOPY . /tmp/src\nUSER 1001\nRUN /usr/libexec/s2i/assemble\nCMD [\"/usr/libexec/s2i/run\"]\n",
+    );
+    let s2i = vec![
+        script::s2i_options("other/kopf-opt.sh", "KOPF_PEERING=other\n"),
+        script::s2i_options(
+            "manager/kopf-opt.sh",
+            "#!/bin/sh\nKOPF_NAMESPACED=true\nKOPF_STANDALONE=true\n",
+        ),
+    ];
+    let source = SourceFacts::default();
+    let images = [image];
+    let starts = Starts {
+        images: &images,
+        scripts: &[],
+        s2i: &s2i,
+        source: &source,
+    };
+    let run = from_s2i(&m.deployments[0], &starts).expect("kopf from the s2i run script");
+    assert_eq!(run.peering, Peering::Standalone);
+    assert!(!run.scope.is_cluster_wide());
+    match &run.origin {
+        RunOrigin::Files(start) => {
+            assert!(start.how.contains("manager/kopf-opt.sh"), "{}", start.how);
+            assert!(
+                start.how.contains("manager/Containerfile:1"),
+                "{}",
+                start.how
+            );
+        }
+        other => panic!("origin {other:?}"),
+    }
+    let plain = dockerfile::read(
+        "Dockerfile",
+        "FROM python:3.12\nCMD [\"/usr/libexec/s2i/run\"]\n",
+    );
+    let images = [plain];
+    let starts = Starts {
+        images: &images,
+        ..starts
+    };
+    assert!(from_s2i(&m.deployments[0], &starts).is_none());
 }
