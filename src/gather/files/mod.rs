@@ -614,20 +614,7 @@ fn target(
 fn from_script(deployment: &Deployment, starts: &Starts<'_>) -> Option<KopfRun> {
     let namespace = deployment.metadata.namespace.as_deref();
     for container in template_containers(deployment) {
-        let words: Vec<String> = match starts.images {
-            [image] => {
-                image
-                    .effective(container.command.as_deref(), container.args.as_deref())
-                    .0
-            }
-            _ => container
-                .command
-                .iter()
-                .flatten()
-                .chain(container.args.iter().flatten())
-                .cloned()
-                .collect(),
-        };
+        let words = runs(container, starts.images);
         let Some(run) = script_run(&words, starts.scripts) else {
             continue;
         };
@@ -760,21 +747,31 @@ fn from_image(deployment: &Deployment, images: &[Image]) -> Option<KopfRun> {
     (runs.len() == 1).then(|| runs.remove(0))
 }
 
+/// The words a container runs: with the repository's one Dockerfile, as the kubelet
+/// builds them from the image's ENTRYPOINT and CMD; else its own command and args.
+fn runs(container: &k8s_openapi::api::core::v1::Container, images: &[Image]) -> Vec<String> {
+    match images {
+        [image] => {
+            image
+                .effective(container.command.as_deref(), container.args.as_deref())
+                .0
+        }
+        _ => container
+            .command
+            .iter()
+            .flatten()
+            .chain(container.args.iter().flatten())
+            .cloned()
+            .collect(),
+    }
+}
+
 /// The run of a Deployment whose container runs Python (or a wrapper) and whose source
 /// starts kopf itself with `kopf.run()`.
 fn from_source(deployment: &Deployment, images: &[Image], source: &SourceFacts) -> Option<KopfRun> {
     let start = source.starts.first()?;
     let container = template_containers(deployment).iter().find(|c| {
-        let words: Vec<String> = match images {
-            [image] => image.effective(c.command.as_deref(), c.args.as_deref()).0,
-            _ => c
-                .command
-                .iter()
-                .flatten()
-                .chain(c.args.iter().flatten())
-                .cloned()
-                .collect(),
-        };
+        let words = runs(c, images);
         words.is_empty()
             || words.iter().any(|w| {
                 let base = w.rsplit('/').next().unwrap_or(w);
