@@ -85,6 +85,25 @@ pub(crate) fn json(status: StatusCode, value: serde_json::Value) -> Response<Bod
         .unwrap_or_else(|_| Response::new(Body::empty()))
 }
 
+/// The page a list request at `path` asks for, of a list of `len` items, as the API
+/// server pages: the items' range (from `continue`, at most `limit`, 500 without one)
+/// and the next page's `continue` token (empty at the end).
+pub(crate) fn page_of(path: &str, len: usize) -> (std::ops::Range<usize>, String) {
+    let param = |key: &str| {
+        path.split(['?', '&'])
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    let from = param("continue").unwrap_or(0).min(len);
+    let to = (from + param("limit").unwrap_or(500)).min(len);
+    let next = if to < len {
+        to.to_string()
+    } else {
+        String::new()
+    };
+    (from..to, next)
+}
+
 /// A store filled with `objects` and marked synced, as a watcher would.
 pub(crate) fn synced_store<K>(objects: Vec<K>) -> kube::runtime::reflector::Store<K>
 where

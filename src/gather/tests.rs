@@ -200,13 +200,6 @@ fn paging_api(
     FakeApi::start(
         "team",
         move |_: &Method, path: &str, _: &serde_json::Value| {
-            let param = |key: &str| {
-                path.split(['?', '&'])
-                    .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-                    .map(str::to_string)
-            };
-            let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(500);
-            let from: usize = param("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
             let all: Vec<serde_json::Value> = if path.contains("/deployments") {
                 deployments.clone()
             } else {
@@ -220,15 +213,10 @@ fn paging_api(
                     })
                     .collect()
             };
-            let to = (from + limit).min(all.len());
-            let next = if to < all.len() {
-                to.to_string()
-            } else {
-                String::new()
-            };
+            let (range, next) = crate::testing::page_of(path, all.len());
             json(
                 StatusCode::OK,
-                serde_json::json!({"metadata": {"continue": next}, "items": all[from..to]}),
+                serde_json::json!({"metadata": {"continue": next}, "items": all[range]}),
             )
         },
     )

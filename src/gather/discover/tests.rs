@@ -544,24 +544,11 @@ async fn fat_deployments_are_read_in_smaller_pages_and_a_huge_one_is_named() {
                     serde_json::json!({"metadata": {}, "items": []}),
                 );
             }
-            let param = |key: &str| {
-                path.split(['?', '&'])
-                    .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-                    .map(str::to_string)
-            };
-            let limit: usize = param("limit").and_then(|l| l.parse().ok()).unwrap_or(500);
-            let from: usize = param("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
             // Item COUNT is the huge one; the list ends after it.
-            let all = COUNT + 1;
-            let to = (from + limit).min(all);
-            let items: Vec<serde_json::Value> = (from..to)
+            let (range, next) = crate::testing::page_of(path, COUNT + 1);
+            let items: Vec<serde_json::Value> = range
                 .map(|i| if i == COUNT { huge() } else { fat(i) })
                 .collect();
-            let next = if to < all {
-                to.to_string()
-            } else {
-                String::new()
-            };
             json(
                 StatusCode::OK,
                 serde_json::json!({"metadata": {"continue": next}, "items": items}),
