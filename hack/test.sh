@@ -61,6 +61,10 @@ trap stop_cluster EXIT
 kubeconfig=$(bash hack/cluster.sh up | tail -n 1)
 export KOPF_AUDIT_KUBECONFIG="$kubeconfig"
 echo "kubeconfig: $KOPF_AUDIT_KUBECONFIG"
+# lint's kustomize tests run the kubectl the cluster was built with (cached: instant).
+KOPF_AUDIT_KUBECTL="$(bash hack/build-cluster-binaries.sh | tail -n 1)/kubectl"
+export KOPF_AUDIT_KUBECTL
+echo "kubectl for lint's kustomize tests: $KOPF_AUDIT_KUBECTL"
 
 step "kopf venv: hack/kopf-venv.sh"
 bash hack/kopf-venv.sh | tail -n 1

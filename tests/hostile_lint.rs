@@ -607,3 +607,89 @@ fn a_chart_renders_as_its_ci_would() {
     assert!(checks.contains(&"workload.liveness"), "{checks:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The PATH that holds the kubectl `hack/test.sh` names (`KOPF_AUDIT_KUBECTL`).
+#[cfg(feature = "e2e")]
+fn kubectl_path() -> String {
+    let kubectl = std::env::var("KOPF_AUDIT_KUBECTL").expect(
+        "KOPF_AUDIT_KUBECTL names the kubectl binary (hack/test.sh sets it): the kustomize tests need kubectl",
+    );
+    let dir = Path::new(&kubectl)
+        .parent()
+        .expect("kubectl's directory")
+        .to_string_lossy()
+        .into_owned();
+    format!("{dir}:/usr/bin:/bin")
+}
+
+/// A repository that deploys with kustomize: an overlay over a base, as a reviewer
+/// would build it. lint builds the overlay once (not the base again), reads its
+/// Deployment, and places each finding in the base file the object came from. A second
+/// overlay that names a remote base, and a third that reads the job's environment
+/// through a link, are not built, and say why: nothing is fetched, nothing leaks.
+#[cfg(feature = "e2e")]
+#[test]
+fn a_kustomization_is_built_as_a_reviewer_would() {
+    let dir = repo("kustomize");
+    write(
+        &dir,
+        &[
+            (
+                "deploy/base/kustomization.yaml",
+                b"resources:\n- deployment.yaml\n- sa.yaml\n",
+            ),
+            (
+                "deploy/base/deployment.yaml",
+                b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      serviceAccountName: op\n      containers:\n      - name: op\n        image: op:1\n        command: [kopf, run, -A, /app/op.py]\n",
+            ),
+            ("deploy/base/sa.yaml", b"apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: op}\n"),
+            (
+                "deploy/overlays/prod/kustomization.yaml",
+                b"namespace: ops\nnamePrefix: prod-\nresources:\n- ../../base\ncommonAnnotations:\n  team: /\n",
+            ),
+            (
+                "remote/kustomization.yaml",
+                b"resources:\n- https://raw.githubusercontent.com/example/op/main/deploy.yaml\n",
+            ),
+            (
+                "leak/kustomization.yaml",
+                b"configMapGenerator:\n- name: env\n  files:\n  - env\n",
+            ),
+        ],
+    );
+    std::os::unix::fs::symlink("/proc/self/environ", dir.join("leak/env")).expect("symlink");
+    let path = kubectl_path();
+    let json = lint_every_format(&dir, &[], Some(&path), None, 2);
+    let targets: Vec<&str> = json["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(targets, ["prod-op"], "{json}");
+    let memory = json["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["check"] == "workload.memory-limit")
+        .expect("the base's Deployment has no memory limit");
+    assert_eq!(memory["file"], "deploy/base/deployment.yaml", "{memory}");
+    assert_eq!(
+        memory["line"], 12,
+        "the container's line in the base: {memory}"
+    );
+    let unread = unread(&json);
+    assert!(
+        unread
+            .iter()
+            .any(|(p, why)| p == "remote" && why.contains("remote resource")),
+        "{unread:?}"
+    );
+    assert!(
+        unread
+            .iter()
+            .any(|(p, why)| p == "leak" && why.contains("outside the repository")),
+        "{unread:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,7 +13,7 @@ use crate::checks::source;
 use crate::gather::files::Linted;
 use crate::gather::files::manifests::Manifests;
 use crate::model::evidence::TargetEvidence;
-use crate::model::rbac::BindingKind;
+use crate::model::rbac::{BindingKind, RoleKind};
 use crate::model::source::{Location, Unread};
 use std::collections::BTreeMap;
 
@@ -170,13 +170,20 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
     report
 }
 
-/// Where a finding about a Deployment points: its RBAC findings at the binding that
-/// grants its ServiceAccount (or the ServiceAccount), a CRD's schema at the CRD, the
-/// others at the Deployment.
+/// Where a finding about a Deployment points: at the field the fix goes in when the
+/// file was read as written (`resources.limits.memory`, `strategy`, the bound role's
+/// `rules`), else at the object. RBAC findings point at the rules of the role that
+/// binds the ServiceAccount (or the binding, or the ServiceAccount), a CRD's schema at
+/// the CRD, the others at the Deployment.
 fn location_of(finding: &Finding, target: &TargetEvidence, m: &Manifests) -> Option<Location> {
     let check = finding.check;
     let namespace = target.deployment.metadata.namespace.as_deref();
-    let deployment = m.location("Deployment", namespace, target.name()).cloned();
+    let deployment = m.field_location(
+        "Deployment",
+        namespace,
+        target.name(),
+        &deployment_field(check, target),
+    );
     if check == CheckId::PersistenceStatusSchema
         && let Some(crd) = crd_named_by(finding, m)
     {
@@ -185,20 +192,77 @@ fn location_of(finding: &Finding, target: &TargetEvidence, m: &Manifests) -> Opt
     if check.area() != Area::Rbac {
         return deployment;
     }
+    rbac_location(target, m).or(deployment)
+}
+
+/// The field of a Deployment a finding of `check` is about, as
+/// [`Manifests::field_location`] takes it: the kopf container's own fields for the
+/// checks of its resources, probe and arguments; the Deployment's for the others.
+fn deployment_field(check: CheckId, target: &TargetEvidence) -> String {
+    let containers = target
+        .deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .map(|p| p.containers.as_slice())
+        .unwrap_or_default();
+    let kopf = target.kopf.as_ref().map(|k| k.run.container.as_str());
+    let index = containers
+        .iter()
+        .position(|c| Some(c.name.as_str()) == kopf)
+        .unwrap_or(0);
+    let container = format!("spec.template.spec.containers[{index}]");
+    let args = match containers.get(index) {
+        Some(c) if c.args.is_none() && c.command.is_some() => "command",
+        _ => "args",
+    };
+    match check {
+        CheckId::WorkloadMemoryRequest => format!("{container}.resources.requests.memory"),
+        CheckId::WorkloadMemoryLimit => format!("{container}.resources.limits.memory"),
+        CheckId::WorkloadCpuLimit => format!("{container}.resources.limits.cpu"),
+        CheckId::WorkloadCpuRequest => format!("{container}.resources.requests.cpu"),
+        CheckId::WorkloadLiveness => format!("{container}.livenessProbe"),
+        CheckId::WorkloadNoScopeFlag | CheckId::WorkloadDebugLogging => {
+            format!("{container}.{args}")
+        }
+        CheckId::WorkloadDefaultServiceAccount => "spec.template.spec.serviceAccountName".into(),
+        CheckId::WorkloadStandaloneReplicas => "spec.replicas".into(),
+        CheckId::WorkloadRolloutOverlap => "spec.strategy".into(),
+        _ => String::new(),
+    }
+}
+
+/// Where an RBAC finding of a target points: the `rules` of the first role bound to
+/// its ServiceAccount that the files define, else that binding, else the
+/// ServiceAccount.
+fn rbac_location(target: &TargetEvidence, m: &Manifests) -> Option<Location> {
     let sa = target.service_account();
-    let binding = target
+    let bindings = target
         .kopf
         .as_ref()
         .and_then(|k| k.rbac.as_ref().ok())
-        .and_then(|r| r.bindings.first())
-        .and_then(|b| match &b.kind {
+        .map(|r| r.bindings.as_slice())
+        .unwrap_or_default();
+    let role = bindings.iter().find_map(|b| match (&b.role_kind, &b.kind) {
+        (Some(RoleKind::ClusterRole), _) => {
+            m.field_location("ClusterRole", None, &b.role_name, "rules")
+        }
+        (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
+            m.field_location("Role", Some(ns), &b.role_name, "rules")
+        }
+        _ => None,
+    });
+    let binding = || {
+        bindings.first().and_then(|b| match &b.kind {
             BindingKind::ClusterRoleBinding => m.location("ClusterRoleBinding", None, &b.name),
             BindingKind::RoleBinding(ns) => m.location("RoleBinding", Some(ns), &b.name),
-        });
-    binding
-        .or_else(|| m.location("ServiceAccount", Some(&sa.namespace), &sa.name))
-        .cloned()
-        .or(deployment)
+        })
+    };
+    role.or_else(|| binding().cloned()).or_else(|| {
+        m.location("ServiceAccount", Some(&sa.namespace), &sa.name)
+            .cloned()
+    })
 }
 
 /// Where the CRD a `persistence.status-schema` finding is about is defined: its

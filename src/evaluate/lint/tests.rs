@@ -54,7 +54,8 @@ fn kopf_run_from_python_is_recognised_and_both_sources_of_findings_are_located()
         .iter()
         .find(|f| f.finding.check == CheckId::WorkloadMemoryLimit)
         .expect("memory limit");
-    assert_eq!(memory.location, Some(Location::new("deploy/op.yaml", 1)));
+    // No resources written: the kopf container's own line.
+    assert_eq!(memory.location, Some(Location::new("deploy/op.yaml", 11)));
     // The comment with a reason exempts the blocking call; it is listed as skipped.
     assert!(!ids.contains(&"source.blocking-call"), "{ids:?}");
     assert!(
@@ -202,4 +203,109 @@ fn blocking_calls_are_followed_into_the_repositorys_helpers() {
         "{}",
         blocking[1].2
     );
+}
+
+/// One multi-document manifest: each workload and RBAC finding points at its field.
+const FIELDS: &str = "\
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: op
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: op
+rules:
+- apiGroups: [\"\"]
+  resources: [pods]
+  verbs: [get, list, watch, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: op
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: op}
+subjects: [{kind: ServiceAccount, name: op, namespace: ops}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: op
+spec:
+  replicas: 2
+  strategy:
+    type: RollingUpdate
+  selector: {matchLabels: {app: op}}
+  template:
+    metadata: {labels: {app: op}}
+    spec:
+      serviceAccountName: op
+      containers:
+      - name: sidecar
+        image: busybox
+      - name: op
+        image: op:1
+        command: [kopf, run, --standalone, --verbose, op.py]
+        resources:
+          requests:
+            memory: 64Mi
+          limits:
+            memory: 128Mi
+            cpu: 500m
+";
+
+#[test]
+fn each_workload_and_rbac_finding_points_at_its_field() {
+    let report = lint_repo(&[("deploy/all.yaml", FIELDS)]);
+    let expected: BTreeMap<&str, u32> = BTreeMap::from([
+        ("workload.memory-request", 43),
+        ("workload.memory-limit", 45),
+        ("workload.cpu-limit", 46),
+        ("workload.cpu-request", 42),
+        ("workload.liveness", 38),
+        ("workload.no-scope-flag", 40),
+        ("workload.debug-logging", 40),
+        ("workload.standalone-replicas", 27),
+        ("workload.rollout-overlap", 28),
+        ("workload.default-service-account", 34),
+        ("rbac.crd-scan", 10),
+        ("rbac.events", 10),
+        ("rbac.namespaces", 10),
+        ("rbac.peering", 10),
+        ("rbac.handled-resources", 10),
+        ("rbac.over-privileged", 10),
+        ("rbac.events-patch", 10),
+    ]);
+    let mut seen = BTreeSet::new();
+    for f in &report.findings {
+        let check = f.finding.check.as_str();
+        if !matches!(f.finding.check.area(), Area::Workload | Area::Rbac) {
+            continue;
+        }
+        let line = expected
+            .get(check)
+            .unwrap_or_else(|| panic!("unexpected {check}"));
+        assert_eq!(
+            f.location,
+            Some(Location::new("deploy/all.yaml", *line)),
+            "{check}: {}",
+            f.finding.message
+        );
+        seen.insert(check);
+    }
+    for must in [
+        "workload.memory-request",
+        "workload.memory-limit",
+        "workload.cpu-limit",
+        "workload.cpu-request",
+        "workload.liveness",
+        "workload.no-scope-flag",
+        "workload.debug-logging",
+        "workload.standalone-replicas",
+        "rbac.crd-scan",
+        "rbac.events",
+    ] {
+        assert!(seen.contains(must), "{must} missing: {seen:?}");
+    }
 }

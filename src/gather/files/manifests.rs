@@ -1,6 +1,8 @@
 //! Reads rendered Kubernetes manifests (multi-document YAML, `List`s included) into the
 //! objects `kopf-audit lint` audits, each with where it was written.
 
+use super::kustomize::ORIGIN_ANNOTATION;
+use super::positions::{FieldLines, field_lines};
 use crate::model::source::Location;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -8,7 +10,8 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The objects of the linted manifests that matter to the checks.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +34,28 @@ pub(crate) struct Manifests {
     pub(crate) locations: BTreeMap<String, Location>,
     /// Documents that are not valid YAML or not a valid object of their kind.
     pub(crate) problems: Vec<(Location, String)>,
+    /// The line of each field of the objects read from a file as written (not from a
+    /// render), by the keys of [`Manifests::locations`].
+    fields: BTreeMap<String, Fields>,
+    /// Objects built by kustomize, by key: the file each came from, whose lines are
+    /// not known until [`Manifests::place_built`] reads it.
+    built: BTreeMap<String, String>,
+}
+
+/// Where an object's fields are: its document's lines, and the path of the object in
+/// the document (`items[3]` in a `List`, empty otherwise).
+#[derive(Clone, Debug)]
+struct Fields {
+    lines: Arc<FieldLines>,
+    prefix: String,
+}
+
+/// What [`Manifests::add`] needs to know of the document an object is in.
+struct Placed<'a> {
+    location: &'a Location,
+    namespace: &'a str,
+    origins: Option<&'a str>,
+    lines: Option<&'a Arc<FieldLines>>,
 }
 
 /// The key of an object in [`Manifests::locations`].
@@ -118,6 +143,20 @@ impl Manifests {
     /// objects without a namespace are placed in `namespace` (as `kubectl apply -n` or
     /// `helm install -n` would).
     pub(crate) fn read(&mut self, path: &str, text: &str, namespace: &str) {
+        self.read_stream(path, text, namespace, None);
+    }
+
+    /// Adds the objects `kubectl kustomize` built from the kustomization `file` in
+    /// `dir`: each is placed in the file its origin annotation names (relative to
+    /// `dir`), which is then removed (kustomize adds it on lint's request, the
+    /// repository did not write it); an object without one, in `file`.
+    pub(crate) fn read_built(&mut self, file: &str, dir: &str, text: &str, namespace: &str) {
+        self.read_stream(file, text, namespace, Some(dir));
+    }
+
+    /// [`Manifests::read`], objects placed by their origin annotation when `origins`
+    /// names the kustomization they were built from.
+    fn read_stream(&mut self, path: &str, text: &str, namespace: &str, origins: Option<&str>) {
         if let Err(too_deep) = super::bounds::yaml_depth(text) {
             self.problems
                 .push((Location::new(path, 1), format!("not read: {too_deep}")));
@@ -127,14 +166,25 @@ impl Manifests {
             if doc.text.trim().is_empty() {
                 continue;
             }
-            let location = match doc.source {
+            let (location, lines) = match doc.source {
                 // A rendered chart: the template the object comes from.
-                Some(template) => Location::new(template, 1),
-                None => Location::new(path, doc.line),
+                Some(template) => (Location::new(template, 1), None),
+                // Built: a line of kubectl's output is none of the repository's.
+                None if origins.is_some() => (Location::new(path, 1), None),
+                None => (
+                    Location::new(path, doc.line),
+                    Some(Arc::new(field_lines(doc.text, doc.line))),
+                ),
+            };
+            let placed = Placed {
+                location: &location,
+                namespace,
+                origins,
+                lines: lines.as_ref(),
             };
             match serde_yaml::from_str::<Value>(doc.text) {
                 Ok(Value::Null) => {}
-                Ok(value) => self.add(value, &location, namespace),
+                Ok(value) => self.add(value, &placed, String::new()),
                 Err(e) => self
                     .problems
                     .push((location, format!("not valid YAML: {e}"))),
@@ -143,7 +193,8 @@ impl Manifests {
     }
 
     /// Adds one object (the items of a `List`).
-    fn add(&mut self, mut value: Value, location: &Location, namespace: &str) {
+    fn add(&mut self, mut value: Value, placed: &Placed<'_>, prefix: String) {
+        let (location, namespace) = (placed.location, placed.namespace);
         let kind = value
             .get("kind")
             .and_then(Value::as_str)
@@ -152,11 +203,15 @@ impl Manifests {
         if kind.ends_with("List")
             && let Some(Value::Array(items)) = value.get_mut("items").map(Value::take)
         {
-            for item in items {
-                self.add(item, location, namespace);
+            for (n, item) in items.into_iter().enumerate() {
+                self.add(item, placed, format!("{prefix}items[{n}]"));
             }
             return;
         }
+        let origin = placed.origins.and_then(|dir| take_origin(&mut value, dir));
+        let location = &origin
+            .as_ref()
+            .map_or_else(|| location.clone(), |file| Location::new(file, 1));
         let namespaced = matches!(
             kind.as_str(),
             "Deployment" | "ServiceAccount" | "Role" | "RoleBinding"
@@ -189,13 +244,92 @@ impl Manifests {
         };
         match added {
             Ok(()) => {
-                self.locations
-                    .insert(key(&kind, ns.as_deref(), &name), location.clone());
+                let key = key(&kind, ns.as_deref(), &name);
+                if let Some(lines) = placed.lines {
+                    let lines = Arc::clone(lines);
+                    self.fields.insert(key.clone(), Fields { lines, prefix });
+                }
+                if let Some(file) = origin {
+                    self.built.insert(key.clone(), file);
+                }
+                self.locations.insert(key, location.clone());
             }
             Err(e) => self
                 .problems
                 .push((location.clone(), format!("not a valid {kind} {name}: {e}"))),
         }
+    }
+
+    /// The files objects built by kustomize came from, still to be read by
+    /// [`Manifests::place_built`].
+    pub(crate) fn built_from(&self) -> BTreeSet<String> {
+        self.built.values().cloned().collect()
+    }
+
+    /// Places the objects built from `file` (its text as written) at their document's
+    /// line and learns their fields' lines: each is matched to the document of its kind
+    /// whose name it contains (kustomize adds prefixes and suffixes).
+    pub(crate) fn place_built(&mut self, file: &str, text: &str) {
+        if super::bounds::yaml_depth(text).is_err() {
+            return;
+        }
+        for doc in documents(text) {
+            let Ok(value) = serde_yaml::from_str::<Value>(doc.text) else {
+                continue;
+            };
+            let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+            let Some(name) = value.pointer("/metadata/name").and_then(Value::as_str) else {
+                continue;
+            };
+            let lines = Arc::new(field_lines(doc.text, doc.line));
+            let matching: Vec<String> = self
+                .built
+                .iter()
+                .filter(|(key, from)| {
+                    *from == file
+                        && key.starts_with(&format!("{kind}/"))
+                        && key.rsplit('/').next().is_some_and(|n| n.contains(name))
+                })
+                .map(|(key, _)| key.clone())
+                .collect();
+            for key in matching {
+                self.built.remove(&key);
+                self.locations
+                    .insert(key.clone(), Location::new(file, doc.line));
+                let lines = Arc::clone(&lines);
+                self.fields.insert(
+                    key,
+                    Fields {
+                        lines,
+                        prefix: String::new(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Where a field of an object is (`spec.strategy`,
+    /// `spec.template.spec.containers[0].resources.limits.memory`): its line, or the
+    /// line of its nearest ancestor written, when the object was read from a file as
+    /// written; otherwise where the object is.
+    pub(crate) fn field_location(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+        field: &str,
+    ) -> Option<Location> {
+        let key = key(kind, namespace, name);
+        let object = self.locations.get(&key)?;
+        let line = self.fields.get(&key).and_then(|f| {
+            let path = if f.prefix.is_empty() {
+                field.to_string()
+            } else {
+                format!("{}.{field}", f.prefix)
+            };
+            f.lines.line_of(&path)
+        });
+        Some(Location::new(&object.file, line.unwrap_or(object.line)))
     }
 
     /// Where an object is, if the files define it.
@@ -207,6 +341,46 @@ impl Manifests {
     ) -> Option<&Location> {
         self.locations.get(&key(kind, namespace, name))
     }
+}
+
+/// The file an object built by kustomize came from, its origin annotation removed:
+/// `path:` of [`ORIGIN_ANNOTATION`] joined to the kustomization's directory `dir`, when
+/// that stays inside the linted tree and is a name fit to show ([`within_root`]).
+fn take_origin(value: &mut Value, dir: &str) -> Option<String> {
+    let annotations = value
+        .get_mut("metadata")?
+        .get_mut("annotations")?
+        .as_object_mut()?;
+    let origin = annotations.remove(ORIGIN_ANNOTATION);
+    if annotations.is_empty()
+        && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.remove("annotations");
+    }
+    let origin = origin?;
+    let path = origin
+        .as_str()?
+        .lines()
+        .find_map(|l| l.strip_prefix("path:"))?
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'');
+    let joined = normalize(&format!("{dir}/{path}"))?;
+    within_root(&joined).then_some(joined)
+}
+
+/// `path` with its `.` and `..` segments resolved; `None` when it leaves its top.
+fn normalize(path: &str) -> Option<String> {
+    let mut kept: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                kept.pop()?;
+            }
+            other => kept.push(other),
+        }
+    }
+    Some(kept.join("/"))
 }
 
 /// Deserializes an object into its list.
@@ -251,6 +425,39 @@ mod tests {
             Some(&Location::new("op/templates/rbac.yaml", 1))
         );
         assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
+    }
+
+    #[test]
+    fn a_built_object_is_placed_in_the_file_it_came_from() {
+        let built = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: op\n  annotations:\n    config.kubernetes.io/origin: |\n      path: ../../base/sa.yaml\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: far\n  annotations:\n    keep: x\n    config.kubernetes.io/origin: |\n      path: ../../../../../etc/passwd\n";
+        let mut m = Manifests::default();
+        m.read_built(
+            "deploy/overlays/prod/kustomization.yaml",
+            "deploy/overlays/prod",
+            built,
+            "ns",
+        );
+        assert_eq!(
+            m.location("ServiceAccount", Some("ns"), "op"),
+            Some(&Location::new("deploy/base/sa.yaml", 1))
+        );
+        assert_eq!(
+            m.location("ServiceAccount", Some("ns"), "far"),
+            Some(&Location::new("deploy/overlays/prod/kustomization.yaml", 1)),
+            "an origin leaving the tree keeps the kustomization"
+        );
+        assert!(
+            m.service_accounts[0].metadata.annotations.is_none(),
+            "lint's annotation removed"
+        );
+        assert_eq!(
+            m.service_accounts[1]
+                .metadata
+                .annotations
+                .as_ref()
+                .map(|a| a.len()),
+            Some(1)
+        );
     }
 
     #[test]

@@ -8,8 +8,10 @@
 
 pub(crate) mod bounds;
 pub(crate) mod dockerfile;
+mod kustomize;
 pub(crate) mod manifests;
 pub(crate) mod oracle;
+mod positions;
 pub(crate) mod python;
 pub(crate) mod render;
 mod script;
@@ -107,6 +109,7 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     }
     if let Some(path) = &input.path {
         found.walk(path, path, input, 0)?;
+        found.kustomizations(path, input);
     }
     let Found {
         manifests,
@@ -201,6 +204,8 @@ struct Found {
     bytes_read: u64,
     /// Set when a bound of the whole run was reached: nothing more is read.
     full: bool,
+    /// The directories holding a kustomization, built after the walk.
+    kustomizations: Vec<PathBuf>,
 }
 
 impl Found {
@@ -218,6 +223,11 @@ impl Found {
         }
         if path.join("Chart.yaml").is_file() {
             self.chart(path, root, input);
+            return Ok(());
+        }
+        if kustomize::kustomization_file(path).is_some() {
+            // Built once the walk has found them all: a base is built by its overlays.
+            self.kustomizations.push(path.to_path_buf());
             return Ok(());
         }
         if depth >= bounds::MAX_DIR_DEPTH {
@@ -451,6 +461,78 @@ impl Found {
                     .read(&shown, &rendered.text, &rendered.namespace);
             }
             Err(e) => self.unread(&shown, e.to_string()),
+        }
+    }
+}
+
+impl Found {
+    /// Builds the kustomizations the walk found that no other one includes (an overlay
+    /// builds its bases), at most [`kustomize::MAX_BUILDS`], each in the sandbox
+    /// ([`kustomize`]). One that does not build is unread; with `--no-render` each is
+    /// left alone, and said so.
+    fn kustomizations(&mut self, root: &Path, input: &FilesInput) {
+        let found = std::mem::take(&mut self.kustomizations);
+        let tops = kustomize::tops(root, &found);
+        for (n, dir) in tops.iter().enumerate() {
+            let shown = relative(dir, root);
+            if !input.render {
+                self.notes.push(clean(
+                    &format!(
+                        "The kustomization {shown} was not built (--no-render): lint its output with `kubectl kustomize {shown} | kopf-audit lint -f -`."
+                    ),
+                    MAX_REASON_BYTES,
+                ));
+                continue;
+            }
+            if n >= kustomize::MAX_BUILDS {
+                self.unread(
+                    &shown,
+                    format!(
+                        "lint builds at most {} kustomizations a run: this one was not built; lint it on its own, or its output with `-f -`",
+                        kustomize::MAX_BUILDS
+                    ),
+                );
+                continue;
+            }
+            self.kustomization(root, dir, &shown, &input.namespace);
+        }
+    }
+
+    /// One kustomization built and its output read, objects placed in the files they
+    /// came from.
+    fn kustomization(&mut self, root: &Path, dir: &Path, shown: &str, namespace: &str) {
+        let limits = render::RenderLimits::default();
+        match kustomize::kubectl_kustomize(root, dir, &limits) {
+            Ok(built) => {
+                if !built.copied.dropped_links.is_empty() {
+                    let links = crate::model::bounded::listed(&built.copied.dropped_links, ", ", 5);
+                    self.notes.push(clean(
+                        &format!(
+                            "The kustomization {shown} was built without the links that leave it: {links}."
+                        ),
+                        MAX_REASON_BYTES,
+                    ));
+                }
+                let file = kustomize::kustomization_file(dir)
+                    .map_or_else(|| shown.to_string(), |f| relative(&f, root));
+                self.manifests
+                    .read_built(&file, shown, &built.text, namespace);
+                self.place_built(root);
+            }
+            Err(e) => self.unread(shown, e.to_string()),
+        }
+    }
+}
+
+impl Found {
+    /// Reads the files the built objects came from (within the run's bounds), so that
+    /// their findings point at the field's line in the file as written.
+    fn place_built(&mut self, root: &Path) {
+        for file in self.manifests.built_from() {
+            let path = root.join(&file);
+            if let Ok(Some(text)) = self.bounded_text(&path, &file, FileKind::Yaml) {
+                self.manifests.place_built(&file, &text);
+            }
         }
     }
 }

@@ -257,9 +257,15 @@ pub(crate) fn helm_template(
 /// Relative entries (`.`, empty) are skipped: they would name a program in whatever
 /// directory lint runs in, which may be the repository under review.
 fn find_helm(path_var: Option<&OsStr>) -> Option<PathBuf> {
+    find_program(path_var, "helm")
+}
+
+/// The executable `name` in the first absolute directory of `path_var` that has one
+/// (see [`find_helm`] for why relative entries are skipped).
+pub(super) fn find_program(path_var: Option<&OsStr>, name: &str) -> Option<PathBuf> {
     std::env::split_paths(path_var?)
         .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join("helm"))
+        .map(|dir| dir.join(name))
         .find(|candidate| is_executable(candidate))
 }
 
@@ -458,9 +464,9 @@ fn vendored_names(charts: &Path) -> Vec<String> {
 
 /// A private temporary directory (mode 0700) removed with all it holds when dropped:
 /// the chart's copy in `chart/`, helm's HOME in `home/`.
-struct Scratch {
+pub(super) struct Scratch {
     /// The directory.
-    root: PathBuf,
+    pub(super) root: PathBuf,
 }
 
 /// Tells apart the scratch directories of one process.
@@ -469,7 +475,7 @@ static SCRATCH_COUNTER: AtomicU64 = AtomicU64::new(0);
 impl Scratch {
     /// A new directory under the system's temporary directory; its creation fails
     /// rather than reuse a path that exists, so nobody else's directory or link is used.
-    fn new() -> io::Result<Scratch> {
+    pub(super) fn new() -> io::Result<Scratch> {
         let base = std::env::temp_dir();
         let mut tries = 0;
         loop {
@@ -492,12 +498,12 @@ impl Scratch {
     }
 
     /// Where the chart is copied.
-    fn chart(&self) -> PathBuf {
+    pub(super) fn chart(&self) -> PathBuf {
         self.root.join("chart")
     }
 
     /// helm's HOME: empty, so no config, cache, plugin or repository of the job's.
-    fn home(&self) -> PathBuf {
+    pub(super) fn home(&self) -> PathBuf {
         self.root.join("home")
     }
 }
@@ -511,17 +517,21 @@ impl Drop for Scratch {
 
 /// What the copy left out.
 #[derive(Debug, Default)]
-struct Copied {
+pub(super) struct Copied {
     /// See [`Rendered::dropped_links`].
-    dropped_links: Vec<String>,
+    pub(super) dropped_links: Vec<String>,
     /// See [`Rendered::skipped_special`].
-    skipped_special: Vec<String>,
+    pub(super) skipped_special: Vec<String>,
 }
 
 /// `chart_dir` copied to `to` (which must not exist) within `limits`: regular files and
 /// directories as they are, symlinks resolving inside the chart as what they point to,
 /// others dropped, special files and `.git` skipped.
-fn copy_chart(chart_dir: &Path, to: &Path, limits: &RenderLimits) -> Result<Copied, CopyError> {
+pub(super) fn copy_chart(
+    chart_dir: &Path,
+    to: &Path,
+    limits: &RenderLimits,
+) -> Result<Copied, CopyError> {
     let root = fs::canonicalize(chart_dir).map_err(|e| io_error("", e))?;
     let mut copier = Copier {
         root: &root,
@@ -681,7 +691,7 @@ fn join_rel(rel: &str, name: &OsStr) -> String {
 }
 
 /// How a supervised helm ended.
-enum Outcome {
+pub(super) enum Outcome {
     /// It exited by itself, with what it printed.
     Exited {
         /// Its status.
@@ -762,7 +772,7 @@ fn command(job: &Job<'_>, scratch: &Scratch) -> Command {
 
 /// The child watched until it exits, runs out of time or prints too much; killed (its
 /// whole process group) and reaped in the last two cases.
-fn supervise(child: &mut Child, limits: &RenderLimits) -> Outcome {
+pub(super) fn supervise(child: &mut Child, limits: &RenderLimits) -> Outcome {
     let deadline = Instant::now() + limits.timeout;
     let stdout = child
         .stdout
@@ -927,7 +937,7 @@ fn failure_message(
 
 /// The first line saying what failed: one starting `Error:` (helm's own prefix, which
 /// is dropped), else one naming an error, else the first that is not blank.
-fn error_line(text: &str) -> Option<&str> {
+pub(super) fn error_line(text: &str) -> Option<&str> {
     let lines = || text.lines().map(str::trim).filter(|l| !l.is_empty());
     lines()
         .find_map(|l| l.strip_prefix("Error:"))
