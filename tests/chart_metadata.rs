@@ -3,7 +3,7 @@
 
 use kopf_audit::api::KopfAudit;
 use kube::CustomResourceExt;
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 fn read_yaml(relative: &str) -> Value {
     let path = format!(
@@ -11,7 +11,7 @@ fn read_yaml(relative: &str) -> Value {
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn chart() -> Value {
@@ -23,7 +23,7 @@ fn annotation_list(chart: &Value, key: &str) -> Vec<Value> {
     let text = chart["annotations"][key]
         .as_str()
         .unwrap_or_else(|| panic!("annotation {key}"));
-    serde_yaml::from_str(text).unwrap_or_else(|e| panic!("{key} is no YAML list: {e}"))
+    serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{key} is no YAML list: {e}"))
 }
 
 fn text<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -65,7 +65,7 @@ fn artifact_hub_crd_examples_are_kopfaudits() {
     let examples = annotation_list(&chart(), "artifacthub.io/crdsExamples");
     assert!(!examples.is_empty());
     for example in examples {
-        let audit: KopfAudit = serde_yaml::from_value(example.clone())
+        let audit: KopfAudit = serde_yaml_ng::from_value(example.clone())
             .unwrap_or_else(|e| panic!("{example:?} is no KopfAudit: {e}"));
         assert_eq!(text(&example, "apiVersion"), "kopfaudit.dev/v1alpha1");
         assert!(audit.spec.target.deployment.is_some() != audit.spec.target.selector.is_some());

@@ -52,7 +52,7 @@ fn every_format_is_what_it_says() {
         String::from_utf8(out.stdout).expect("UTF-8")
     };
     let json: serde_json::Value = serde_json::from_str(&stdout("json")).expect("JSON");
-    let yaml: serde_json::Value = serde_yaml::from_str(&stdout("yaml")).expect("YAML");
+    let yaml: serde_json::Value = serde_yaml_ng::from_str(&stdout("yaml")).expect("YAML");
     assert_eq!(json, yaml, "json and yaml carry the same data");
     assert!(json["findings"].as_array().is_some_and(|f| !f.is_empty()));
     let sarif: serde_json::Value = serde_json::from_str(&stdout("sarif")).expect("SARIF");

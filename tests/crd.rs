@@ -3,7 +3,7 @@
 use kube::CustomResourceExt;
 
 fn generated() -> String {
-    serde_yaml::to_string(&kopf_audit::api::KopfAudit::crd()).expect("CRD renders as YAML")
+    serde_yaml_ng::to_string(&kopf_audit::api::KopfAudit::crd()).expect("CRD renders as YAML")
 }
 
 #[test]
@@ -20,7 +20,8 @@ fn committed_crd_matches_the_code() {
 }
 
 fn generated_cluster() -> String {
-    serde_yaml::to_string(&kopf_audit::api::ClusterKopfAudit::crd()).expect("CRD renders as YAML")
+    serde_yaml_ng::to_string(&kopf_audit::api::ClusterKopfAudit::crd())
+        .expect("CRD renders as YAML")
 }
 
 #[test]

@@ -118,7 +118,7 @@ fn every_fixture_image_has_a_dockerfile_that_runs_the_same() {
         let Ok(text) = std::fs::read_to_string(dir.join("image.yaml")) else {
             continue;
         };
-        let images: Images = serde_yaml::from_str(&text).expect("image.yaml parses");
+        let images: Images = serde_yaml_ng::from_str(&text).expect("image.yaml parses");
         let docker = std::fs::read_to_string(dir.join("Dockerfile"))
             .unwrap_or_else(|_| panic!("{} has image.yaml but no Dockerfile", dir.display()));
         for image in images.images.values() {
@@ -157,7 +157,7 @@ fn lint_of_every_fixture_agrees_with_what_live_must_and_must_not_report() {
             .expect("name")
             .to_string_lossy()
             .to_string();
-        let expect: Expect = serde_yaml::from_str(
+        let expect: Expect = serde_yaml_ng::from_str(
             &std::fs::read_to_string(fixture.join("expect.yaml")).expect("expect.yaml"),
         )
         .expect("expect.yaml parses");

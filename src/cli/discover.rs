@@ -93,7 +93,7 @@ pub(crate) enum Template<'a> {
 pub(crate) fn kopf_audits_yaml(
     found: &[Discovered],
     template: &Template<'_>,
-) -> Result<String, serde_yaml::Error> {
+) -> Result<String, serde_yaml_ng::Error> {
     let audits: Vec<KopfAudit> = match template {
         Template::Defaults => found.iter().map(kopf_audit).collect(),
         Template::Like {
@@ -128,7 +128,7 @@ pub(crate) fn kopf_audits_yaml(
         match audits.iter().find(|a| audits_operator(a, d)) {
             Some(audit) => {
                 let _ = writeln!(out, "---\n# {recognised}");
-                out.push_str(&serde_yaml::to_string(audit)?);
+                out.push_str(&serde_yaml_ng::to_string(audit)?);
             }
             None => {
                 let _ = writeln!(
@@ -258,7 +258,7 @@ mod tests {
             &Template::Defaults,
         )
         .expect("yaml");
-        let docs: Vec<KopfAudit> = serde_yaml::Deserializer::from_str(&yaml)
+        let docs: Vec<KopfAudit> = serde_yaml_ng::Deserializer::from_str(&yaml)
             .map(|d| serde::Deserialize::deserialize(d).expect("a KopfAudit"))
             .collect();
         assert_eq!(docs.len(), 2, "{yaml}");
@@ -291,7 +291,7 @@ mod tests {
     }
 
     fn parse(yaml: &str) -> Vec<KopfAudit> {
-        serde_yaml::Deserializer::from_str(yaml)
+        serde_yaml_ng::Deserializer::from_str(yaml)
             .map(|d| serde::Deserialize::deserialize(d).expect("a KopfAudit"))
             .collect()
     }

@@ -448,15 +448,15 @@ enum CrdKind {
 }
 
 /// The CRD(s) of `kind` as YAML.
-fn crd_yaml(kind: CrdKind) -> Result<String, serde_yaml::Error> {
+fn crd_yaml(kind: CrdKind) -> Result<String, serde_yaml_ng::Error> {
     use crate::api::ClusterKopfAudit;
     match kind {
-        CrdKind::KopfAudit => serde_yaml::to_string(&KopfAudit::crd()),
-        CrdKind::ClusterKopfAudit => serde_yaml::to_string(&ClusterKopfAudit::crd()),
+        CrdKind::KopfAudit => serde_yaml_ng::to_string(&KopfAudit::crd()),
+        CrdKind::ClusterKopfAudit => serde_yaml_ng::to_string(&ClusterKopfAudit::crd()),
         CrdKind::All => Ok(format!(
             "{}---\n{}",
-            serde_yaml::to_string(&KopfAudit::crd())?,
-            serde_yaml::to_string(&ClusterKopfAudit::crd())?
+            serde_yaml_ng::to_string(&KopfAudit::crd())?,
+            serde_yaml_ng::to_string(&ClusterKopfAudit::crd())?
         )),
     }
 }

@@ -227,7 +227,7 @@ pub(crate) enum RenderError {
     Json(#[from] serde_json::Error),
     /// YAML serialization failed.
     #[error("cannot render YAML: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] serde_yaml_ng::Error),
 }
 
 /// `results` in `format`, made [`inert`](super::inert::inert) as a whole: whatever a
@@ -252,7 +252,7 @@ fn formatted(results: &Results, format: Format, color: bool) -> Result<String, R
     Ok(match format {
         Format::Table => table::render(results, color),
         Format::Json => pretty(&results.data)?,
-        Format::Yaml => serde_yaml::to_string(&results.data)?,
+        Format::Yaml => serde_yaml_ng::to_string(&results.data)?,
         Format::Sarif => pretty(&ci::sarif(&results.merged()))?,
         Format::Junit => ci::junit(results),
         Format::Codeclimate => pretty(&ci::code_quality(&results.merged()))?,

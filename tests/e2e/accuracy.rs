@@ -277,8 +277,8 @@ async fn fixture_deployment_name(client: &Client, ns: &str, fixture: &str) -> St
         support::repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml")),
     )
     .expect("manifests");
-    let names: Vec<String> = serde_yaml::Deserializer::from_str(&manifests)
-        .filter_map(|doc| <serde_yaml::Value as serde::Deserialize>::deserialize(doc).ok())
+    let names: Vec<String> = serde_yaml_ng::Deserializer::from_str(&manifests)
+        .filter_map(|doc| <serde_yaml_ng::Value as serde::Deserialize>::deserialize(doc).ok())
         .filter(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Deployment"))
         .filter_map(|v| v["metadata"]["name"].as_str().map(str::to_string))
         .collect();

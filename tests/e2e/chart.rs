@@ -15,7 +15,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kopf_audit::api::{KopfAudit, KopfAuditStatus};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -81,7 +81,7 @@ pub(crate) fn render(release: &str, namespace: &str, extra: &[&str]) -> Vec<Valu
     ];
     args.extend_from_slice(extra);
     let text = helm_run(&args);
-    serde_yaml::Deserializer::from_str(&text)
+    serde_yaml_ng::Deserializer::from_str(&text)
         .filter_map(|doc| <Value as serde::Deserialize>::deserialize(doc).ok())
         .filter(|v| v.is_mapping())
         .collect()
@@ -195,7 +195,7 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
         "no wildcard, no secrets: {granted:?}"
     );
     assert!(
-        objects.iter().all(|o| !serde_yaml::to_string(o)
+        objects.iter().all(|o| !serde_yaml_ng::to_string(o)
             .unwrap_or_default()
             .contains("leases")),
         "no lease permission with one replica"
@@ -430,7 +430,7 @@ fn the_chart_lints_and_its_variants_render_as_documented() {
     );
     let rules = of_kind(&objects, "PrometheusRule");
     assert_eq!(rules.len(), 1);
-    let text = serde_yaml::to_string(rules[0]).expect("yaml");
+    let text = serde_yaml_ng::to_string(rules[0]).expect("yaml");
     for expr in [
         r#"kopf_audit_condition{condition="Compliant",status="False"} == 1"#,
         r#"kopf_audit_condition{condition="Stalled",status="True"} == 1"#,
@@ -558,7 +558,7 @@ impl Drop for ClusterScoped {
 pub(crate) fn apply(objects: &[&Value]) {
     let text: String = objects
         .iter()
-        .map(|o| format!("---\n{}", serde_yaml::to_string(o).expect("yaml")))
+        .map(|o| format!("---\n{}", serde_yaml_ng::to_string(o).expect("yaml")))
         .collect();
     let (ok, out, err) = support::kubectl_run(
         &[
@@ -709,7 +709,7 @@ async fn audited_without_refusal(
 /// Writes a values file for a release.
 pub(crate) fn values_file(release: &str, values: serde_json::Value) -> PathBuf {
     let path = support::workdir().join(format!("chart-values-{release}.yaml"));
-    std::fs::write(&path, serde_yaml::to_string(&values).expect("yaml")).expect("values file");
+    std::fs::write(&path, serde_yaml_ng::to_string(&values).expect("yaml")).expect("values file");
     path
 }
 
@@ -918,7 +918,7 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
         ],
     );
     let (tunnel_group, tunnel_plural) = support::fixture_crd(fixtures[2]);
-    let aggregated_source: Value = serde_yaml::to_value(serde_json::json!({
+    let aggregated_source: Value = serde_yaml_ng::to_value(serde_json::json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {
             "name": format!("{release}-e2e-tunnels-reader"),

@@ -263,7 +263,7 @@ async fn discover_like_a_cluster_audit_prints_kopf_audits_that_find_the_same() {
     // `discover --like` prints the generated KopfAudits, and nothing out of scope.
     let yaml = discover(&["--like", &cka_name, "-o", "yaml"]);
     say(format!("discover --like printed:\n{yaml}"));
-    let printed: Vec<KopfAudit> = serde_yaml::Deserializer::from_str(&yaml)
+    let printed: Vec<KopfAudit> = serde_yaml_ng::Deserializer::from_str(&yaml)
         .map(|d| serde::Deserialize::deserialize(d).expect("a KopfAudit"))
         .collect();
     let printed_names: BTreeSet<(String, String)> = printed

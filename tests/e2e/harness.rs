@@ -143,8 +143,8 @@ async fn posting_loggers_at_info_produce_logging_events() {
 fn fixture_resource(fixture: &str) -> ApiResource {
     let path = support::repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml"));
     let text = std::fs::read_to_string(path).expect("manifests");
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let value = match <serde_yaml::Value as serde::Deserialize>::deserialize(doc) {
+    for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value = match <serde_yaml_ng::Value as serde::Deserialize>::deserialize(doc) {
             Ok(v) => v,
             Err(_) => continue,
         };

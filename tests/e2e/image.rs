@@ -14,7 +14,7 @@ use crate::operator::ensure_crd;
 use crate::support::{self, Fixture, TestNamespace, expectations, say, wait_for};
 use kopf_audit::api::KopfAudit;
 use kube::api::{Api, PostParams};
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -305,7 +305,7 @@ pub fn render(release: &str, namespace: &str, sets: &[String]) -> Vec<Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    serde_yaml::Deserializer::from_str(&text)
+    serde_yaml_ng::Deserializer::from_str(&text)
         .filter_map(|doc| <Value as serde::Deserialize>::deserialize(doc).ok())
         .filter(|v| v.is_mapping())
         .collect()
@@ -353,7 +353,7 @@ pub fn apply_rbac(objects: &[Value]) -> ClusterObjects {
     );
     let text: String = rbac
         .iter()
-        .map(|o| format!("---\n{}", serde_yaml::to_string(o).expect("yaml")))
+        .map(|o| format!("---\n{}", serde_yaml_ng::to_string(o).expect("yaml")))
         .collect();
     let (ok, out, err) = support::kubectl_run(
         &[

@@ -20,7 +20,7 @@ use crate::support::{self, Auditor, TestNamespace, say, wait_for};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Client;
 use kube::api::{Api, PostParams};
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -187,7 +187,7 @@ fn the_network_policy_admits_the_metrics_port_only_from_the_named_peers() {
     );
     assert_eq!(
         spec["policyTypes"],
-        serde_yaml::to_value(["Ingress"]).expect("yaml")
+        serde_yaml_ng::to_value(["Ingress"]).expect("yaml")
     );
     assert!(spec.get("egress").is_none(), "egress is not restricted");
     for rule in spec["ingress"].as_sequence().expect("ingress rules") {
@@ -374,7 +374,7 @@ fn authenticated_metrics_render_the_flag_the_review_grants_and_the_reader_role()
     let reader = role("rel-kopf-audit-metrics-reader");
     assert_eq!(
         reader["rules"],
-        serde_yaml::to_value(
+        serde_yaml_ng::to_value(
             serde_json::json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
         )
         .expect("yaml"),

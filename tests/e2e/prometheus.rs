@@ -46,7 +46,7 @@ fn rule_file(sets: &[String]) -> String {
         .iter()
         .find(|o| o["kind"].as_str() == Some("PrometheusRule"))
         .expect("the chart's PrometheusRule");
-    serde_yaml::to_string(&rule["spec"]).expect("yaml")
+    serde_yaml_ng::to_string(&rule["spec"]).expect("yaml")
 }
 
 /// Runs promtool; panics with its output when it fails.
@@ -114,7 +114,7 @@ fn promtool_checks_and_unit_tests_the_charts_alerts_and_the_dashboards_queries()
         .filter_map(|l| l.strip_prefix("## "))
         .map(|h| h.trim().to_lowercase().replace(' ', "-"))
         .collect();
-    let rules: Json = serde_yaml::from_str(&rule_file(&[])).expect("rules");
+    let rules: Json = serde_yaml_ng::from_str(&rule_file(&[])).expect("rules");
     let alerts = rules["groups"][0]["rules"].as_array().expect("rules");
     for alert in alerts {
         let name = alert["alert"].as_str().expect("an alert");
@@ -151,7 +151,7 @@ fn promtool_checks_and_unit_tests_the_charts_alerts_and_the_dashboards_queries()
     let file = serde_json::json!({"groups": [{"name": "dashboard", "rules": rules}]});
     std::fs::write(
         dir.join("dashboard.yaml"),
-        serde_yaml::to_string(&file).expect("yaml"),
+        serde_yaml_ng::to_string(&file).expect("yaml"),
     )
     .expect("write");
     let check = promtool(&dir, &["check", "rules", "dashboard.yaml"]);
@@ -356,7 +356,7 @@ async fn a_real_prometheus_fires_non_compliant_for_the_broken_fixture_and_never_
     });
     std::fs::write(
         dir.join("prometheus.yml"),
-        serde_yaml::to_string(&config).expect("yaml"),
+        serde_yaml_ng::to_string(&config).expect("yaml"),
     )
     .expect("config");
     let (_prometheus, prom) = start_prometheus(&dir).await;
@@ -634,7 +634,7 @@ async fn kube_state_metrics_exports_kopfaudit_conditions_with_the_charts_config(
     });
     std::fs::write(
         dir.join("prometheus.yml"),
-        serde_yaml::to_string(&config).expect("yaml"),
+        serde_yaml_ng::to_string(&config).expect("yaml"),
     )
     .expect("config");
     let (_prometheus, prom) = start_prometheus(&dir).await;

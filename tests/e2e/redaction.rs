@@ -78,8 +78,8 @@ fn corpus_secrets() -> Vec<String> {
 fn fixture_env(fixture: &str, name: &str) -> Option<String> {
     let path = support::repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml"));
     let text = std::fs::read_to_string(path).expect("manifests");
-    serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|doc| <serde_yaml::Value as serde::Deserialize>::deserialize(doc).ok())
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .filter_map(|doc| <serde_yaml_ng::Value as serde::Deserialize>::deserialize(doc).ok())
         .filter(|doc| doc["kind"].as_str() == Some("Deployment"))
         .flat_map(|doc| {
             doc["spec"]["template"]["spec"]["containers"][0]["env"]

@@ -18,7 +18,7 @@ async fn install_open_reports_crd(client: &Client) {
     let text =
         std::fs::read_to_string(support::repo().join("tests/data/openreports-report-crd.yaml"))
             .expect("the OpenReports CRD file");
-    let crd: CustomResourceDefinition = serde_yaml::from_str(&text).expect("a CRD");
+    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&text).expect("a CRD");
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.patch(
         "reports.openreports.io",

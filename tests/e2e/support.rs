@@ -447,8 +447,8 @@ pub fn expectations(fixture: &str) -> Expectations {
     let path = repo().join(format!("tests/fixtures/kopf/{fixture}/expect.yaml"));
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let value: serde_yaml::Value =
-        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("bad {}: {e}", path.display()));
+    let value: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("bad {}: {e}", path.display()));
     let list = |key: &str| -> Vec<String> {
         value
             .get(key)
@@ -495,8 +495,8 @@ pub async fn service_account_token(admin: &Client, ns: &str, account: &str) -> S
 /// The API server's URL and its CA certificate (PEM), from the admin kubeconfig.
 pub fn api_server() -> (String, Vec<u8>) {
     let path = kubeconfig_path();
-    let config: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&path).expect("admin kubeconfig"))
+    let config: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&path).expect("admin kubeconfig"))
             .expect("admin kubeconfig YAML");
     let current = config["current-context"].as_str().unwrap_or_default();
     let cluster_name = config["contexts"]
@@ -598,8 +598,8 @@ pub fn refused_lines(log: &str) -> Vec<&str> {
 pub async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBuf {
     let token = service_account_token(admin, ns, account).await;
     let admin_path = kubeconfig_path();
-    let admin_config: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&admin_path).expect("admin kubeconfig"))
+    let admin_config: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&admin_path).expect("admin kubeconfig"))
             .expect("admin kubeconfig YAML");
     let current = admin_config["current-context"].as_str().unwrap_or_default();
     let context = admin_config["contexts"]
@@ -620,7 +620,7 @@ pub async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBu
         "current-context": account,
     });
     let path = workdir().join(format!("kubeconfig-{ns}-{account}"));
-    std::fs::write(&path, serde_yaml::to_string(&kubeconfig).expect("yaml"))
+    std::fs::write(&path, serde_yaml_ng::to_string(&kubeconfig).expect("yaml"))
         .expect("write kubeconfig");
     path
 }
@@ -629,11 +629,11 @@ pub async fn token_kubeconfig(admin: &Client, ns: &str, account: &str) -> PathBu
 pub fn fixture_crd(fixture: &str) -> (String, String) {
     let path = repo().join(format!("tests/fixtures/kopf/{fixture}/manifests.yaml"));
     let text = std::fs::read_to_string(&path).expect("manifests");
-    serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|doc| <serde_yaml::Value as serde::Deserialize>::deserialize(doc).ok())
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .filter_map(|doc| <serde_yaml_ng::Value as serde::Deserialize>::deserialize(doc).ok())
         .find(|v| v["kind"].as_str() == Some("CustomResourceDefinition"))
         .map(|crd| {
-            let field = |v: &serde_yaml::Value| v.as_str().unwrap_or_default().to_string();
+            let field = |v: &serde_yaml_ng::Value| v.as_str().unwrap_or_default().to_string();
             (
                 field(&crd["spec"]["group"]),
                 field(&crd["spec"]["names"]["plural"]),

@@ -74,7 +74,7 @@ impl GeneratedAuditsPolicy {
             String::from_utf8_lossy(&out.stderr)
         );
         let mut docs: Vec<serde_json::Value> = Vec::new();
-        for doc in serde_yaml::Deserializer::from_slice(&out.stdout) {
+        for doc in serde_yaml_ng::Deserializer::from_slice(&out.stdout) {
             let value: serde_json::Value =
                 serde::Deserialize::deserialize(doc).expect("a YAML document");
             if !value.is_null() {

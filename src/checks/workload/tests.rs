@@ -158,7 +158,7 @@ fn memory_limit_between_256_and_512_is_a_warning() {
     let f = memory_limit("op", &c, &WorkloadThresholds::default()).expect("finding");
     assert_eq!(f.severity, Severity::Warning);
     let patch: serde_json::Value =
-        serde_yaml::from_str(f.fix.as_deref().expect("a mechanical fix")).expect("YAML");
+        serde_yaml_ng::from_str(f.fix.as_deref().expect("a mechanical fix")).expect("YAML");
     let fixed = &patch["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
         fixed["name"],

@@ -288,7 +288,7 @@ fn well_formed(format: Format, text: &str) -> Result<(), String> {
                 .map(drop)
                 .map_err(|e| e.to_string())
         }
-        Format::Yaml => serde_yaml::from_str::<serde_yaml::Value>(text)
+        Format::Yaml => serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
             .map(drop)
             .map_err(|e| e.to_string()),
         Format::Junit => well_formed_xml(text),
@@ -316,7 +316,7 @@ fn the_xml_check_can_fail() {
 fn the_hostile_data_round_trips_through_yaml_and_json_with_its_text_made_visible() {
     let results = hostile_results();
     let yaml = render(&results, Format::Yaml, false).expect("yaml");
-    let value: serde_json::Value = serde_yaml::from_str(&yaml).expect("yaml parses");
+    let value: serde_json::Value = serde_yaml_ng::from_str(&yaml).expect("yaml parses");
     assert_eq!(value["unread"][1]["path"], "charts/op", "{yaml}");
     let json = render(&results, Format::Json, false).expect("json");
     let value: serde_json::Value = serde_json::from_str(&json).expect("json parses");

@@ -10,7 +10,7 @@
 
 use super::render::{self, Copied, CopyError, Outcome, RenderLimits, Scratch};
 use crate::model::bounded;
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
@@ -218,7 +218,7 @@ fn read_kustomization(file: &Path) -> Result<Value, KustomizeError> {
         .ok_or_else(|| unreadable("is over 256 KiB"))?;
     let text = String::from_utf8(bytes).map_err(|_| unreadable("is not UTF-8"))?;
     super::bounds::yaml_depth(&text).map_err(|e| unreadable(&e.to_string()))?;
-    serde_yaml::from_str(&text).map_err(|_| unreadable("is not valid YAML"))
+    serde_yaml_ng::from_str(&text).map_err(|_| unreadable("is not valid YAML"))
 }
 
 /// Whether a resource entry names something kustomize would fetch: a URL, a Git
@@ -388,7 +388,7 @@ fn ask_for_origins(copy_dir: &Path) -> Result<(), KustomizeError> {
         Value::Sequence(_) => {}
         other => *other = Value::Sequence(vec![origins]),
     }
-    let text = serde_yaml::to_string(&doc)
+    let text = serde_yaml_ng::to_string(&doc)
         .map_err(|_| KustomizeError::Unreadable("the kustomization could not be written".into()))?;
     fs::write(&file, text).map_err(|source| CopyError::Scratch { source })?;
     Ok(())

@@ -182,7 +182,7 @@ impl Manifests {
                 origins,
                 lines: lines.as_ref(),
             };
-            match serde_yaml::from_str::<Value>(doc.text) {
+            match serde_yaml_ng::from_str::<Value>(doc.text) {
                 Ok(Value::Null) => {}
                 Ok(value) => self.add(value, &placed, String::new()),
                 Err(e) => self
@@ -274,7 +274,7 @@ impl Manifests {
             return;
         }
         for doc in documents(text) {
-            let Ok(value) = serde_yaml::from_str::<Value>(doc.text) else {
+            let Ok(value) = serde_yaml_ng::from_str::<Value>(doc.text) else {
                 continue;
             };
             let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");

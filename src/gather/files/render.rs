@@ -413,13 +413,13 @@ fn strip_unvendored(chart: &Path) -> Vec<String> {
     let Ok(Some(bytes)) = super::bounds::read_at_most(file, MAX_CHART_YAML_BYTES) else {
         return Vec::new();
     };
-    let Ok(mut doc) = serde_yaml::from_slice::<serde_yaml::Value>(&bytes) else {
+    let Ok(mut doc) = serde_yaml_ng::from_slice::<serde_yaml_ng::Value>(&bytes) else {
         return Vec::new();
     };
     let vendored = vendored_names(&chart.join("charts"));
     let Some(dependencies) = doc
         .get_mut("dependencies")
-        .and_then(serde_yaml::Value::as_sequence_mut)
+        .and_then(serde_yaml_ng::Value::as_sequence_mut)
     else {
         return Vec::new();
     };
@@ -427,7 +427,7 @@ fn strip_unvendored(chart: &Path) -> Vec<String> {
     dependencies.retain(|d| {
         let name = d
             .get("name")
-            .and_then(serde_yaml::Value::as_str)
+            .and_then(serde_yaml_ng::Value::as_str)
             .unwrap_or("");
         let present = vendored
             .iter()
@@ -440,7 +440,7 @@ fn strip_unvendored(chart: &Path) -> Vec<String> {
     if missing.is_empty() {
         return missing;
     }
-    let written = serde_yaml::to_string(&doc)
+    let written = serde_yaml_ng::to_string(&doc)
         .ok()
         .is_some_and(|text| fs::write(&path, text).is_ok());
     if !written {
