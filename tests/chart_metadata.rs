@@ -346,3 +346,127 @@ fn the_chart_readme_is_generated_from_the_values_schema() {
         assert!(generated.contains(&format!("| {key} |")), "a row for {key}");
     }
 }
+
+/// Verbs that change the cluster, as SECURITY.md counts them.
+const WRITE_VERBS: [&str; 6] = [
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "*",
+];
+
+/// The items of a flow sequence on one line, `key: [a, b]` (quotes dropped).
+fn flow_list(line: &str, key: &str) -> Option<Vec<String>> {
+    let rest = line.trim().trim_start_matches("- ").strip_prefix(key)?;
+    let inner = rest.trim().strip_prefix('[')?.strip_suffix(']')?;
+    Some(
+        inner
+            .split(',')
+            .map(|item| item.trim().trim_matches('"').to_string())
+            .filter(|item| !item.is_empty())
+            .collect(),
+    )
+}
+
+/// The resources a Role template grants write verbs on: each rule's `resources: [...]`
+/// and the `verbs: [...]` that follows it (the chart writes its rules in flow style).
+fn written_by_template(text: &str) -> Vec<String> {
+    let mut written = Vec::new();
+    let mut resources: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if let Some(list) = flow_list(line, "resources:") {
+            resources = list;
+        } else if let Some(verbs) = flow_list(line, "verbs:") {
+            if verbs.iter().any(|v| WRITE_VERBS.contains(&v.as_str())) {
+                written.append(&mut resources);
+            }
+            resources.clear();
+        }
+    }
+    written
+}
+
+/// The resources rules in values.yaml (rendered into the chart's Roles) grant write
+/// verbs on.
+fn written_by_values(rules: &Value) -> Vec<String> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_sequence()
+            .map(|s| {
+                s.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    rules
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter(|rule| {
+            strings(&rule["verbs"])
+                .iter()
+                .any(|v| WRITE_VERBS.contains(&v.as_str()))
+        })
+        .flat_map(|rule| strings(&rule["resources"]))
+        .collect()
+}
+
+/// Every resource the chart's RBAC lets the auditor create, update, patch or delete.
+fn chart_written_resources() -> Vec<String> {
+    let templates = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/kopf-audit/templates");
+    let mut written = Vec::new();
+    let mut files = 0;
+    for entry in std::fs::read_dir(templates).expect("the chart's templates") {
+        let path = entry.expect("a template").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.contains("rbac") {
+            files += 1;
+            let text = std::fs::read_to_string(&path).expect("a template");
+            written.extend(written_by_template(&text));
+        }
+    }
+    assert!(files >= 2, "rbac.yaml and metrics-rbac.yaml: {files} files");
+    let values = read_yaml("values.yaml");
+    written.extend(written_by_values(&values["rbac"]["rules"]));
+    written.extend(written_by_values(&values["rbac"]["namespacedClusterRules"]));
+    written.sort();
+    written.dedup();
+    written
+}
+
+#[test]
+fn the_rbac_scan_finds_write_verbs_only() {
+    let template = "rules:\n  - apiGroups: [a]\n    resources: [things, others]\n    verbs: [get, list]\n  - apiGroups: [b]\n    resources: [\"leases\"]\n    resourceNames: [x]\n    verbs: [get, patch]\n";
+    assert_eq!(written_by_template(template), ["leases"]);
+    let rules: Value = serde_yaml::from_str(
+        "- {resources: [a], verbs: [list]}\n- {resources: [b, c], verbs: [delete]}",
+    )
+    .expect("yaml");
+    assert_eq!(written_by_values(&rules), ["b", "c"]);
+}
+
+#[test]
+fn security_md_names_every_kind_the_chart_lets_the_auditor_write() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/SECURITY.md");
+    let security = std::fs::read_to_string(path).expect("SECURITY.md");
+    let written = chart_written_resources();
+    for expected in ["kopfaudits", "kopfaudits/status", "leases", "tokenreviews"] {
+        assert!(
+            written.iter().any(|w| w == expected),
+            "the scan finds {expected}: {written:?}"
+        );
+    }
+    let unnamed: Vec<&String> = written
+        .iter()
+        .filter(|resource| !security.contains(&format!("| `{resource}` (")))
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "SECURITY.md's table of what the chart lets the auditor write has no row for {unnamed:?}"
+    );
+}
