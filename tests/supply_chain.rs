@@ -1,7 +1,9 @@
 //! The build's pins agree: the Dockerfile's builder image is pinned by digest and is the
 //! Rust release rust-toolchain.toml pins (CI builds with one, the image with the other),
 //! every other stage is one of the file's own or `scratch`, and deny.toml admits crates
-//! from crates.io only. Reads the files as text; needs no network.
+//! from crates.io only; action.yml runs the release binary it verifies, named as
+//! hack/release.sh names it, and the pre-commit hooks run the same lint. Reads the files
+//! as text; needs no network.
 
 use std::path::Path;
 
@@ -84,5 +86,86 @@ fn dependencies_come_from_crates_io_only() {
             Some(value.trim_matches('"')),
             "deny.toml: {key}"
         );
+    }
+}
+
+/// action.yml, parsed.
+fn action() -> serde_yaml::Value {
+    serde_yaml::from_str(&read("action.yml")).expect("action.yml is YAML")
+}
+
+/// The `run:` scripts of action.yml's steps, joined.
+fn action_scripts(action: &serde_yaml::Value) -> String {
+    action["runs"]["steps"]
+        .as_sequence()
+        .expect("action.yml's steps")
+        .iter()
+        .filter_map(|step| step["run"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_action_runs_the_release_binary_it_verifies() {
+    let action = action();
+    assert_eq!(action["runs"]["using"], "composite");
+    let cargo_version = toml_string(&read("Cargo.toml"), "version").expect("Cargo.toml's version");
+    assert_eq!(
+        action["inputs"]["version"]["default"].as_str(),
+        Some(cargo_version.as_str()),
+        "the action's default release is this version"
+    );
+    let scripts = action_scripts(&action);
+    // The names hack/release.sh gives the binaries and the checksum file.
+    let release = read("hack/release.sh");
+    for name in ["kopf-audit-$VERSION-linux-amd64", "SHA256SUMS"] {
+        assert!(release.contains(name), "hack/release.sh writes {name}");
+    }
+    assert!(
+        scripts.contains("name=\"kopf-audit-$VERSION-linux-$arch\""),
+        "{scripts}"
+    );
+    assert!(scripts.contains("releases/download/v$VERSION"), "{scripts}");
+    assert!(
+        scripts.contains("sha256sum --check --strict"),
+        "the binary is checked against SHA256SUMS before it runs"
+    );
+    let check = scripts.find("sha256sum --check").expect("the check");
+    let first_run = scripts
+        .find("./kopf-audit --version")
+        .expect("the first run");
+    assert!(check < first_run, "checked before it runs");
+    assert!(scripts.contains("-o sarif --fail-on none"), "{scripts}");
+    assert!(scripts.contains("--fail-on \"$FAIL_ON\""), "{scripts}");
+    let uploads = action["runs"]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("github/codeql-action/upload-sarif@"))
+        })
+        .count();
+    assert_eq!(uploads, 1, "the SARIF goes to code scanning");
+    // Inputs reach the scripts through env, never pasted into them (script injection).
+    assert!(!scripts.contains("${{"), "{scripts}");
+}
+
+#[test]
+fn the_pre_commit_hooks_run_the_same_lint() {
+    let hooks: serde_yaml::Value =
+        serde_yaml::from_str(&read(".pre-commit-hooks.yaml")).expect(".pre-commit-hooks.yaml");
+    let hooks = hooks.as_sequence().expect("a list of hooks");
+    let by_language = |language: &str| {
+        hooks
+            .iter()
+            .find(|h| h["language"] == language)
+            .unwrap_or_else(|| panic!("a `language: {language}` hook"))
+    };
+    let (rust, system) = (by_language("rust"), by_language("system"));
+    assert_ne!(rust["id"], system["id"]);
+    for key in ["entry", "args", "files", "pass_filenames"] {
+        assert_eq!(rust[key], system[key], "{key}");
     }
 }

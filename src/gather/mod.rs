@@ -147,7 +147,7 @@ impl Reach {
         Unavailable::new(
             Obstacle::OutsideNamespace,
             format!(
-                "This area needs {what}, outside the KopfAudit's namespace {}: the auditor reads other namespaces only when started with --allow-cross-namespace (Helm value allowCrossNamespace), so that a tenant cannot read another namespace through its KopfAudit. A platform team can grant it (see the README, \"Tenancy\"), or audit the operator with `kopf-audit check` and its own credentials.",
+                "This area needs {what}, outside the KopfAudit's namespace {}: the auditor reads other namespaces only when started with --allow-cross-namespace (Helm value allowCrossNamespace), so that a tenant cannot read another namespace through its KopfAudit. A platform team can grant it (see docs/security/tenancy.md), or audit the operator with `kopf-audit check` and its own credentials.",
                 self.own
             ),
         )
@@ -196,7 +196,7 @@ pub(crate) fn obstacle(error: &kube::Error, what: &str, grant: &str) -> Unavaila
         kube::Error::Api(s) if s.code == 403 => Unavailable::new(
             Obstacle::Forbidden,
             format!(
-                "The auditor may not {what}: grant it {grant} (see the README, \"The auditor's own RBAC\"); the other areas are audited as usual."
+                "The auditor may not {what}: grant it {grant} (see docs/security/rbac.md); the other areas are audited as usual."
             ),
         ),
         other => Unavailable::new(Obstacle::Failed, format!("Could not {what}: {other}")),

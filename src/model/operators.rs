@@ -106,7 +106,7 @@ pub(crate) struct Patchers {
     pub(crate) accounts: BTreeMap<Place, BTreeSet<ServiceAccountRef>>,
     /// Whether ClusterRoleBindings were read too. Without `--allow-cross-namespace`
     /// only the RoleBindings of the namespace in dispute (the KopfAudit's own) are:
-    /// cluster-scoped objects are outside a KopfAudit's reach (README, "Tenancy").
+    /// cluster-scoped objects are outside a KopfAudit's reach (docs/security/tenancy.md).
     pub(crate) cluster_bindings: bool,
 }
 

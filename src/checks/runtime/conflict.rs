@@ -107,7 +107,7 @@ pub(super) fn marks_finding(
     let searched = match &operators.searched {
         Searched::Cluster => "among the cluster's Deployments".to_string(),
         Searched::Namespace(ns) => format!(
-            "among the Deployments of namespace {ns} (the auditor looks at other namespaces only when started with --allow-cross-namespace, see the README, \"Tenancy\")"
+            "among the Deployments of namespace {ns} (the auditor looks at other namespaces only when started with --allow-cross-namespace, see docs/security/tenancy.md)"
         ),
     };
     let named: Vec<String> = disputed.iter().map(|d| describe_disputed(d)).collect();
