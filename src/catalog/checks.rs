@@ -136,6 +136,7 @@ define_checks! {
     WorkloadRolloutOverlap = "workload.rollout-overlap", Workload, Warning, "A single-leader kopf Deployment whose rollouts run two instances at once (RollingUpdate with a surge): kopf's docs use `strategy: Recreate`.";
     WorkloadDebugLogging = "workload.debug-logging", Workload, Warning, "kopf runs with `-v`/`--debug`, or DEBUG records dominate the log: it logs whole bodies and patches, secrets included.";
     WorkloadWebhookBlastRadius = "workload.webhook-blast-radius", Workload, Warning, "kopf-managed admission webhooks that fail closed on a single or not-ready operator, reach kube-system, or point at a dev tunnel.";
+    WorkloadGracePeriod = "workload.grace-period", Workload, Warning, "A daemon's `cancellation_backoff` + `cancellation_timeout`, which kopf waits for it when the operator exits, is longer than the Deployment's `terminationGracePeriodSeconds` (30 when unset): the kubelet kills the operator while it is still stopping its daemons. Decided from the source (`kopf-audit lint`); live audits cannot read it.";
     RbacCrdScan = "rbac.crd-scan", Rbac, Error, "No list or watch on customresourcedefinitions at cluster scope (kopf never gets a CRD: get is not needed).";
     RbacEvents = "rbac.events", Rbac, Error, "No create on core events in a namespace where the operator must post.";
     RbacEventsPatch = "rbac.events-patch", Rbac, Info, "Events create is granted but patch is not (advice: kopf 1.45 only creates).";
@@ -185,6 +186,9 @@ define_checks! {
     SourceIndexWorkerLimit = "source.index-worker-limit", Source, Warning, "`@kopf.index` handlers with `queueing.worker_limit` (`batching` before its rename) set: with more indexed objects than workers, kopf's startup waits for indexing forever (kopf issue 1243).";
     SourceUnfilteredBuiltin = "source.unfiltered-builtin", Source, Warning, "A change handler on a built-in kind with no labels/annotations/when/field filter: kopf writes its diff-base annotation onto every such object it serves (on Secrets, with their data).";
     SourceNoResume = "source.no-resume", Source, Info, "A resource has `@kopf.on.create` or `@kopf.on.update` handlers but no `@kopf.on.resume` (nor an event, timer or daemon handler): objects unchanged since they were last handled are not reconciled when the operator restarts, so a new operator version's desired state never reaches them.";
+    SourceSyncDaemonPool = "source.sync-daemon-pool", Source, Warning, "A synchronous `@kopf.daemon` serves every object of its resource (no labels/annotations/when/field filter) while `settings.execution.max_workers` keeps Python's default (min(32, CPUs + 4) threads, shared with every synchronous handler): each such daemon holds a thread for its object's whole life, so with more objects than threads the rest never start.";
+    SourceDaemonIgnoresStop = "source.daemon-ignores-stop", Source, Warning, "A daemon loops but never checks its `stopped` flag (an async one without `cancellation_timeout`, which kopf would cancel), or sleeps with `time.sleep`/`asyncio.sleep` instead of `stopped.wait()`: kopf cannot stop it, so deletions hang on its finalizer and the operator's exit waits for the kubelet's kill.";
+    SourceWatchTimeouts = "source.watch-timeouts", Source, Info, "A kopf operator whose startup handlers set neither `settings.watching.server_timeout` nor `client_timeout` (warning when every kopf version allowed is before 1.44, which has no bookmarks or inactivity timeout): a watch stream dropped silently by a load balancer or NAT is never restarted.";
 }
 
 impl CheckId {

@@ -6,7 +6,8 @@ use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::model::source::kopf_version::{ByVersion, KOPF_ERAS, KopfVersion, LogPosting};
 use crate::model::source::{
-    Handler, Helper, KopfPin, Literal, Location, ResourceSpec, SourceFacts,
+    DaemonFacts, Handler, Helper, KopfPin, Literal, Location, Millis, ResourceSpec, Sleep,
+    SourceFacts,
 };
 
 /// A finding of the source, with where it is.
@@ -40,6 +41,9 @@ pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
     }
     out.extend(index_worker_limit(facts));
     out.extend(no_resume(facts));
+    out.extend(sync_daemon_pool(facts));
+    out.extend(facts.handlers.iter().filter_map(daemon_ignores_stop));
+    out.extend(watch_timeouts(facts));
     out.extend(storage::progress_annotations(facts));
     out.extend(storage::diffbase_annotation(facts));
     out.extend(storage::default_finalizer(facts));
@@ -632,3 +636,289 @@ pub(crate) fn no_resume(facts: &SourceFacts) -> Vec<SourceFinding> {
     }
     out
 }
+
+/// How many other daemons a finding names before it counts the rest.
+const MAX_NAMED: usize = 5;
+
+/// The longest sleep a daemon may take between checks of `stopped`: a stop waits out at
+/// most that long, as in kopf's own termination example (`time.sleep(1.0)`, kopf docs
+/// `daemons.rst`).
+const TOLERATED_SLEEP: Millis = Millis(1000);
+
+/// What Python sizes kopf's default executor at (`concurrent.futures.ThreadPoolExecutor()`
+/// with no `max_workers`), as messages say it.
+const DEFAULT_POOL: &str = "min(32, CPUs + 4) threads, with the CPUs of the node (os.cpu_count()), not the pod's CPU limit";
+
+/// `source.sync-daemon-pool`: at the first synchronous daemon that serves every object
+/// of its resource, naming the others, while the executor keeps Python's default size.
+/// kopf runs a synchronous daemon in `settings.execution.executor` (kopf 1.45
+/// `_core/actions/invocation.py`, `run_in_executor`), a `ThreadPoolExecutor()` whose
+/// `max_workers` is left unset (`_cogs/configs/configuration.py`,
+/// `ExecutionSettings`), and the daemon holds its thread for its object's whole life.
+pub(crate) fn sync_daemon_pool(facts: &SourceFacts) -> Option<SourceFinding> {
+    if ["execution.max_workers", "execution.executor"]
+        .iter()
+        .any(|path| facts.setting_write(path).is_some())
+    {
+        return None;
+    }
+    let mut unbounded = facts
+        .handlers
+        .iter()
+        .filter(|h| h.daemon.is_some() && !h.is_async && !h.filtered && h.resource.is_some());
+    let first = unbounded.next()?;
+    let others: Vec<String> = unbounded
+        .map(|h| format!("{}() at {}", h.function, h.location))
+        .collect();
+    let also = match others.len() {
+        0 => String::new(),
+        n if n <= MAX_NAMED => format!(" (so do {})", others.join(", ")),
+        n => format!(
+            " (so do {} and {} more)",
+            others[..MAX_NAMED].join(", "),
+            n - MAX_NAMED
+        ),
+    };
+    let resource = first
+        .resource
+        .as_ref()
+        .map_or_else(String::new, |r| format!(" {}", r.name));
+    let mut found = raise(
+        CheckId::SourceSyncDaemonPool,
+        &handler_target(first),
+        &first.location,
+        format!(
+            "Synchronous daemon {}() serves every{resource} object, with no labels=, annotations=, when= or field= filter{also}: kopf runs each in a thread of settings.execution.executor for its object's whole life, and settings.execution.max_workers is left at Python's default, {DEFAULT_POOL}, shared with every synchronous handler (kopf 1.45 `_core/actions/invocation.py`). With more objects than threads, the daemons of the rest never start, and every synchronous handler waits behind them. Make the daemon `async def` (awaiting `stopped.wait(...)`), narrow it with labels= or when=, or set settings.execution.max_workers above the number of objects in an @kopf.on.startup handler.",
+            first.function
+        ),
+    );
+    found.finding.fix = Some(startup_settings(&[
+        "settings.execution.max_workers = 64  # above the objects with a synchronous daemon",
+    ]));
+    Some(found)
+}
+
+/// `source.daemon-ignores-stop`: a daemon that loops and never reads its `stopped`
+/// flag (at the loop), else one that sleeps past it (at the first such sleep). kopf
+/// stops a daemon by setting `stopped`; it cancels only an async daemon, and only with
+/// `cancellation_timeout` (kopf 1.45 `_core/engines/daemons.py`); a thread cannot be
+/// cancelled at all (`_core/actions/invocation.py` waits for it).
+pub(crate) fn daemon_ignores_stop(h: &Handler) -> Option<SourceFinding> {
+    let daemon = h.daemon.as_ref()?;
+    let loop_at = daemon.first_loop.as_ref()?;
+    if !daemon.reads_stopped {
+        if h.is_async && daemon.cancels {
+            // kopf cancels it: any await raises CancelledError (kopf docs `daemons.rst`).
+            return None;
+        }
+        let mut found = raise(
+            CheckId::SourceDaemonIgnoresStop,
+            &handler_target(h),
+            loop_at,
+            never_stops(h, daemon),
+        );
+        found.finding.fix = Some(fix(h, None));
+        return Some(found);
+    }
+    let sleep = daemon
+        .sleeps
+        .iter()
+        .find(|s| sleeps_past_stop(h, daemon, s))?;
+    let waited = sleep.duration.map_or_else(
+        || "as long as it lasts".to_string(),
+        |d| format!("up to {d}"),
+    );
+    let mut found = raise(
+        CheckId::SourceDaemonIgnoresStop,
+        &handler_target(h),
+        &sleep.location,
+        format!(
+            "Daemon {}() sleeps with {}(){}: the sleep does not end when kopf sets `stopped`, so every stop (its object's deletion, the operator's exit) waits {waited}, and a deletion that finds the daemon still running is looked at again only after settings.background.cancellation_polling (60 s; kopf 1.45 `_core/engines/daemons.py`, `stop_daemons`). Sleep with `{}`, which returns as soon as the flag is set.",
+            h.function,
+            sleep.function,
+            if h.is_async {
+                " and has no cancellation_timeout (kopf never cancels it)"
+            } else {
+                ""
+            },
+            wait_call(h, sleep.duration)
+        ),
+    );
+    found.finding.fix = Some(fix(h, sleep.duration));
+    Some(found)
+}
+
+/// The message of a looping daemon that never reads `stopped`.
+fn never_stops(h: &Handler, daemon: &DaemonFacts) -> String {
+    let deleted = match (h.is_async, daemon.cancels) {
+        (false, true) => {
+            "when its object is deleted, kopf gives up after cancellation_backoff + cancellation_timeout (`did not exit in time. Leaving it orphaned.`) and the thread runs on for good, holding one of settings.execution.executor's threads"
+        }
+        _ => {
+            "when its object is deleted, the finalizer stays for as long as the daemon runs (kopf polls it every 60 s, settings.background.cancellation_polling): the deletion hangs"
+        }
+    };
+    let exiting = if h.is_async {
+        "when the operator exits, kopf abandons it and cancels it with the hung tasks 5 s later"
+    } else {
+        "when the operator exits, the thread keeps the process alive until the kubelet kills it at the end of terminationGracePeriodSeconds"
+    };
+    let how = if h.is_async {
+        "Loop `while not stopped:` and sleep with `await stopped.wait(seconds)`, or set cancellation_timeout= on the decorator (kopf then cancels it)"
+    } else {
+        "Loop `while not stopped:` and sleep with `stopped.wait(seconds)`"
+    };
+    format!(
+        "{} daemon {}() loops but never checks its `stopped` flag{}: kopf stops a daemon by setting that flag ({}; kopf 1.45 `_core/engines/daemons.py`). So {deleted}; {exiting}. {how}.",
+        if h.is_async { "Async" } else { "Synchronous" },
+        h.function,
+        if h.is_async {
+            ", and has no cancellation_timeout"
+        } else {
+            ""
+        },
+        if h.is_async {
+            "it cancels an async daemon only when cancellation_timeout is set"
+        } else {
+            "a thread cannot be cancelled"
+        },
+    )
+}
+
+/// Whether a sleep keeps a daemon from stopping: `time.sleep` in a thread, or
+/// `asyncio.sleep` in an async daemon kopf never cancels, for longer than
+/// [`TOLERATED_SLEEP`] or an unread time. (`time.sleep` in an async daemon is
+/// `source.blocking-call`'s.)
+fn sleeps_past_stop(h: &Handler, daemon: &DaemonFacts, sleep: &Sleep) -> bool {
+    let blocks_stop = match (h.is_async, sleep.function.as_str()) {
+        (false, "time.sleep") => true,
+        (true, "asyncio.sleep") => !daemon.cancels,
+        _ => false,
+    };
+    blocks_stop && sleep.duration.is_none_or(|d| d > TOLERATED_SLEEP)
+}
+
+/// The call that waits as a sleep does but returns when `stopped` is set.
+fn wait_call(h: &Handler, duration: Option<Millis>) -> String {
+    let seconds = duration.map_or_else(|| "seconds".to_string(), seconds_literal);
+    if h.is_async {
+        format!("await stopped.wait({seconds})")
+    } else {
+        format!("stopped.wait({seconds})")
+    }
+}
+
+/// A duration as a Python number literal.
+fn seconds_literal(d: Millis) -> String {
+    if d.0.is_multiple_of(1000) {
+        (d.0 / 1000).to_string()
+    } else {
+        format!("{}.{:03}", d.0 / 1000, d.0 % 1000)
+            .trim_end_matches('0')
+            .to_string()
+    }
+}
+
+/// A daemon's loop that stops when kopf says so.
+fn fix(h: &Handler, duration: Option<Millis>) -> String {
+    let def = if h.is_async { "async def" } else { "def" };
+    format!(
+        "{def} {}(stopped, **kwargs):\n    while not stopped:\n        ...  # the work\n        {}\n",
+        h.function,
+        wait_call(h, duration.or(Some(Millis(10_000))))
+    )
+}
+
+/// kopf 1.44: watch streams ask for bookmarks, and a stream silent for
+/// `settings.watching.inactivity_timeout` (70 s) is closed and restarted (kopf 1.45
+/// `_cogs/clients/watching.py`); before it, nothing notices a silent stream.
+const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
+
+/// The watch timeouts: either bounds every watch stream (kopf 1.45
+/// `_cogs/configs/configuration.py`, `WatchingSettings`; both default to `None`).
+const WATCH_TIMEOUTS: [&str; 2] = ["watching.server_timeout", "watching.client_timeout"];
+
+/// What the fix sets: kopf's docs' server timeout, and a client timeout a little
+/// longer, so that the server ends a healthy stream first.
+const WATCH_TIMEOUTS_FIX: [&str; 2] = [
+    "settings.watching.server_timeout = 10 * 60",
+    "settings.watching.client_timeout = 11 * 60",
+];
+
+/// `source.watch-timeouts`: a kopf operator (one with handlers) whose startup handlers
+/// set neither watch timeout. A warning when every kopf version allowed is before
+/// 1.44 (a stream a load balancer or NAT drops silently is never restarted: kopf issue
+/// 585), info otherwise (1.44 notices a silent stream by its bookmarks, but only on
+/// Python 3.11 and later, kopf docs `configuration.rst`). At the first startup handler,
+/// else the first handler.
+pub(crate) fn watch_timeouts(facts: &SourceFacts) -> Option<SourceFinding> {
+    if facts.handlers.is_empty()
+        || WATCH_TIMEOUTS
+            .iter()
+            .any(|p| facts.setting(p).is_some_and(|v| *v != Literal::None))
+    {
+        return None;
+    }
+    let at = facts
+        .handlers
+        .iter()
+        .find(|h| h.decorator == "on.startup")
+        .or_else(|| facts.handlers.first())?;
+    let unset = "no @kopf.on.startup handler sets settings.watching.server_timeout or client_timeout (both default to None: a watch stream lasts as long as the connection does)";
+    let frozen = "a watch stream that a load balancer or NAT drops silently stays open with nothing on it, and the operator stops seeing changes while it runs and passes its liveness probe (kopf issue 585; runtime.not-handling once deployed)";
+    let by_version = facts
+        .kopf
+        .as_ref()
+        .map(|pin| (pin, pin.range.across(&[BOOKMARKS], |v| v >= BOOKMARKS)));
+    let found = match by_version {
+        Some((pin, ByVersion::Decided(false))) => raise(
+            CheckId::SourceWatchTimeouts,
+            &at.location.file,
+            &at.location,
+            format!(
+                "kopf {} (pinned at {}) has no bookmarks and no inactivity timeout (both arrived in 1.44), and {unset}: {frozen}. kopf's configuration docs: before 1.44, setting either timeout is what recovers from such freezes. Set both in an @kopf.on.startup handler, or upgrade kopf to 1.44 or later.",
+                pin.shown(),
+                pin.location
+            ),
+        )
+        .with_severity(Severity::Warning),
+        Some((pin, ByVersion::Split { boundary, .. })) => undecided(raise(
+            CheckId::SourceWatchTimeouts,
+            &at.location.file,
+            &at.location,
+            format!(
+                "{unset}. {}: before it, {frozen}; from it, kopf restarts a stream silent for settings.watching.inactivity_timeout (70 s), on Python 3.11 and later only. Pin kopf 1.44 or later, or set both timeouts in an @kopf.on.startup handler: right on both sides.",
+                allowed(pin, boundary)
+            ),
+        )),
+        _ => raise(
+            CheckId::SourceWatchTimeouts,
+            &at.location.file,
+            &at.location,
+            format!(
+                "{unset}. {}kopf 1.44 and later restart a stream silent for settings.watching.inactivity_timeout (70 s, by its bookmarks; kopf 1.45 `_cogs/clients/watching.py`), but only on Python 3.11 and later: on Python 3.10, or with that timeout raised, {frozen}. kopf's configuration docs set server_timeout in their startup example; set it (and a slightly longer client_timeout) to bound every stream whatever the Python.",
+                facts.kopf.as_ref().map_or_else(
+                    || "No kopf version is pinned (the current kopf is assumed): ".to_string(),
+                    |pin| format!("kopf {} (pinned at {}): ", pin.shown(), pin.location)
+                )
+            ),
+        ),
+    };
+    let mut found = found;
+    found.finding.fix = Some(startup_settings(&WATCH_TIMEOUTS_FIX));
+    Some(found)
+}
+
+impl SourceFinding {
+    /// The finding at another severity than its check's default.
+    fn with_severity(mut self, severity: Severity) -> SourceFinding {
+        self.finding.severity = severity;
+        self
+    }
+}
+
+#[cfg(test)]
+mod daemon_tests;
+
+#[cfg(test)]
+mod watch_tests;

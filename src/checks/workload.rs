@@ -51,6 +51,7 @@ pub(crate) fn check(
     findings.extend(no_scope_flag(name, run));
     findings.extend(rollout_overlap(name, target, run));
     findings.extend(debug_logging(name, run, &kopf.logs));
+    findings.extend(grace_period(target, kopf));
     if let (Ok(handled), Ok(webhooks)) = (&kopf.handled, &kopf.webhooks) {
         findings.extend(webhook_blast_radius(
             target,
@@ -682,5 +683,60 @@ fn debug_logging(target: &str, run: &KopfRun, logs: &Gathered<LogEvidence>) -> O
     ))
 }
 
+/// The kubelet's grace period when the pod sets none (Kubernetes'
+/// `terminationGracePeriodSeconds` default).
+const DEFAULT_GRACE_SECONDS: i64 = 30;
+
+/// Seconds the fix leaves beyond kopf's wait, for the rest of kopf's exit.
+const MARGIN_SECONDS: u64 = 10;
+
+/// `workload.grace-period`: the daemon kopf waits for longest at the operator's exit
+/// (its `cancellation_backoff` + `cancellation_timeout`: kopf 1.45
+/// `_core/engines/daemons.py`, `daemon_killer` and `stop_daemon`, all daemons at once)
+/// waits longer than the pod's grace period, so the kubelet's SIGKILL cuts the stop
+/// short. Only the source declares the wait: live evidence has none, and nothing is
+/// decided.
+pub(crate) fn grace_period(target: &TargetEvidence, kopf: &KopfEvidence) -> Option<Finding> {
+    let stop = kopf.declared_daemon_stop.as_ref()?;
+    let set = target
+        .deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.termination_grace_period_seconds);
+    let grace = set.unwrap_or(DEFAULT_GRACE_SECONDS);
+    let wait = stop.total();
+    if u64::try_from(grace).is_ok_and(|g| wait.0 <= g.saturating_mul(1000)) {
+        return None;
+    }
+    let shown_grace = match set {
+        Some(g) => format!("terminationGracePeriodSeconds: {g}"),
+        None => {
+            format!("no terminationGracePeriodSeconds (the default, {DEFAULT_GRACE_SECONDS} s)")
+        }
+    };
+    let mut f = finding(
+        CheckId::WorkloadGracePeriod,
+        target.name(),
+        format!(
+            "The pods have {shown_grace}, but when the operator exits kopf waits up to {wait} for daemon {}() to stop (cancellation_backoff {} + cancellation_timeout {}, at {}; kopf 1.45 `_core/engines/daemons.py`, `stop_daemon`): the kubelet SIGKILLs the operator first, cutting short the daemon's own cleanup and the rest of kopf's exit. Raise terminationGracePeriodSeconds above {wait}, or shorten the daemon's timeouts.",
+            stop.function, stop.backoff, stop.timeout, stop.location
+        ),
+        Some(format!(
+            "{}: {}() cancellation_backoff {} + cancellation_timeout {} = {wait}; {shown_grace}",
+            stop.location, stop.function, stop.backoff, stop.timeout
+        )),
+    );
+    f.fix = Some(format!(
+        "spec:\n  template:\n    spec:\n      terminationGracePeriodSeconds: {}\n",
+        wait.ceil_seconds().saturating_add(MARGIN_SECONDS)
+    ));
+    Some(f)
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod grace_period_tests;

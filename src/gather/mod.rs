@@ -614,6 +614,7 @@ async fn gather_kopf(
         webhooks,
         operators,
         declared_storage: None,
+        declared_daemon_stop: None,
     }
 }
 

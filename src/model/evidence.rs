@@ -7,7 +7,7 @@ pub(crate) use super::handled::{CrdInfo, HandledResource, HandledSource};
 use super::kopf_run::{KopfRun, Scope, find_kopf, template_containers};
 use super::needs::Need;
 use super::rbac::{Binding, PeeringCrds, Permission, ServiceAccountRef};
-use super::source::StateStorage;
+use super::source::{DaemonStop, StateStorage};
 use crate::catalog::{ConditionReason, EventType, REPORTING_CONTROLLER};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -155,6 +155,9 @@ pub(crate) struct KopfEvidence {
     /// Where the operator's source makes kopf keep its state, when its source was read
     /// (lint); live, only the marks on the objects tell.
     pub(crate) declared_storage: Option<StateStorage>,
+    /// The daemon kopf waits for longest when the operator exits, when its source was
+    /// read (lint) and declares one; live, no source tells.
+    pub(crate) declared_daemon_stop: Option<DaemonStop>,
 }
 
 impl KopfEvidence {
@@ -172,6 +175,7 @@ impl KopfEvidence {
             webhooks: Err(unread()),
             operators: Err(unread()),
             declared_storage: None,
+            declared_daemon_stop: None,
         }
     }
 }

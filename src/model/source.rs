@@ -144,6 +144,88 @@ pub(crate) struct Handler {
     /// differs on every call (the time, a random or unique id): the written path, where,
     /// and whether it runs on every call (a statement of the function's own body).
     pub(crate) self_patches: Vec<(String, Location, bool)>,
+    /// What its body and decorator show of how it stops, when it is a daemon
+    /// (`@kopf.daemon`); `None` for every other handler.
+    pub(crate) daemon: Option<DaemonFacts>,
+}
+
+/// A duration written in the source (`cancellation_timeout=2.5`, `time.sleep(10)`), in
+/// milliseconds so that it compares exactly; only number literals and their sums and
+/// products are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Millis(pub(crate) u64);
+
+impl Millis {
+    /// Whole seconds, rounded up: what a grace period in seconds must at least be.
+    pub(crate) fn ceil_seconds(self) -> u64 {
+        self.0.div_ceil(1000)
+    }
+}
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_multiple_of(1000) {
+            write!(f, "{} s", self.0 / 1000)
+        } else {
+            write!(f, "{}.{:03} s", self.0 / 1000, self.0 % 1000)
+        }
+    }
+}
+
+/// A daemon's stopping, as its decorator and body show it: kopf asks a daemon to stop
+/// by setting its `stopped` flag, waits `cancellation_backoff`, then (when
+/// `cancellation_timeout` is set) cancels an async daemon and waits that long more
+/// (kopf 1.45 `_core/engines/daemons.py`, `stop_daemon`/`stop_daemons`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DaemonFacts {
+    /// `cancellation_backoff=`, when a number the linter reads.
+    pub(crate) cancellation_backoff: Option<Millis>,
+    /// `cancellation_timeout=`, when a number the linter reads.
+    pub(crate) cancellation_timeout: Option<Millis>,
+    /// Whether `cancellation_timeout=` is given (and not `None`), whether or not the
+    /// linter reads its value: kopf then cancels an async daemon that does not stop.
+    pub(crate) cancels: bool,
+    /// The first `while` loop in its body: a daemon that runs until told to stop.
+    pub(crate) first_loop: Option<Location>,
+    /// Whether its body names `stopped` anywhere (`while not stopped`, `if stopped`,
+    /// `stopped.wait(...)`, passing it on), or `"stopped"` (`kwargs["stopped"]`).
+    pub(crate) reads_stopped: bool,
+    /// The `time.sleep(...)` and `asyncio.sleep(...)` calls in its body (bounded).
+    pub(crate) sleeps: Vec<Sleep>,
+}
+
+/// A sleep in a daemon's body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Sleep {
+    /// `time.sleep` or `asyncio.sleep`, as called.
+    pub(crate) function: String,
+    /// How long, when a number the linter reads.
+    pub(crate) duration: Option<Millis>,
+    /// Where.
+    pub(crate) location: Location,
+}
+
+/// The longest a daemon's stop may take when the operator exits: kopf waits
+/// `cancellation_backoff`, then `cancellation_timeout` after cancelling it, for every
+/// daemon at once (kopf 1.45 `_core/engines/daemons.py`, `daemon_killer`), so the
+/// operator's exit lasts as long as its slowest daemon's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DaemonStop {
+    /// The daemon's function.
+    pub(crate) function: String,
+    /// Where its decorator is.
+    pub(crate) location: Location,
+    /// `cancellation_backoff=` (zero when unset).
+    pub(crate) backoff: Millis,
+    /// `cancellation_timeout=` (zero when unset).
+    pub(crate) timeout: Millis,
+}
+
+impl DaemonStop {
+    /// The whole wait: backoff plus timeout.
+    pub(crate) fn total(&self) -> Millis {
+        Millis(self.backoff.0.saturating_add(self.timeout.0))
+    }
 }
 
 /// A module-level function that is not a kopf handler: a handler may call it, and what
@@ -250,6 +332,28 @@ impl SourceFacts {
             .iter()
             .rev()
             .find(|s| s.in_startup && s.path == path)
+    }
+
+    /// The daemon whose stop kopf waits for longest when the operator exits: only
+    /// daemons with a `cancellation_backoff` or `cancellation_timeout` the linter reads
+    /// are waited for (without either, kopf abandons a daemon that did not exit at
+    /// once, kopf 1.45 `_core/engines/daemons.py`, `stop_daemon`).
+    pub(crate) fn longest_daemon_stop(&self) -> Option<DaemonStop> {
+        self.handlers
+            .iter()
+            .filter_map(|h| {
+                let d = h.daemon.as_ref()?;
+                if d.cancellation_backoff.is_none() && d.cancellation_timeout.is_none() {
+                    return None;
+                }
+                Some(DaemonStop {
+                    function: h.function.clone(),
+                    location: h.location.clone(),
+                    backoff: d.cancellation_backoff.unwrap_or(Millis(0)),
+                    timeout: d.cancellation_timeout.unwrap_or(Millis(0)),
+                })
+            })
+            .max_by_key(DaemonStop::total)
     }
 
     /// Where kopf keeps its state, as the startup handlers choose it: kopf's defaults

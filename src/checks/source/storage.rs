@@ -176,6 +176,7 @@ mod tests {
             raises: Vec::new(),
             posts: Vec::new(),
             self_patches: Vec::new(),
+            daemon: None,
         }
     }
 

@@ -23,6 +23,7 @@ fn handler(decorator: &str, resource: Option<&str>) -> Handler {
         raises: Vec::new(),
         posts: Vec::new(),
         self_patches: Vec::new(),
+        daemon: None,
     }
 }
 
@@ -53,6 +54,10 @@ fn a_clean_handler_raises_nothing() {
         settings: vec![
             status("persistence.progress_storage", "kopf.StatusProgressStorage"),
             status("persistence.diffbase_storage", "kopf.StatusDiffBaseStorage"),
+            SettingWrite {
+                value: Literal::Int(600),
+                ..status("watching.server_timeout", "")
+            },
         ],
         ..SourceFacts::default()
     };
@@ -91,6 +96,7 @@ fn each_source_check_fires_on_its_own_fault_with_the_location() {
             "source.unfiltered-builtin",
             "source.settings-outside-startup",
             "source.no-resume",
+            "source.watch-timeouts",
         ]
     );
     assert_eq!(found[2].location, Location::new("op.py", 12));

@@ -943,6 +943,7 @@ fn kopf_evidence(
         webhooks: Err(not_in_files("kopf-managed webhook configurations")),
         operators: Err(not_in_files("Other kopf operators")),
         declared_storage: (source.files > 0).then(|| source.storage()),
+        declared_daemon_stop: source.longest_daemon_stop(),
     }
 }
 

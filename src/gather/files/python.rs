@@ -5,11 +5,11 @@
 
 use super::bounds;
 use crate::model::source::{
-    Handler, Helper, Literal, Location, ParseProblem, PyStart, Registration, ResourceSpec,
-    SettingWrite, SourceFacts,
+    DaemonFacts, Handler, Helper, Literal, Location, Millis, ParseProblem, PyStart, Registration,
+    ResourceSpec, SettingWrite, Sleep, SourceFacts,
 };
 use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
-use ruff_python_ast::{Decorator, Expr, Number, Parameters, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Decorator, Expr, Number, Operator, Parameters, Stmt, StmtFunctionDef};
 use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextSize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,6 +73,19 @@ const LOG_METHODS: [&str; 7] = [
     "exception",
     "critical",
 ];
+
+/// The decorators that register a daemon (kopf 1.45 `on.py`: `kopf.daemon`, also
+/// reachable as `kopf.on.daemon`).
+const DAEMONS: [&str; 2] = ["daemon", "on.daemon"];
+
+/// The calls that sleep without waking when a daemon's `stopped` flag is set.
+const SLEEPS: [&str; 2] = ["time.sleep", "asyncio.sleep"];
+
+/// The name of the keyword argument kopf passes a daemon to tell it to stop.
+const STOPPED: &str = "stopped";
+
+/// Deepest an arithmetic expression of a duration is read (`10 * 60` is 1).
+const MAX_ARITHMETIC_DEPTH: usize = 8;
 
 /// The keyword arguments of a handler decorator that narrow the objects it handles.
 const FILTERS: [&str; 6] = ["labels", "annotations", "when", "field", "value", "old"];
@@ -362,6 +375,18 @@ impl Walker<'_> {
         Location::new(self.path, line_of(self.index, offset))
     }
 
+    /// The facts of the daemon whose body is being walked, if it is one.
+    fn daemon(&mut self) -> Option<&mut DaemonFacts> {
+        self.facts.handlers.get_mut(self.handler?)?.daemon.as_mut()
+    }
+
+    /// The daemon being walked names its `stopped` flag.
+    fn reads_stopped(&mut self) {
+        if let Some(daemon) = self.daemon() {
+            daemon.reads_stopped = true;
+        }
+    }
+
     /// The kopf handler a function's decorators make of it, if any: the first kopf
     /// decorator, with the others stacked on the same function.
     fn handler_of(&self, def: &StmtFunctionDef) -> Option<Handler> {
@@ -370,7 +395,12 @@ impl Walker<'_> {
             .iter()
             .filter_map(|d| self.registration(d, def));
         let mut handler = registrations.next()?;
-        handler.stacked = registrations
+        let stacked: Vec<Handler> = registrations.collect();
+        if handler.daemon.is_none() {
+            handler.daemon = stacked.iter().find_map(|h| h.daemon.clone());
+        }
+        handler.stacked = stacked
+            .into_iter()
             .map(|h| Registration {
                 decorator: h.decorator,
                 resource: h.resource,
@@ -409,6 +439,7 @@ impl Walker<'_> {
             || keywords
                 .iter()
                 .any(|(k, v)| FILTERS.contains(&k.as_str()) && !matches!(v, Expr::NoneLiteral(_)));
+        let daemon = DAEMONS.contains(&name).then(|| daemon_options(&keywords));
         Some(Handler {
             location: self.location(decorator.range.start()),
             function: def.name.as_str().to_string(),
@@ -430,6 +461,7 @@ impl Walker<'_> {
             raises: Vec::new(),
             posts: Vec::new(),
             self_patches: Vec::new(),
+            daemon,
         })
     }
 
@@ -448,6 +480,16 @@ impl Walker<'_> {
         }
         let Some(at) = self.handler else { return };
         let location = self.location(call.range().start());
+        if SLEEPS.contains(&func.as_str())
+            && let Some(daemon) = self.facts.handlers[at].daemon.as_mut()
+            && daemon.sleeps.len() < MAX_CALLS
+        {
+            daemon.sleeps.push(Sleep {
+                function: func.clone(),
+                duration: call.arguments.args.first().and_then(millis),
+                location: location.clone(),
+            });
+        }
         if self.facts.handlers[at].is_async {
             if let Some(what) = blocking(&func) {
                 self.facts.handlers[at]
@@ -662,6 +704,62 @@ fn diffed_patch_path(target: &Expr) -> Option<String> {
     })
 }
 
+/// A daemon decorator's stopping options.
+fn daemon_options(keywords: &[(String, &Expr)]) -> DaemonFacts {
+    let kw = |name: &str| {
+        keywords
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| *v)
+            .filter(|v| !matches!(v, Expr::NoneLiteral(_)))
+    };
+    DaemonFacts {
+        cancellation_backoff: kw("cancellation_backoff").and_then(millis),
+        cancellation_timeout: kw("cancellation_timeout").and_then(millis),
+        cancels: kw("cancellation_timeout").is_some(),
+        ..DaemonFacts::default()
+    }
+}
+
+/// A duration in seconds written as a number, or sums and products of numbers
+/// (`10 * 60`); `None` for anything else, or a negative or absurd value.
+fn millis(expr: &Expr) -> Option<Millis> {
+    let s = seconds(expr, 0)?;
+    (s.is_finite() && (0.0..1e9).contains(&s)).then(|| {
+        // In range: at most 1e12 milliseconds.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Millis((s * 1000.0).round() as u64)
+    })
+}
+
+/// The seconds an arithmetic expression of number literals gives.
+fn seconds(expr: &Expr, depth: usize) -> Option<f64> {
+    if depth > MAX_ARITHMETIC_DEPTH {
+        return None;
+    }
+    match expr {
+        Expr::NumberLiteral(n) => match &n.value {
+            // Exact up to 2^53, far beyond any duration.
+            #[allow(clippy::cast_precision_loss)]
+            Number::Int(i) => i.as_u64().map(|v| v as f64),
+            Number::Float(f) => Some(*f),
+            Number::Complex { .. } => None,
+        },
+        Expr::BinOp(b) => {
+            let left = seconds(&b.left, depth + 1)?;
+            let right = seconds(&b.right, depth + 1)?;
+            match b.op {
+                Operator::Add => Some(left + right),
+                Operator::Sub => Some(left - right),
+                Operator::Mult => Some(left * right),
+                Operator::Div if right != 0.0 => Some(left / right),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// What a blocking call is, if the dotted function is one.
 fn blocking(func: &str) -> Option<String> {
     if let Some((_, what)) = BLOCKING.iter().find(|(f, _)| *f == func) {
@@ -712,8 +810,11 @@ impl<'a> Visitor<'a> for Walker<'_> {
             return;
         }
         self.depth += 1;
-        if let Expr::Call(call) = expr {
-            self.call(call);
+        match expr {
+            Expr::Call(call) => self.call(call),
+            Expr::Name(n) if n.id.as_str() == STOPPED => self.reads_stopped(),
+            Expr::StringLiteral(s) if s.value.to_str() == STOPPED => self.reads_stopped(),
+            _ => {}
         }
         walk_expr(self, expr);
         self.depth -= 1;
@@ -780,6 +881,13 @@ impl<'a> Walker<'_> {
             Stmt::AnnAssign(a) => {
                 if let Some(value) = &a.value {
                     self.assignment(&[&*a.target], value, a.range.start());
+                }
+                walk_stmt(self, stmt);
+            }
+            Stmt::While(w) => {
+                let location = self.location(w.range.start());
+                if let Some(daemon) = self.daemon() {
+                    daemon.first_loop.get_or_insert(location);
                 }
                 walk_stmt(self, stmt);
             }

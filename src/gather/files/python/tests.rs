@@ -236,3 +236,71 @@ fn kopf_0_x_events_loglevel_is_read_as_the_posting_level() {
         Some(&Literal::Name("logging.WARNING".into()))
     );
 }
+
+const DAEMONS: &str = r#"import asyncio, time, kopf
+
+@kopf.daemon("widgets", cancellation_backoff=2.5, cancellation_timeout=10 * 60)
+def sync_watch(stopped, **_):
+    while True:
+        time.sleep(30)
+
+@kopf.daemon("widgets", cancellation_timeout=TIMEOUT)
+async def async_watch(**kwargs):
+    while not kwargs["stopped"]:
+        await asyncio.sleep(delay())
+
+@kopf.on.daemon("gadgets", cancellation_timeout=None)
+def plain(stopped, **_):
+    def inner():
+        return stopped.is_set()
+    inner()
+
+@kopf.timer("widgets", interval=1)
+def tick(**_):
+    while True:
+        time.sleep(1)
+"#;
+
+#[test]
+fn daemons_stopping_options_loops_sleeps_and_reads_of_stopped_are_read() {
+    let facts = read_ok("op.py", DAEMONS);
+    let daemon = |i: usize| facts.handlers[i].daemon.clone().expect("a daemon");
+    let sync = daemon(0);
+    assert_eq!(sync.cancellation_backoff, Some(Millis(2500)));
+    assert_eq!(sync.cancellation_timeout, Some(Millis(600_000)));
+    assert!(sync.cancels);
+    assert_eq!(sync.first_loop, Some(Location::new("op.py", 5)));
+    // The parameter alone is no read.
+    assert!(!sync.reads_stopped);
+    assert_eq!(
+        sync.sleeps,
+        [Sleep {
+            function: "time.sleep".into(),
+            duration: Some(Millis(30_000)),
+            location: Location::new("op.py", 6),
+        }]
+    );
+    let unread = daemon(1);
+    assert_eq!(unread.cancellation_timeout, None);
+    assert!(unread.cancels, "a variable is still a timeout");
+    assert!(unread.reads_stopped, "kwargs[\"stopped\"]");
+    assert_eq!(unread.sleeps[0].duration, None);
+    let plain = daemon(2);
+    assert!(!plain.cancels, "None is no timeout");
+    assert!(plain.reads_stopped, "in a nested function");
+    assert_eq!(plain.first_loop, None);
+    assert_eq!(facts.handlers[3].daemon, None, "a timer is no daemon");
+    let longest = facts.longest_daemon_stop().expect("a waited daemon");
+    assert_eq!(longest.function, "sync_watch");
+    assert_eq!(longest.total(), Millis(602_500));
+}
+
+#[test]
+fn a_daemon_stacked_under_another_decorator_keeps_its_facts() {
+    let facts = read_ok(
+        "op.py",
+        "import kopf\n@kopf.on.resume('widgets')\n@kopf.daemon('widgets', cancellation_timeout=5)\ndef both(stopped, **_):\n    pass\n",
+    );
+    let daemon = facts.handlers[0].daemon.as_ref().expect("stacked daemon");
+    assert_eq!(daemon.cancellation_timeout, Some(Millis(5000)));
+}
