@@ -37,6 +37,7 @@ const MIN_KOPF_RATIO: f64 = 0.5;
 const MIN_LINES_TO_JUDGE: u64 = 20;
 
 mod conflict;
+mod faults;
 
 /// Runs every runtime check on one kopf target.
 pub(crate) fn check(
@@ -97,6 +98,9 @@ pub(crate) fn check(
         ),
         orphaned_daemons(name, logs).into_iter().collect(),
         unparsed_logs(name, logs).into_iter().collect(),
+        faults::credentials_lost(name, logs).into_iter().collect(),
+        faults::api_tls_failure(name, logs).into_iter().collect(),
+        faults::thread_exhaustion(name, logs).into_iter().collect(),
     ];
     out.extend(alone.into_iter().flatten().map(Raised::alone));
     out
