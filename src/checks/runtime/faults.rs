@@ -136,7 +136,7 @@ fn credentials_effect(logs: &LogEvidence) -> String {
 /// handlers.` (`_core/engines/activities.py`) when they gave none at all; 401s
 /// (`APIUnauthorizedError`) followed by a failed watcher or observer are the same
 /// fault seen from the other end.
-pub(super) fn credentials_lost(target: &str, logs: &LogEvidence) -> Option<Finding> {
+pub(super) fn credentials_lost_finding(target: &str, logs: &LogEvidence) -> Option<Finding> {
     let stopped = || {
         logs.all_records().find(|r| {
             matches!(
@@ -269,7 +269,7 @@ fn tls_step(records: &[&Record]) -> Option<String> {
 /// certificate (OpenSSL's `CERTIFICATE_VERIFY_FAILED`, in `ssl.SSLCertVerificationError`
 /// and aiohttp's `ClientConnectorCertificateError`): kopf 1.37.5 to 1.45.2 retry the
 /// request (`_cogs/clients/api.py`), then the watcher, observer or handler fails.
-pub(super) fn api_tls_failure(target: &str, logs: &LogEvidence) -> Option<Finding> {
+pub(super) fn api_tls_failure_finding(target: &str, logs: &LogEvidence) -> Option<Finding> {
     let fault = Fault::CertificateVerifyFailed;
     let records: Vec<&Record> = logs.all_records().filter(|r| names(r, fault)).collect();
     let first = *records.first()?;
@@ -313,7 +313,7 @@ const TLS_FIX: &str = "import kopf\n\n@kopf.on.login()\ndef login(**kwargs):\n  
 /// executor's threads (kopf 1.37.5 to 1.45.2 `_core/actions/invocation.py`,
 /// `settings.execution.max_workers`, by default Python's `min(32, CPUs + 4)`); a sync
 /// daemon holds its thread for its whole life.
-pub(super) fn thread_exhaustion(target: &str, logs: &LogEvidence) -> Option<Finding> {
+pub(super) fn thread_exhaustion_finding(target: &str, logs: &LogEvidence) -> Option<Finding> {
     let fault = Fault::ThreadExhausted;
     let record = first_with(logs, fault)?;
     let handlers: Vec<String> = {

@@ -51,9 +51,9 @@ fn whole(name: &str) -> LogEvidence {
 /// The three checks' findings on a log.
 fn faults(logs: &LogEvidence) -> Vec<Finding> {
     [
-        credentials_lost("op", logs),
-        api_tls_failure("op", logs),
-        thread_exhaustion("op", logs),
+        credentials_lost_finding("op", logs),
+        api_tls_failure_finding("op", logs),
+        thread_exhaustion_finding("op", logs),
     ]
     .into_iter()
     .flatten()
