@@ -14,11 +14,30 @@
 #   peering auto-detected) for
 #   $LOCAL_SECONDS (default 14 s) per run, and writes kopf-VERSION-RUN.FORMAT.log with the
 #   kubelet's timestamps=true prefix added, as the pods/log API serves it.
+#   Then the runs about faults of the operator's own runtime
+#   (crates/kopf-log/tests/capture/capture_faults.py, CAPTURE_FAULT=RUN), each with a
+#   compliant twin RUN-ok: `creds` (the token is revoked with 401 and the login gives it
+#   again), `tls` (HTTPS with a self-signed certificate, made at run time in a temporary
+#   directory and deleted after, that the operator does not trust), `threads` (sync
+#   daemons past what the process may map for thread stacks); written as
+#   kopf-VERSION-RUN.full.log.
+# hack/capture-kopf-logs.sh faults [VERSION...]
+#   Only the runs about faults (default: 1.38.0 1.45.2).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 log() { echo "[capture $(date +%H:%M:%S)] $*" >&2; }
+# Whole lines only, at most 60 kB of them (the rest is read and dropped).
+stamp_py='import datetime, sys
+size = 0
+for line in sys.stdin:
+    t = datetime.datetime.now(datetime.timezone.utc)
+    out = t.strftime("%Y-%m-%dT%H:%M:%S.%f000Z ") + line
+    size += len(out.encode())
+    if size <= 60000:
+        sys.stdout.write(out)
+        sys.stdout.flush()'
 
 capture_local() {
   local versions=("$@")
@@ -28,16 +47,6 @@ capture_local() {
   # name:format:beacons-ok-seconds:kopf-flags
   local runs=("handlers:full:10:--standalone --verbose" "handlers:json:10:--standalone"
               "peering:plain:1000:")
-  # Whole lines only, at most 60 kB of them (the rest is read and dropped).
-  local stamp='import datetime, sys
-size = 0
-for line in sys.stdin:
-    t = datetime.datetime.now(datetime.timezone.utc)
-    out = t.strftime("%Y-%m-%dT%H:%M:%S.%f000Z ") + line
-    size += len(out.encode())
-    if size <= 60000:
-        sys.stdout.write(out)
-        sys.stdout.flush()'
   mkdir -p "$out"
   for version in "${versions[@]}"; do
     local venv
@@ -53,7 +62,7 @@ for line in sys.stdin:
       # kopf's output with the kubelet's prefix (RFC 3339 UTC, at the time each line is read).
       # shellcheck disable=SC2086 # the flags are words
       PYTHONUNBUFFERED=1 FAKE_APISERVER="http://127.0.0.1:$port" "$venv/bin/kopf" run "$here/capture_operator.py" -n capture \
-        --log-format "$format" $flags > >("$venv/bin/python" -u -c "$stamp" >"$file") 2>&1 &
+        --log-format "$format" $flags > >("$venv/bin/python" -u -c "$stamp_py" >"$file") 2>&1 &
       local kopf=$!
       for _ in $(seq "$seconds"); do kill -0 "$kopf" 2>/dev/null || break; sleep 1; done
       kill -TERM "$kopf" 2>/dev/null || true
@@ -63,9 +72,62 @@ for line in sys.stdin:
       sleep 1
       log "captured $file ($(wc -l <"$file") lines)"
     done
+    capture_faults "$venv" "$version"
   done
 }
 
+# The runs about the operator's own runtime: CAPTURE_FAULT=RUN, and the fake server's options.
+capture_faults() {
+  local venv=$1 version=$2
+  local here=crates/kopf-log/tests/capture out=crates/kopf-log/tests/data/captured
+  local seconds=${LOCAL_SECONDS:-14} tmp
+  tmp=$(mktemp -d)
+  # A throw-away self-signed certificate for 127.0.0.1; never committed.
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
+  # name:server-options (words)
+  local runs=("creds:--revoke 4" "creds-ok:--revoke 4" "tls:--tls $tmp/cert.pem $tmp/key.pem"
+              "tls-ok:--tls $tmp/cert.pem $tmp/key.pem" "threads:--examples 6" "threads-ok:--examples 6")
+  for run in "${runs[@]}"; do
+    local name=${run%%:*} options=${run#*:} scheme=http ca=
+    case $name in tls*) scheme=https ;; esac
+    [ "$name" = tls-ok ] && ca=$tmp/cert.pem
+    local port file="$out/kopf-$version-$name.full.log"
+    port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    log "kopf $version, fault $name: ${seconds}s against $scheme://127.0.0.1:$port"
+    # shellcheck disable=SC2086 # the options are words
+    "$venv/bin/python" "$here/fake_apiserver.py" "$port" 1000 $options 2>/dev/null &
+    local api=$!
+    sleep 1
+    CAPTURE_FAULT=$name FAKE_APISERVER_CA=$ca PYTHONUNBUFFERED=1 FAKE_APISERVER="$scheme://127.0.0.1:$port" \
+      "$venv/bin/kopf" run "$here/capture_faults.py" -n capture --standalone \
+      > >("$venv/bin/python" -u -c "$stamp_py" >"$file") 2>&1 &
+    local kopf=$!
+    for _ in $(seq "$seconds"); do kill -0 "$kopf" 2>/dev/null || break; sleep 1; done
+    kill -TERM "$kopf" 2>/dev/null || true
+    # Starved of threads, kopf may not finish its shutdown: killed after 5 s.
+    for _ in 1 2 3 4 5; do kill -0 "$kopf" 2>/dev/null || break; sleep 1; done
+    pkill -KILL -P "$kopf" 2>/dev/null || true
+    kill -KILL "$kopf" 2>/dev/null || true
+    wait "$kopf" 2>/dev/null || true
+    kill -TERM "$api" 2>/dev/null || true
+    wait "$api" 2>/dev/null || true
+    sleep 1
+    log "captured $file ($(wc -l <"$file") lines)"
+  done
+  rm -rf "$tmp"
+}
+
+if [ "${1:-}" = faults ]; then
+  # Only the runs about faults: hack/capture-kopf-logs.sh faults [VERSION...]
+  shift
+  versions=("$@")
+  [ ${#versions[@]} -gt 0 ] || versions=(1.38.0 1.45.2)
+  for version in "${versions[@]}"; do
+    capture_faults "$(bash hack/kopf-venv.sh "$version" | tail -n 1)" "$version"
+  done
+  exit 0
+fi
 if [ "${1:-}" = local ]; then
   shift
   capture_local "$@"

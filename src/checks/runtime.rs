@@ -37,6 +37,7 @@ const MIN_KOPF_RATIO: f64 = 0.5;
 const MIN_LINES_TO_JUDGE: u64 = 20;
 
 mod conflict;
+mod faults;
 
 /// Runs every runtime check on one kopf target.
 pub(crate) fn check(
@@ -97,6 +98,9 @@ pub(crate) fn check(
         ),
         orphaned_daemons(name, logs).into_iter().collect(),
         unparsed_logs(name, logs).into_iter().collect(),
+        credentials_lost(name, logs).into_iter().collect(),
+        api_tls_failure(name, logs).into_iter().collect(),
+        thread_exhaustion(name, logs).into_iter().collect(),
     ];
     out.extend(alone.into_iter().flatten().map(Raised::alone));
     out
@@ -1031,6 +1035,24 @@ impl OwnIdentity {
             || self.pod_names.iter().any(|n| n == pod)
             || of_this_deployment
     }
+}
+
+/// `runtime.credentials-lost`: kopf ran out of valid credentials (its deciders and
+/// message in [`faults`]).
+fn credentials_lost(target: &str, logs: &LogEvidence) -> Option<Finding> {
+    faults::credentials_lost_finding(target, logs)
+}
+
+/// `runtime.api-tls-failure`: the operator does not trust the API server's certificate
+/// (its deciders and message in [`faults`]).
+fn api_tls_failure(target: &str, logs: &LogEvidence) -> Option<Finding> {
+    faults::api_tls_failure_finding(target, logs)
+}
+
+/// `runtime.thread-exhaustion`: Python could not start a thread (its deciders and
+/// message in [`faults`]).
+fn thread_exhaustion(target: &str, logs: &LogEvidence) -> Option<Finding> {
+    faults::thread_exhaustion_finding(target, logs)
 }
 
 /// `runtime.unparsed-logs`: most lines match none of kopf's formats.

@@ -21,14 +21,18 @@
 //!   `Peering keep-alive for ... has failed`, `... has finished unexpectedly.`;
 //! - `_core/actions/throttlers.py`: `Throttling for N seconds ...`;
 //! - `_core/engines/daemons.py`: `... did not exit in time. Leaving it orphaned.`;
-//! - `_core/reactor/running.py`: the scope `FutureWarning`.
+//! - `_core/reactor/running.py`: the scope `FutureWarning`;
+//! - `_core/engines/activities.py`: `... authentication has failed: ...`.
+//!
+//! Besides, the [`Fault`]s of the operator's runtime, named anywhere in a message
+//! or a traceback ([`fault_in`]).
 //!
 //! Matching is by fixed prefixes on the message (cheap `starts_with`) plus two
 //! `memmem` scans (`is forbidden`, the FutureWarning) over the whole line.
 
 use crate::swar::{find_near, find_near2};
 use crate::{
-    BackgroundTask, EventKind, ExceptionOutcome, Forbidden, HandlerKind, HandlerRef,
+    BackgroundTask, EventKind, ExceptionOutcome, Fault, Forbidden, HandlerKind, HandlerRef,
     PermissionScope, RequestAttempt,
 };
 use memchr::memmem;
@@ -96,6 +100,9 @@ const FIXED_PREFIXES: &[&[u8]] = &[
     b"Unresolved resources cannot be served",
     b"Watcher for ",
     b"Throttling for ",
+    b"Initial authentication has failed",
+    b"Re-authentication has failed",
+    b"Authentication has failed",
     // The other background tasks of `task_message`.
     b"Peering keep-alive for ",
     b"Peering observer for ",
@@ -115,7 +122,7 @@ const FIXED_PREFIXES: &[&[u8]] = &[
 
 /// The first bytes of [`FIXED_PREFIXES`]: most messages start otherwise
 /// and skip the comparisons.
-const FIXED_FIRST_BYTES: &[u8] = b"RFMPNUWTCHDA";
+const FIXED_FIRST_BYTES: &[u8] = b"RFMPNUWTCHDAI";
 
 impl Finders {
     /// Without allocating: `Some(tag)` only when [`classify`] would give the
@@ -132,6 +139,10 @@ impl Finders {
             && let Some((_, id, rest)) = handler_span(m)
         {
             if rest == b" succeeded." {
+                // An activity's success is kept (`Record::is_routine`).
+                if matches!(m.first(), Some(b'A')) && m.starts_with(b"Activity ") {
+                    return None;
+                }
                 let may_forbid = find_near(b' ', id).is_some();
                 if may_forbid && self.forbidden.find(m).is_some() {
                     return None;
@@ -154,7 +165,10 @@ impl Finders {
         if matches!(first, b'C' | b'U' | b'D' | b'R') && processed_parts(m).is_some() {
             return Some(RoutineTag::Processed);
         }
-        if self.forbidden.find(m).is_some() || self.future.find(m).is_some() {
+        if self.forbidden.find(m).is_some()
+            || self.future.find(m).is_some()
+            || fault_in(m).is_some()
+        {
             return None;
         }
         Some(RoutineTag::Other)
@@ -378,7 +392,7 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
             if m.starts_with(b"Resuming operations after the pause") {
                 return Some(EventKind::PeeringResumed);
             }
-            None
+            authentication_failed(m)
         }
         b'F' => {
             if m.starts_with(b"Failed to post an event.") {
@@ -425,6 +439,7 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
             }
             None
         }
+        b'I' | b'A' => authentication_failed(m),
         b'T' => {
             let r = m.strip_prefix(b"Throttling for ")?;
             let end = memmem::find(r, b" seconds due to an unexpected error")?;
@@ -438,6 +453,36 @@ fn fixed_message(m: &[u8], request: &mut Option<RequestAttempt>) -> Option<Event
         Some(b'C' | b'U' | b'D' | b'R') => processed(m),
         _ => None,
     })
+}
+
+/// `{Initial authentication|Re-authentication|Authentication} has failed: ...`
+/// (kopf 1.38.0 and 1.45.2 `_core/engines/activities.py`).
+fn authentication_failed(m: &[u8]) -> Option<EventKind> {
+    let reauthentication = if m.starts_with(b"Re-authentication has failed") {
+        true
+    } else if m.starts_with(b"Initial authentication has failed")
+        || m.starts_with(b"Authentication has failed")
+    {
+        false
+    } else {
+        return None;
+    };
+    Some(EventKind::AuthenticationFailed { reauthentication })
+}
+
+/// The fault finders, built once: [`Fault::ALL`]'s markers.
+fn fault_finders() -> &'static [(Fault, memmem::Finder<'static>); 4] {
+    static FINDERS: std::sync::OnceLock<[(Fault, memmem::Finder<'static>); 4]> =
+        std::sync::OnceLock::new();
+    FINDERS.get_or_init(|| Fault::ALL.map(|f| (f, memmem::Finder::new(f.marker().as_bytes()))))
+}
+
+/// The first [`Fault`] (in [`Fault::ALL`]'s order) that `text` names.
+pub(crate) fn fault_in(text: &[u8]) -> Option<Fault> {
+    fault_finders()
+        .iter()
+        .find(|(_, finder)| finder.find(text).is_some())
+        .map(|(fault, _)| *fault)
 }
 
 /// `{Name} has failed: {e}` (ERROR) and `{Name} has finished unexpectedly.`

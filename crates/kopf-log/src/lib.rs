@@ -578,8 +578,73 @@ pub enum EventKind {
     },
     /// Python's `FutureWarning: Absence of either namespaces or cluster-wide flag ...` on stderr.
     ScopeFutureWarning,
+    /// WARNING `Initial authentication has failed: no credentials were retrieved from
+    /// the login handlers.` (or `Re-authentication ...`; kopf 1.38.0 and 1.45.2
+    /// `_core/engines/activities.py` `authenticate()`): no login handler gave
+    /// credentials.
+    AuthenticationFailed {
+        /// `Re-authentication`: credentials that worked were refused (401) first.
+        reauthentication: bool,
+    },
+    /// A line that is no other kind, or its traceback, names a [`Fault`] of the
+    /// operator's runtime (e.g. a top-level traceback that ends in `RuntimeError:
+    /// can't start new thread`): kept so that a check sees it.
+    Fault {
+        /// The first fault named.
+        fault: Fault,
+    },
     /// Anything else (other kopf messages, user messages, non-kopf output).
     Other,
+}
+
+/// A fault of the operator's own runtime, named in a message or a traceback whatever
+/// the record's kind (a handler failure, a dead watcher, a request retry, a traceback
+/// of its own).
+///
+/// Exists because these faults show in many of kopf's templates (and in Python's own
+/// output), as the exception's text, not as a template of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fault {
+    /// `LoginError: Ran out of valid credentials.` (kopf 1.38.0 and 1.45.2
+    /// `_cogs/structs/credentials.py`, `Vault.select()` and `Vault.invalidate()`): every
+    /// credential was refused and re-authentication gave no new one.
+    CredentialsExhausted,
+    /// `APIUnauthorizedError` (kopf 1.38.0 and 1.45.2 `_cogs/clients/errors.py`): the
+    /// API server answered 401 Unauthorized.
+    Unauthorized,
+    /// OpenSSL's `CERTIFICATE_VERIFY_FAILED` (Python's `ssl.SSLCertVerificationError`,
+    /// aiohttp's `ClientConnectorCertificateError`): the API server's certificate is
+    /// not trusted.
+    CertificateVerifyFailed,
+    /// CPython's `RuntimeError: can't start new thread` (`_thread.start_new_thread`,
+    /// 3.8 to 3.13): the process may start no more threads.
+    ThreadExhausted,
+}
+
+impl Fault {
+    /// Every fault, in the order [`fault_in`] looks for them.
+    pub const ALL: [Fault; 4] = [
+        Fault::CredentialsExhausted,
+        Fault::CertificateVerifyFailed,
+        Fault::ThreadExhausted,
+        Fault::Unauthorized,
+    ];
+
+    /// The text that names the fault in a message or a traceback line.
+    pub fn marker(self) -> &'static str {
+        match self {
+            Fault::CredentialsExhausted => "Ran out of valid credentials",
+            Fault::Unauthorized => "APIUnauthorizedError",
+            Fault::CertificateVerifyFailed => "CERTIFICATE_VERIFY_FAILED",
+            Fault::ThreadExhausted => "can't start new thread",
+        }
+    }
+}
+
+/// The first [`Fault`] (in [`Fault::ALL`]'s order) that `text` names.
+pub fn fault_in(text: &str) -> Option<Fault> {
+    classify::fault_in(text.as_bytes())
 }
 
 impl EventKind {
@@ -612,6 +677,8 @@ impl EventKind {
             EventKind::Throttling { .. } => "Throttling",
             EventKind::OrphanedDaemon { .. } => "OrphanedDaemon",
             EventKind::ScopeFutureWarning => "ScopeFutureWarning",
+            EventKind::AuthenticationFailed { .. } => "AuthenticationFailed",
+            EventKind::Fault { .. } => "Fault",
             EventKind::Other => "Other",
         }
     }
@@ -681,6 +748,7 @@ impl EventKind {
             | EventKind::PeeringConflict
             | EventKind::OrphanedDaemon { .. }
             | EventKind::TaskFinished { .. }
+            | EventKind::AuthenticationFailed { .. }
             | EventKind::ScopeFutureWarning => Level::Warning,
             EventKind::HandlerFailedTemporarily { .. }
             | EventKind::HandlerFailedWithException { .. }
@@ -693,7 +761,7 @@ impl EventKind {
             | EventKind::MultitaskerFailed
             | EventKind::TaskFailed { .. }
             | EventKind::Throttling { .. } => Level::Error,
-            EventKind::Other => return None,
+            EventKind::Fault { .. } | EventKind::Other => return None,
         })
     }
 }
@@ -756,11 +824,20 @@ impl Record {
     /// record) and the parser's fast mode are one definition.
     pub fn is_routine(&self) -> bool {
         self.forbidden.is_none()
-            && matches!(
-                self.kind,
-                EventKind::Other
-                    | EventKind::HandlerSucceeded { .. }
-                    | EventKind::CauseProcessed { .. }
-            )
+            && match &self.kind {
+                // An activity's success (a login handler's, a startup's) is rare and
+                // tells how the operator logs in.
+                EventKind::HandlerSucceeded { handler } => handler.kind != HandlerKind::Activity,
+                EventKind::Other | EventKind::CauseProcessed { .. } => true,
+                _ => false,
+            }
+    }
+
+    /// The first [`Fault`] the message or the traceback names (the message first).
+    pub fn fault(&self) -> Option<Fault> {
+        if let EventKind::Fault { fault } = self.kind {
+            return Some(fault);
+        }
+        fault_in(&self.message).or_else(|| self.traceback.iter().find_map(|l| fault_in(l)))
     }
 }

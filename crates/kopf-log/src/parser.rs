@@ -28,7 +28,7 @@ use crate::redact::strip_ansi_into;
 use crate::tally::{RawOutcome, Tally};
 use crate::time::{HourCache, Timestamp};
 use crate::version::{self, VersionSignal};
-use crate::{EventKind, ExceptionOutcome, Level, LogFormat, Record};
+use crate::{EventKind, ExceptionOutcome, Fault, Level, LogFormat, Record};
 use basic::{BasicHeader, is_basic_header, parse_basic};
 use bounded::bounded_redacted;
 use full::{FullHeader, is_full_header, parse_full};
@@ -44,6 +44,9 @@ struct Pending {
     rec: Record,
     trace: Trace,
     tb: Tb,
+    /// The first [`Fault`] a traceback line named (found on every line, as a denial
+    /// is: the bounded traceback may omit the line).
+    fault: Option<Fault>,
 }
 
 /// The record waiting for its continuation lines.
@@ -413,6 +416,7 @@ impl Parser {
                     rec: b,
                     trace: Trace::Idle,
                     tb: Tb::new(0),
+                    fault: None,
                 })));
                 self.stats.records -= 1;
                 if let Some(Slot::Full(p)) = &self.pending {
@@ -518,6 +522,7 @@ impl Parser {
             rec,
             trace,
             tb: Tb::new(self.opts.max_traceback_lines),
+            fault: None,
         });
         if trace == Trace::Frames {
             // A traceback with no record to attach to: it is its own record.
@@ -714,11 +719,16 @@ impl Parser {
         if p.rec.forbidden.is_none() {
             p.rec.forbidden = self.finders.forbidden_in(l);
         }
+        if p.fault.is_none() {
+            p.fault = classify::fault_in(l);
+        }
         true
     }
 
     fn finalize(&mut self, p: Box<Pending>) -> Record {
-        let Pending { mut rec, tb, .. } = *p;
+        let Pending {
+            mut rec, tb, fault, ..
+        } = *p;
         let lines = tb.into_lines();
         if !lines.is_empty() {
             rec.traceback = lines;
@@ -730,6 +740,18 @@ impl Parser {
             if rec.format == Some(LogFormat::Plain) || rec.format.is_none() {
                 rec.level = rec.level.or(Some(Level::Error));
             }
+        }
+        if rec.kind == EventKind::Other
+            && let Some(fault) = classify::fault_in(rec.message.as_bytes())
+                .or(fault)
+                // JSON `exc_info`, split into lines by the JSON parser.
+                .or_else(|| {
+                    rec.traceback
+                        .iter()
+                        .find_map(|l| classify::fault_in(l.as_bytes()))
+                })
+        {
+            rec.kind = EventKind::Fault { fault };
         }
         self.stats.records += 1;
         self.stats.debug_records += u64::from(rec.level == Some(Level::Debug));

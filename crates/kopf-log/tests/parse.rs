@@ -1,8 +1,8 @@
 //! Template, format and robustness tests for the kopf log parser.
 
 use kopf_log::{
-    EventKind, ExceptionOutcome, HandlerKind, Level, LogFormat, Parser, ParserOptions,
-    PermissionScope, Record, Timestamp, records,
+    EventKind, ExceptionOutcome, Fault, HandlerKind, Level, LogFormat, Parser, ParserOptions,
+    PermissionScope, Record, Routine, Timestamp, records,
 };
 use std::io::BufReader;
 
@@ -181,6 +181,14 @@ const TEMPLATES: &[(&str, &str)] = &[
     (
         "Daemon 'monitor' did not exit in time. Leaving it orphaned.",
         "OrphanedDaemon",
+    ),
+    (
+        "Re-authentication has failed: no credentials were retrieved from the login handlers.",
+        "AuthenticationFailed",
+    ),
+    (
+        "Initial authentication has failed: no credentials were retrieved from the login handlers.",
+        "AuthenticationFailed",
     ),
     ("Something else entirely.", "Other"),
 ];
@@ -879,4 +887,57 @@ fn sample_stats() {
         assert_eq!(s.kopf_lines, kopf, "{name}: {s:?}");
         assert!(s.kopf_ratio() > 0.9, "{name}: {s:?}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Runtime faults, named in any template or traceback.
+
+/// A fault named only in a traceback that no kopf line owns (CPython's own output) is
+/// kept as a record of kind `Fault`, in both routine modes; one named in a kopf
+/// template keeps the template's kind and is found by `Record::fault`.
+#[test]
+fn faults_are_found_in_messages_and_tracebacks() {
+    let traceback = "Traceback (most recent call last):\n  File \"threading.py\", line 964, in start\n    _start_new_thread(self._bootstrap, ())\nRuntimeError: can't start new thread\n";
+    for routine in [Routine::Keep, Routine::Count] {
+        let mut p = Parser::new(ParserOptions::default()).with_routine(routine);
+        let mut out = Vec::new();
+        for line in traceback.lines() {
+            out.extend(p.push_line(line.as_bytes()));
+        }
+        out.extend(p.finish());
+        let kept: Vec<&Record> = out.iter().filter(|r| !r.is_routine()).collect();
+        assert_eq!(kept.len(), 1, "{routine:?}: {out:#?}");
+        assert_eq!(
+            kept[0].kind,
+            EventKind::Fault {
+                fault: Fault::ThreadExhausted
+            }
+        );
+        assert_eq!(kept[0].fault(), Some(Fault::ThreadExhausted));
+    }
+    let daemon = one(&format!(
+        "{FULL}Daemon 'poller' failed with an exception and will try again in 60 seconds: can't start new thread"
+    ));
+    assert_eq!(kind_name(&daemon.kind), "HandlerFailedWithException");
+    assert_eq!(daemon.fault(), Some(Fault::ThreadExhausted));
+    let tls = one(&format!(
+        "{FULL}Request attempt #1/4 failed; will retry: GET https://h/api -> ClientConnectorCertificateError(ConnectionKey(host='h', port=443, proxy_auth=None), SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate (_ssl.c:1006)'))"
+    ));
+    assert_eq!(tls.fault(), Some(Fault::CertificateVerifyFailed));
+    assert!(tls.message.contains("proxy_auth=None"), "{}", tls.message);
+    assert_eq!(
+        one(&format!("{FULL}Something else entirely.")).fault(),
+        None
+    );
+}
+
+/// A login handler's success is kept: it tells how the operator logs in.
+#[test]
+fn an_activity_success_is_not_routine_but_a_handler_success_is() {
+    let login = one(
+        "[2026-12-07 04:14:08,441] kopf.activities.auth [INFO    ] Activity 'login_via_client' succeeded.",
+    );
+    assert!(!login.is_routine());
+    let handler = one(&format!("{FULL}Handler 'x' succeeded."));
+    assert!(handler.is_routine());
 }

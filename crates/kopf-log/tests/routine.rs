@@ -7,14 +7,18 @@
 mod generator;
 
 use kopf_log::{
-    EventKind, Parser, ParserOptions, Record, Routine, RoutineStats, Stats, Tallied, Tally, records,
+    EventKind, HandlerKind, Parser, ParserOptions, Record, Routine, RoutineStats, Stats, Tallied,
+    Tally, records,
 };
 use std::path::PathBuf;
 
-/// The auditor's filter, as written in `src/gather/logs.rs` (`keep`).
+/// The auditor's filter, as written in `src/gather/logs.rs` (`keep`): an activity's
+/// success (a login handler's) is kept.
 fn auditor_keeps(record: &Record) -> bool {
     use EventKind as K;
+    let activity = matches!(&record.kind, K::HandlerSucceeded { handler } if handler.kind == HandlerKind::Activity);
     record.forbidden.is_some()
+        || activity
         || !matches!(
             record.kind,
             K::Other | K::HandlerSucceeded { .. } | K::CauseProcessed { .. }

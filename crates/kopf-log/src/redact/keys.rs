@@ -122,6 +122,11 @@ pub(super) fn values(b: &[u8], spans: &mut Vec<Span>) {
         else {
             continue;
         };
+        // Python's `None` holds no secret: aiohttp's `ConnectionKey(..., proxy_auth=None,
+        // ...)` in every connection error kopf logs.
+        if &b[from..to] == b"None" {
+            continue;
+        }
         found += 1;
         if found > MAX_KEYS {
             spans.push((from, b.len()));

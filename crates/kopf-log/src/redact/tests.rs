@@ -134,6 +134,14 @@ fn masks_each_shape() {
             "'auths': {'r': {'auth': '***'}}",
         ),
         ("KeyError: 'x'", "KeyError: 'x'"),
+        (
+            "ConnectionKey(host='h', port=443, proxy_auth=None, proxy=None)",
+            "ConnectionKey(host='h', port=443, proxy_auth=None, proxy=None)",
+        ),
+        (
+            "proxy_auth=hunter2, proxy=None",
+            "proxy_auth=***, proxy=None",
+        ),
         ("a::b, key::value", "a::b, key::value"),
         // URLs.
         ("https://user:p@ss@host/x", "https://user:***@host/x"),

@@ -13,13 +13,22 @@ JSON merge patches, with the failures kopf's templates are about:
   (kopf pauses); after PEERING_OK seconds every PATCH answers 500 (kopf's peering
   keep-alive fails).
 
-Usage: python fake_apiserver.py PORT [BEACONS_OK]   (stops on SIGTERM/SIGINT)
+Options for the runs about a fault that has nothing to do with the above (one each):
+- `--tls CERT KEY`: serve HTTPS with that certificate (a self-signed one the caller made);
+- `--revoke SECONDS`: after SECONDS, the token `token-1` is refused with 401 Unauthorized
+  (other tokens, `token-2`..., are accepted), and every open watch-stream ends, so that
+  kopf's next request carries the revoked token;
+- `--examples N`: serve N kopfexamples (default 1).
+
+Usage: python fake_apiserver.py PORT [BEACONS_OK] [--tls CERT KEY] [--revoke SECONDS]
+       [--examples N]   (stops on SIGTERM/SIGINT)
 Only aiohttp is needed (it comes with kopf).
 """
 import asyncio
 import copy
 import datetime
 import json
+import ssl
 import sys
 import zlib
 
@@ -46,15 +55,17 @@ def now():
 
 
 class Store:
-    def __init__(self, beacons_ok):
+    def __init__(self, beacons_ok, revoke=None, examples=1):
         self.rv = 10
+        self.revoke = revoke
         self.started = asyncio.get_event_loop().time()
         self.beacons_ok = beacons_ok
         self.watchers = {}  # plural -> set of queues
         self.history = []  # (resourceVersion, plural, event): replayed to later watches
         self.watched_429 = False
         self.objects = {
-            'kopfexamples': {'example-1': self.obj('kopf.dev/v1', 'KopfExample', 'example-1', spec={'field': 'value'})},
+            'kopfexamples': {f'example-{i}': self.obj('kopf.dev/v1', 'KopfExample', f'example-{i}', spec={'field': 'value'})
+                             for i in range(1, examples + 1)},
             'beacons': {'beacon-1': self.obj('capture.kopf-audit.dev/v1', 'Beacon', 'beacon-1', spec={})},
             'kopfpeerings': {'default': self.obj('kopf.dev/v1', 'KopfPeering', 'default', status={
                 'other-operator@build-host/4711': {'priority': 100, 'lifetime': 600, 'lastseen': now()},
@@ -79,10 +90,21 @@ class Store:
     def beacons_forbidden(self):
         return self.elapsed() > self.beacons_ok
 
+    def revoked(self):
+        return self.revoke is not None and self.elapsed() > self.revoke
+
+    def refuses(self, request):
+        """Whether a request's token was revoked (only `token-1` ever is)."""
+        return self.revoked() and request.headers.get('Authorization') == 'Bearer token-1'
+
 
 def status(code, reason, message):
     return web.json_response({'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
                               'message': message, 'reason': reason, 'code': code}, status=code)
+
+
+def unauthorized():
+    return status(401, 'Unauthorized', 'Unauthorized')
 
 
 def forbidden(verb, plural, group):
@@ -115,7 +137,13 @@ def resource_list(group_version, resources):
 
 
 def make_app(store):
-    app = web.Application()
+    @web.middleware
+    async def authenticate(request, handler):
+        if store.refuses(request):
+            return unauthorized()
+        return await handler(request)
+
+    app = web.Application(middlewares=[authenticate])
 
     async def api(request):
         return web.json_response({'kind': 'APIVersions', 'versions': ['v1'], 'serverAddressByClientCIDRs': []})
@@ -174,6 +202,15 @@ def make_app(store):
                         event = await asyncio.wait_for(queue.get(), timeout=left)
                     except asyncio.TimeoutError:
                         break
+                elif store.revoke is not None:
+                    # A revoking run ends every watch-stream when the token is revoked.
+                    left = store.revoke - store.elapsed()
+                    if left <= 0:
+                        break
+                    try:
+                        event = await asyncio.wait_for(queue.get(), timeout=left)
+                    except asyncio.TimeoutError:
+                        break
                 else:
                     event = await queue.get()
                 await rsp.write(json.dumps(event).encode() + b'\n')
@@ -222,12 +259,34 @@ def make_app(store):
     return app
 
 
+def options(argv):
+    """PORT [BEACONS_OK] [--tls CERT KEY] [--revoke SECONDS] [--examples N]."""
+    port, rest = int(argv[0]), list(argv[1:])
+    beacons_ok = float(rest.pop(0)) if rest and not rest[0].startswith('--') else 8.0
+    tls, revoke, examples = None, None, 1
+    while rest:
+        flag = rest.pop(0)
+        if flag == '--tls':
+            tls = (rest.pop(0), rest.pop(0))
+        elif flag == '--revoke':
+            revoke = float(rest.pop(0))
+        elif flag == '--examples':
+            examples = int(rest.pop(0))
+        else:
+            raise SystemExit(f'unknown option {flag}')
+    return port, beacons_ok, tls, revoke, examples
+
+
 async def main():
-    port = int(sys.argv[1])
-    store = Store(beacons_ok=float(sys.argv[2]) if len(sys.argv) > 2 else 8.0)
+    port, beacons_ok, tls, revoke, examples = options(sys.argv[1:])
+    store = Store(beacons_ok=beacons_ok, revoke=revoke, examples=examples)
+    context = None
+    if tls is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(*tls)
     runner = web.AppRunner(make_app(store), access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, '127.0.0.1', port).start()
+    await web.TCPSite(runner, '127.0.0.1', port, ssl_context=context).start()
     print(f'fake apiserver on 127.0.0.1:{port}', file=sys.stderr, flush=True)
     await asyncio.Event().wait()
 
