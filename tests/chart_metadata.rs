@@ -443,7 +443,7 @@ fn chart_written_resources() -> Vec<String> {
 fn the_rbac_scan_finds_write_verbs_only() {
     let template = "rules:\n  - apiGroups: [a]\n    resources: [things, others]\n    verbs: [get, list]\n  - apiGroups: [b]\n    resources: [\"leases\"]\n    resourceNames: [x]\n    verbs: [get, patch]\n";
     assert_eq!(written_by_template(template), ["leases"]);
-    let rules: Value = serde_yaml::from_str(
+    let rules: Value = serde_yaml_ng::from_str(
         "- {resources: [a], verbs: [list]}\n- {resources: [b, c], verbs: [delete]}",
     )
     .expect("yaml");

@@ -56,7 +56,7 @@ fn lint_of_every_lint_fixture_reports_what_it_must_and_nothing_it_must_not() {
     let mut compared = 0;
     for dir in fixtures() {
         let name = dir.file_name().expect("name").to_string_lossy().to_string();
-        let expect: Expect = serde_yaml::from_str(
+        let expect: Expect = serde_yaml_ng::from_str(
             &std::fs::read_to_string(dir.join("expect.yaml")).expect("expect.yaml"),
         )
         .expect("expect.yaml parses");
@@ -94,7 +94,7 @@ fn every_fixture_that_must_report_a_check_has_a_twin_that_must_not() {
                 .join("tests/fixtures/lint")
                 .join(n)
                 .join("expect.yaml");
-            serde_yaml::from_str(&std::fs::read_to_string(path).expect("expect.yaml"))
+            serde_yaml_ng::from_str(&std::fs::read_to_string(path).expect("expect.yaml"))
                 .expect("parses")
         };
         let (one, other) = (read(name), read(&twin));

@@ -90,12 +90,12 @@ fn dependencies_come_from_crates_io_only() {
 }
 
 /// action.yml, parsed.
-fn action() -> serde_yaml::Value {
-    serde_yaml::from_str(&read("action.yml")).expect("action.yml is YAML")
+fn action() -> serde_yaml_ng::Value {
+    serde_yaml_ng::from_str(&read("action.yml")).expect("action.yml is YAML")
 }
 
 /// The `run:` scripts of action.yml's steps, joined.
-fn action_scripts(action: &serde_yaml::Value) -> String {
+fn action_scripts(action: &serde_yaml_ng::Value) -> String {
     action["runs"]["steps"]
         .as_sequence()
         .expect("action.yml's steps")
@@ -154,8 +154,8 @@ fn the_action_runs_the_release_binary_it_verifies() {
 
 #[test]
 fn the_pre_commit_hooks_run_the_same_lint() {
-    let hooks: serde_yaml::Value =
-        serde_yaml::from_str(&read(".pre-commit-hooks.yaml")).expect(".pre-commit-hooks.yaml");
+    let hooks: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&read(".pre-commit-hooks.yaml")).expect(".pre-commit-hooks.yaml");
     let hooks = hooks.as_sequence().expect("a list of hooks");
     let by_language = |language: &str| {
         hooks
