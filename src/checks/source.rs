@@ -188,7 +188,11 @@ pub(crate) fn posting_flood(facts: &SourceFacts) -> Option<SourceFinding> {
 
 /// `source.silent-failure`. Info when the kopf versions allowed straddle 1.41.
 pub(crate) fn silent_failure(facts: &SourceFacts, h: &Handler) -> Option<SourceFinding> {
-    let (error, at) = h.raises.first()?;
+    let (error, at) = match h.raises.first() {
+        Some((error, at)) => (error.clone(), at.clone()),
+        None => raised_by_helper(facts, h)?,
+    };
+    let (error, at) = (&error, &at);
     if !h.posts.is_empty() || facts.setting("posting.enabled") == Some(&Literal::Bool(false)) {
         return None;
     }
@@ -220,6 +224,26 @@ pub(crate) fn silent_failure(facts: &SourceFacts, h: &Handler) -> Option<SourceF
             h.function
         ),
     ))
+}
+
+/// A kopf error a handler raises through the helpers it calls (followed as
+/// [`blocking_helper`] follows them), none of which posts an Event: what it raises, as
+/// a phrase naming the chain (`kopf.TemporaryError (through check() (defined at
+/// x.py:3), at x.py:5)`), and the handler's call site.
+fn raised_by_helper(facts: &SourceFacts, h: &Handler) -> Option<(String, Location)> {
+    h.calls.iter().find_map(|(name, at)| {
+        let helper = resolve_helper(facts, name, &at.file)?;
+        let (chain, error, raised_at) = through(facts, helper, 0, &mut Vec::new(), &|f| {
+            if f.posts {
+                return Err(());
+            }
+            Ok(f.raises.first().cloned())
+        })?;
+        Some((
+            format!("{error} (through {chain}, at {raised_at})"),
+            at.clone(),
+        ))
+    })
 }
 
 /// `source.timer-posting`.
@@ -403,6 +427,9 @@ const MAX_CALL_DEPTH: usize = 4;
 /// the repository, in another) which makes a blocking call itself or through the
 /// helpers it calls, up to [`MAX_CALL_DEPTH`] deep. One finding per call site, at it.
 pub(crate) fn blocking_helper(facts: &SourceFacts, h: &Handler) -> Vec<SourceFinding> {
+    if !h.is_async {
+        return Vec::new();
+    }
     let mut seen_sites = std::collections::BTreeSet::new();
     h.calls
         .iter()
@@ -442,9 +469,28 @@ fn blocks_through<'a>(
     depth: usize,
     visiting: &mut Vec<&'a str>,
 ) -> Option<(String, String, Location)> {
+    through(facts, helper, depth, visiting, &|f| {
+        Ok(f.blocking_calls.first().cloned())
+    })
+}
+
+/// What [`through`] looks for in one helper: what and where, `None` to look in its
+/// callees, `Err` to stop there.
+type Pick = dyn Fn(&Helper) -> Result<Option<(String, Location)>, ()>;
+
+/// What `pick` finds in `helper` or in the helpers it calls, up to [`MAX_CALL_DEPTH`]
+/// deep, cycles cut: the chain of helpers, what, and where. `pick` gives `Err` to stop
+/// the search along a helper (one that posts an Event answers for its callees).
+fn through<'a>(
+    facts: &'a SourceFacts,
+    helper: &'a Helper,
+    depth: usize,
+    visiting: &mut Vec<&'a str>,
+    pick: &Pick,
+) -> Option<(String, String, Location)> {
     let here = format!("{}() (defined at {})", helper.function, helper.location);
-    if let Some((what, at)) = helper.blocking_calls.first() {
-        return Some((here, what.clone(), at.clone()));
+    if let Some((what, at)) = pick(helper).ok()? {
+        return Some((here, what, at));
     }
     if depth + 1 >= MAX_CALL_DEPTH || visiting.contains(&helper.function.as_str()) {
         return None;
@@ -452,7 +498,7 @@ fn blocks_through<'a>(
     visiting.push(&helper.function);
     let found = helper.calls.iter().find_map(|name| {
         let inner = resolve_helper(facts, name, &helper.location.file)?;
-        let (chain, what, at) = blocks_through(facts, inner, depth + 1, visiting)?;
+        let (chain, what, at) = through(facts, inner, depth + 1, visiting, pick)?;
         Some((format!("{here}, which calls {chain}"), what, at))
     });
     visiting.pop();
@@ -469,12 +515,17 @@ pub(crate) fn module_logger(h: &Handler) -> Option<SourceFinding> {
     }
     let (logger, at) = h.module_logger_calls.first()?;
     let count = h.module_logger_calls.len();
+    let which = if logger == "logging" {
+        "the root logger (`logging.info(...)` and the like)".to_string()
+    } else {
+        format!("the module-level logger `{logger}`")
+    };
     Some(raise(
         CheckId::SourceModuleLogger,
         &handler_target(h),
         at,
         format!(
-            "Handler {}() logs {count} time(s) with the module-level logger `{logger}`: its records carry no object reference, so kopf never posts them as Events on the object. Take kopf's `logger` keyword argument (`def {}(..., logger, **kwargs)`) and log with it.",
+            "Handler {}() logs {count} time(s) with {which}: its records carry no object reference, so kopf never posts them as Events on the object. Take kopf's `logger` keyword argument (`def {}(..., logger, **kwargs)`) and log with it.",
             h.function, h.function
         ),
     ))

@@ -240,6 +240,10 @@ pub(crate) struct Helper {
     pub(crate) blocking_calls: Vec<(String, Location)>,
     /// The plain names it calls.
     pub(crate) calls: Vec<String>,
+    /// The kopf errors it raises (`raise kopf.TemporaryError(...)`): what and where.
+    pub(crate) raises: Vec<(String, Location)>,
+    /// Whether it posts an Event itself (`kopf.warn`, `kopf.event`, ...).
+    pub(crate) posts: bool,
 }
 
 /// One more kopf decorator on a handler's function.

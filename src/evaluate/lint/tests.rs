@@ -309,3 +309,57 @@ fn each_workload_and_rbac_finding_points_at_its_field() {
         assert!(seen.contains(must), "{must} missing: {seen:?}");
     }
 }
+
+/// A handler that logs only through the root logger and structlog, and whose kopf
+/// error is raised two calls down, in another module of the repository.
+const FAR_RAISE: &str = "import kopf\nimport logging\nimport structlog\nfrom checks import helper\n\nlog = structlog.get_logger()\n\n@kopf.on.create('widgets')\ndef created(spec, **kwargs):\n    logging.info('creating')\n    log.info('creating too')\n    helper(spec)\n";
+
+/// The other module: `helper()` calls `check()`, which raises.
+const CHECKS: &str = "import kopf\n\ndef check(spec):\n    if not spec:\n        raise kopf.TemporaryError('not yet', delay=10)\n\ndef helper(spec):\n    check(spec)\n";
+
+#[test]
+fn root_loggers_and_errors_raised_in_helpers_are_followed() {
+    let report = lint_repo(&[
+        ("op.py", FAR_RAISE),
+        ("checks.py", CHECKS),
+        ("requirements.txt", "kopf==1.44.6\n"),
+    ]);
+    let of = |id: CheckId| report.findings.iter().find(|f| f.finding.check == id);
+    let logger = of(CheckId::SourceModuleLogger).expect("the root logger counts");
+    assert!(
+        logger.finding.message.contains("root logger"),
+        "{}",
+        logger.finding.message
+    );
+    assert!(
+        logger.finding.message.contains("2 time(s)"),
+        "structlog counts too"
+    );
+    let silent = of(CheckId::SourceSilentFailure).expect("a helper's raise counts");
+    assert_eq!(silent.location, Some(Location::new("op.py", 12)));
+    assert!(
+        silent.finding.message.contains("through helper() (defined at checks.py:7), which calls check() (defined at checks.py:3), at checks.py:5"),
+        "{}",
+        silent.finding.message
+    );
+    // The twin: the helper posts before raising, and the handler logs with kopf's logger.
+    let posting = CHECKS.replace(
+        "    if not spec:\n",
+        "    if not spec:\n        kopf.warn({}, reason='NotYet', message='not yet')\n",
+    );
+    let own_logger = FAR_RAISE
+        .replace("logging.info('creating')", "logger.info('creating')")
+        .replace("log.info('creating too')", "logger.info('creating too')")
+        .replace(
+            "def created(spec, **kwargs)",
+            "def created(spec, logger, **kwargs)",
+        );
+    let twin = lint_repo(&[
+        ("op.py", own_logger.as_str()),
+        ("checks.py", posting.as_str()),
+        ("requirements.txt", "kopf==1.44.6\n"),
+    ]);
+    let ids: Vec<CheckId> = twin.findings.iter().map(|f| f.finding.check).collect();
+    assert!(!ids.contains(&CheckId::SourceModuleLogger), "{ids:?}");
+    assert!(!ids.contains(&CheckId::SourceSilentFailure), "{ids:?}");
+}

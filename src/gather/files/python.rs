@@ -60,6 +60,10 @@ const SETTINGS_GROUPS: [&str; 12] = [
 /// loggers.py`, `on.py`): explicit posting, whatever `posting.loggers` says.
 const POSTERS: [&str; 4] = ["kopf.event", "kopf.info", "kopf.warn", "kopf.exception"];
 
+/// The module whose functions log through the root logger (`logging.info(...)`): its
+/// records carry no object reference either.
+const ROOT_LOGGER: &str = "logging";
+
 /// The exceptions a handler raises to tell kopf to retry or give up.
 const KOPF_ERRORS: [&str; 2] = ["kopf.TemporaryError", "kopf.PermanentError"];
 
@@ -181,12 +185,22 @@ fn module_bindings(body: &[Stmt]) -> impl Iterator<Item = (String, &Expr)> {
     })
 }
 
-/// The names bound at module level to `logging.getLogger(...)`.
+/// The calls that make a logger whose records carry no object reference: the
+/// standard library's and structlog's.
+const LOGGER_FACTORIES: [&str; 5] = [
+    "logging.getLogger",
+    "getLogger",
+    "structlog.get_logger",
+    "structlog.getLogger",
+    "get_logger",
+];
+
+/// The names bound at module level to a logger of [`LOGGER_FACTORIES`].
 fn module_loggers(body: &[Stmt]) -> BTreeSet<String> {
     module_bindings(body)
         .filter(|(_, value)| match value {
             Expr::Call(call) => {
-                dotted(&call.func).is_some_and(|f| f == "logging.getLogger" || f == "getLogger")
+                dotted(&call.func).is_some_and(|f| LOGGER_FACTORIES.contains(&f.as_str()))
             }
             _ => false,
         })
@@ -490,16 +504,20 @@ impl Walker<'_> {
                 location: location.clone(),
             });
         }
-        if self.facts.handlers[at].is_async {
-            if let Some(what) = blocking(&func) {
-                self.facts.handlers[at]
-                    .blocking_calls
-                    .push((what, location.clone()));
-            } else if !func.contains('.') && self.facts.handlers[at].calls.len() < MAX_CALLS {
-                self.facts.handlers[at]
-                    .calls
-                    .push((func.clone(), location.clone()));
-            }
+        let blocks = self.facts.handlers[at]
+            .is_async
+            .then(|| blocking(&func))
+            .flatten();
+        if let Some(what) = blocks {
+            self.facts.handlers[at]
+                .blocking_calls
+                .push((what, location.clone()));
+        } else if !func.contains('.') && self.facts.handlers[at].calls.len() < MAX_CALLS {
+            // Every handler's: what it raises through them counts whether it is async
+            // or not; what blocks in them only for an async one (blocking_helper).
+            self.facts.handlers[at]
+                .calls
+                .push((func.clone(), location.clone()));
         }
         if POSTERS.contains(&func.as_str()) {
             let every_call = self.top_level_call == Some(call.range().start());
@@ -514,7 +532,9 @@ impl Walker<'_> {
                 self.facts.handlers[at]
                     .kopf_logger_calls
                     .push((method.to_string(), location));
-            } else if self.loggers.contains(object) && !self.shadowed.contains(object) {
+            } else if (self.loggers.contains(object) || object == ROOT_LOGGER)
+                && !self.shadowed.contains(object)
+            {
                 self.facts.handlers[at]
                     .module_logger_calls
                     .push((object.to_string(), location));
@@ -526,6 +546,7 @@ impl Walker<'_> {
     fn helper_call(&mut self, at: usize, func: &str, call: &ruff_python_ast::ExprCall) {
         let location = self.location(call.range().start());
         let helper = &mut self.facts.helpers[at];
+        helper.posts |= POSTERS.contains(&func);
         if let Some(what) = blocking(func) {
             if helper.blocking_calls.len() < MAX_CALLS {
                 helper.blocking_calls.push((what, location));
@@ -840,6 +861,8 @@ impl<'a> Walker<'_> {
                         function: def.name.as_str().to_string(),
                         blocking_calls: Vec::new(),
                         calls: Vec::new(),
+                        raises: Vec::new(),
+                        posts: false,
                     });
                     self.helper = Some(self.facts.helpers.len() - 1);
                 }
@@ -892,12 +915,18 @@ impl<'a> Walker<'_> {
                 walk_stmt(self, stmt);
             }
             Stmt::Raise(r) => {
-                if let (Some(at), Some(Expr::Call(call))) = (self.handler, r.exc.as_deref())
+                if let Some(Expr::Call(call)) = r.exc.as_deref()
                     && let Some(func) = dotted(&call.func)
                     && KOPF_ERRORS.contains(&func.as_str())
                 {
                     let location = self.location(r.range.start());
-                    self.facts.handlers[at].raises.push((func, location));
+                    if let Some(at) = self.handler {
+                        self.facts.handlers[at].raises.push((func, location));
+                    } else if let Some(at) = self.helper
+                        && self.facts.helpers[at].raises.len() < MAX_CALLS
+                    {
+                        self.facts.helpers[at].raises.push((func, location));
+                    }
                 }
                 walk_stmt(self, stmt);
             }
