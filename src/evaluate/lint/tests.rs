@@ -363,3 +363,20 @@ fn root_loggers_and_errors_raised_in_helpers_are_followed() {
     assert!(!ids.contains(&CheckId::SourceModuleLogger), "{ids:?}");
     assert!(!ids.contains(&CheckId::SourceSilentFailure), "{ids:?}");
 }
+
+/// A daemon that calls a helper which shells out with `subprocess.Popen` and
+/// `os.system`: both block the event loop.
+#[test]
+fn popen_and_os_system_in_a_helper_of_an_async_daemon_block() {
+    let op = "import asyncio\nimport os\nimport subprocess\nimport kopf\n\ndef status(name):\n    p = subprocess.Popen(['helm', 'status', name], stdout=subprocess.PIPE)\n    out, _ = p.communicate()\n    return out\n\ndef reinstall(name):\n    os.system('helm upgrade --install ' + name)\n\n@kopf.daemon('widgets')\nasync def monitor(name, stopped, **kwargs):\n    while not stopped:\n        status(name)\n        reinstall(name)\n        await stopped.wait(3)\n";
+    let report = lint_repo(&[("op.py", op)]);
+    let blocking: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.finding.check == CheckId::SourceBlockingCall)
+        .map(|f| f.finding.message.as_str())
+        .collect();
+    assert_eq!(blocking.len(), 2, "{blocking:?}");
+    assert!(blocking[0].contains("subprocess.Popen()"), "{blocking:?}");
+    assert!(blocking[1].contains("os.system()"), "{blocking:?}");
+}

@@ -24,7 +24,7 @@ const STARTERS: [&str; 3] = ["kopf.run", "kopf.operator", "kopf.spawn_tasks"];
 
 /// Calls that block the event loop when made in an `async def` handler: kopf runs every
 /// async handler in its one loop, so one such call stalls all handling.
-const BLOCKING: [(&str, &str); 12] = [
+const BLOCKING: [(&str, &str); 18] = [
     ("time.sleep", "time.sleep() (use `await asyncio.sleep()`)"),
     ("requests.get", "requests (a synchronous HTTP client)"),
     ("requests.post", "requests (a synchronous HTTP client)"),
@@ -37,6 +37,15 @@ const BLOCKING: [(&str, &str); 12] = [
     ("subprocess.run", "subprocess.run()"),
     ("subprocess.check_output", "subprocess.check_output()"),
     ("subprocess.call", "subprocess.call()"),
+    ("subprocess.check_call", "subprocess.check_call()"),
+    ("subprocess.getoutput", "subprocess.getoutput()"),
+    ("subprocess.getstatusoutput", "subprocess.getstatusoutput()"),
+    (
+        "subprocess.Popen",
+        "subprocess.Popen() (its communicate() and wait() block)",
+    ),
+    ("os.system", "os.system()"),
+    ("os.popen", "os.popen() (reading its output blocks)"),
 ];
 
 /// The groups of `kopf.OperatorSettings` (kopf 1.45 `_cogs/configs/configuration.py`):
