@@ -964,4 +964,4 @@ fn shorten_chart_words(line: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -1,19 +1,7 @@
 use super::*;
-use std::os::unix::fs::{PermissionsExt, symlink};
-use std::thread;
+use crate::gather::files::render::tests::{dir, fake_program, write};
+use std::os::unix::fs::symlink;
 use std::time::Duration;
-
-/// A scratch directory for one test, removed when dropped.
-fn dir() -> Scratch {
-    Scratch::new().expect("a test directory")
-}
-
-/// `text` written at `dir/rel`, its parents made.
-fn write(dir: &Path, rel: &str, text: &str) {
-    let path = dir.join(rel);
-    fs::create_dir_all(path.parent().expect("a parent")).expect("parents");
-    fs::write(path, text).expect("written");
-}
 
 /// A repository in `dir/repo` with a base and an overlay that includes it.
 fn repo(dir: &Scratch) -> PathBuf {
@@ -32,25 +20,9 @@ fn repo(dir: &Scratch) -> PathBuf {
     repo
 }
 
-/// An executable `kubectl` shell script in `dir/bin` with `body`; probed until the
-/// kernel lets it run (another test's fork may hold it open for writing a moment).
+/// An executable `kubectl` shell script in `dir/bin` with `body`.
 fn fake_kubectl(dir: &Scratch, body: &str) -> PathBuf {
-    let bin = dir.root.join("bin");
-    fs::create_dir_all(&bin).expect("bin");
-    let kubectl = bin.join("kubectl");
-    let script = format!("#!/bin/sh\n[ \"$1\" = probe ] && exit 0\n{body}\n");
-    fs::write(&kubectl, script).expect("script");
-    fs::set_permissions(&kubectl, fs::Permissions::from_mode(0o755)).expect("mode");
-    for _ in 0..200 {
-        match Command::new(&kubectl).arg("probe").status() {
-            Ok(_) => return kubectl,
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                thread::sleep(Duration::from_millis(10))
-            }
-            Err(e) => panic!("probing the fake kubectl: {e}"),
-        }
-    }
-    panic!("the fake kubectl stayed busy");
+    fake_program(dir, "kubectl", body)
 }
 
 #[test]

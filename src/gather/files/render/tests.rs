@@ -3,12 +3,12 @@ use std::os::unix::fs::symlink;
 use std::os::unix::net::UnixListener;
 
 /// A scratch directory for one test, removed when dropped.
-fn dir() -> Scratch {
+pub(in crate::gather::files) fn dir() -> Scratch {
     Scratch::new().expect("a test directory")
 }
 
 /// `text` written at `dir/rel`, its parents made.
-fn write(dir: &Path, rel: &str, text: &str) {
+pub(in crate::gather::files) fn write(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);
     fs::create_dir_all(path.parent().expect("a parent")).expect("parents");
     fs::write(path, text).expect("written");
@@ -26,26 +26,31 @@ fn chart(dir: &Scratch) -> PathBuf {
     chart
 }
 
-/// An executable `helm` shell script in `dir/bin` with `body`; it answers `probe` at
+/// An executable `helm` shell script in `dir/bin` with `body` ([`fake_program`]).
+fn fake_helm(dir: &Scratch, body: &str) -> PathBuf {
+    fake_program(dir, "helm", body)
+}
+
+/// An executable shell script `name` in `dir/bin` with `body`; it answers `probe` at
 /// once, which is run until it succeeds: another test's fork may still hold the file
 /// open for writing for a moment (ETXTBSY).
-fn fake_helm(dir: &Scratch, body: &str) -> PathBuf {
+pub(in crate::gather::files) fn fake_program(dir: &Scratch, name: &str, body: &str) -> PathBuf {
     let bin = dir.root.join("bin");
     fs::create_dir_all(&bin).expect("bin");
-    let helm = bin.join("helm");
+    let program = bin.join(name);
     let script = format!("#!/bin/sh\n[ \"$1\" = probe ] && exit 0\n{body}\n");
-    fs::write(&helm, script).expect("script");
-    fs::set_permissions(&helm, fs::Permissions::from_mode(0o755)).expect("mode");
+    fs::write(&program, script).expect("script");
+    fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).expect("mode");
     for _ in 0..200 {
-        match Command::new(&helm).arg("probe").status() {
-            Ok(_) => return helm,
+        match Command::new(&program).arg("probe").status() {
+            Ok(_) => return program,
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                 thread::sleep(Duration::from_millis(10))
             }
-            Err(e) => panic!("probing the fake helm: {e}"),
+            Err(e) => panic!("probing the fake {name}: {e}"),
         }
     }
-    panic!("the fake helm stayed busy");
+    panic!("the fake {name} stayed busy");
 }
 
 /// `chart` rendered by the program `helm` within `limits`, with `helm`'s directory
