@@ -1,28 +1,13 @@
 use super::*;
-use crate::model::source::{Literal, Location, ResourceSpec, SettingWrite};
+use crate::model::source::{Literal, Location, SettingWrite};
 
 fn daemon(is_async: bool, facts: DaemonFacts) -> Handler {
     Handler {
-        location: Location::new("op.py", 10),
         function: "watch".into(),
-        decorator: "daemon".into(),
-        resource: Some(ResourceSpec {
-            name: "widgets".into(),
-            ..ResourceSpec::default()
-        }),
         text: "@kopf.daemon('widgets')".into(),
-        stacked: Vec::new(),
         is_async,
-        has_kwargs: true,
-        filtered: false,
-        blocking_calls: Vec::new(),
-        calls: Vec::new(),
-        module_logger_calls: Vec::new(),
-        kopf_logger_calls: Vec::new(),
-        raises: Vec::new(),
-        posts: Vec::new(),
-        self_patches: Vec::new(),
         daemon: Some(facts),
+        ..super::tests::handler("daemon", Some("widgets"))
     }
 }
 

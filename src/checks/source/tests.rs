@@ -2,7 +2,9 @@ use super::*;
 use crate::model::source::kopf_version::KopfRange;
 use crate::model::source::{Literal, ParseProblem, Registration, ResourceSpec, SettingWrite};
 
-fn handler(decorator: &str, resource: Option<&str>) -> Handler {
+/// A handler at op.py:10 with no facts but its decorator and resource: the other
+/// source tests start from it.
+pub(super) fn handler(decorator: &str, resource: Option<&str>) -> Handler {
     Handler {
         location: Location::new("op.py", 10),
         function: "fn".into(),

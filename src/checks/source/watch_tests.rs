@@ -6,22 +6,7 @@ use crate::model::source::{Handler, Location, SettingWrite};
 fn handler(decorator: &str, line: u32) -> Handler {
     Handler {
         location: Location::new("op.py", line),
-        function: "fn".into(),
-        decorator: decorator.into(),
-        resource: None,
-        text: format!("@kopf.{decorator}()"),
-        stacked: Vec::new(),
-        is_async: false,
-        has_kwargs: true,
-        filtered: false,
-        blocking_calls: Vec::new(),
-        calls: Vec::new(),
-        module_logger_calls: Vec::new(),
-        kopf_logger_calls: Vec::new(),
-        raises: Vec::new(),
-        posts: Vec::new(),
-        self_patches: Vec::new(),
-        daemon: None,
+        ..super::tests::handler(decorator, None)
     }
 }
 
