@@ -24,18 +24,19 @@ pub(crate) struct SourceFinding {
 
 /// Runs every source check.
 pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
+    let graph = CallGraph::new(facts);
     let mut out = syntax_error(facts);
     for handler in &facts.handlers {
         out.extend(handler_kwargs(handler));
         out.extend(blocking_call(handler));
-        out.extend(blocking_helper(facts, handler));
+        out.extend(blocking_helper(&graph, handler));
         out.extend(module_logger(handler));
         out.extend(unfiltered_builtin(handler));
     }
     out.extend(settings_outside_startup(facts));
     out.extend(posting_flood(facts));
     for handler in &facts.handlers {
-        out.extend(silent_failure(facts, handler));
+        out.extend(silent_failure(facts, &graph, handler));
         out.extend(timer_posting(handler));
         out.extend(handler_loop(handler));
     }
@@ -187,10 +188,14 @@ pub(crate) fn posting_flood(facts: &SourceFacts) -> Option<SourceFinding> {
 }
 
 /// `source.silent-failure`. Info when the kopf versions allowed straddle 1.41.
-pub(crate) fn silent_failure(facts: &SourceFacts, h: &Handler) -> Option<SourceFinding> {
+pub(crate) fn silent_failure(
+    facts: &SourceFacts,
+    graph: &CallGraph<'_>,
+    h: &Handler,
+) -> Option<SourceFinding> {
     let (error, at) = match h.raises.first() {
         Some((error, at)) => (error.clone(), at.clone()),
-        None => raised_by_helper(facts, h)?,
+        None => raised_by_helper(graph, h)?,
     };
     let (error, at) = (&error, &at);
     if !h.posts.is_empty() || facts.setting("posting.enabled") == Some(&Literal::Bool(false)) {
@@ -230,10 +235,10 @@ pub(crate) fn silent_failure(facts: &SourceFacts, h: &Handler) -> Option<SourceF
 /// [`blocking_helper`] follows them), none of which posts an Event: what it raises, as
 /// a phrase naming the chain (`kopf.TemporaryError (through check() (defined at
 /// x.py:3), at x.py:5)`), and the handler's call site.
-fn raised_by_helper(facts: &SourceFacts, h: &Handler) -> Option<(String, Location)> {
+fn raised_by_helper(graph: &CallGraph<'_>, h: &Handler) -> Option<(String, Location)> {
     h.calls.iter().find_map(|(name, at)| {
-        let helper = resolve_helper(facts, name, &at.file)?;
-        let (chain, error, raised_at) = through(facts, helper, 0, &mut Vec::new(), &|f| {
+        let helper = graph.resolve(name, &at.file)?;
+        let (chain, error, raised_at) = graph.through(helper, 0, &mut Vec::new(), &|f| {
             if f.posts {
                 return Err(());
             }
@@ -426,7 +431,7 @@ const MAX_CALL_DEPTH: usize = 4;
 /// that calls a helper (by a plain name, in its module or, when the name is unique in
 /// the repository, in another) which makes a blocking call itself or through the
 /// helpers it calls, up to [`MAX_CALL_DEPTH`] deep. One finding per call site, at it.
-pub(crate) fn blocking_helper(facts: &SourceFacts, h: &Handler) -> Vec<SourceFinding> {
+pub(crate) fn blocking_helper(graph: &CallGraph<'_>, h: &Handler) -> Vec<SourceFinding> {
     if !h.is_async {
         return Vec::new();
     }
@@ -435,8 +440,11 @@ pub(crate) fn blocking_helper(facts: &SourceFacts, h: &Handler) -> Vec<SourceFin
         .iter()
         .filter(|(_, at)| seen_sites.insert(at.clone()))
         .filter_map(|(name, at)| {
-            let helper = resolve_helper(facts, name, &at.file)?;
-            let (chain, what, blocked_at) = blocks_through(facts, helper, 0, &mut Vec::new())?;
+            let helper = graph.resolve(name, &at.file)?;
+            let (chain, what, blocked_at) =
+                graph.through(helper, 0, &mut Vec::new(), &|f| {
+                    Ok(f.blocking_calls.first().cloned())
+                })?;
             Some(raise(
                 CheckId::SourceBlockingCall,
                 &handler_target(h),
@@ -450,59 +458,69 @@ pub(crate) fn blocking_helper(facts: &SourceFacts, h: &Handler) -> Vec<SourceFin
         .collect()
 }
 
-/// The helper a plain name calls from `file`: the one defined in that file, else the
-/// only one of that name in the repository.
-fn resolve_helper<'a>(facts: &'a SourceFacts, name: &str, file: &str) -> Option<&'a Helper> {
-    let named = || facts.helpers.iter().filter(move |f| f.function == name);
-    named().find(|f| f.location.file == file).or_else(|| {
-        let mut all = named();
-        let only = all.next()?;
-        all.next().is_none().then_some(only)
-    })
+/// The repository's functions by name, built once per run: each call a handler or
+/// helper makes is looked up, not searched for among every function (a search per
+/// call is quadratic in a large repository's functions).
+pub(crate) struct CallGraph<'a> {
+    by_name: std::collections::HashMap<&'a str, Vec<&'a Helper>>,
 }
 
-/// The first blocking call `helper` makes, itself or through the helpers it calls: the
-/// chain of helpers (`helper() (at x.py:3) → inner() (at y.py:9)`), what, and where.
-fn blocks_through<'a>(
-    facts: &'a SourceFacts,
-    helper: &'a Helper,
-    depth: usize,
-    visiting: &mut Vec<&'a str>,
-) -> Option<(String, String, Location)> {
-    through(facts, helper, depth, visiting, &|f| {
-        Ok(f.blocking_calls.first().cloned())
-    })
-}
-
-/// What [`through`] looks for in one helper: what and where, `None` to look in its
-/// callees, `Err` to stop there.
+/// What [`CallGraph::through`] looks for in one helper: what and where, `None` to look
+/// in its callees, `Err` to stop there.
 type Pick = dyn Fn(&Helper) -> Result<Option<(String, Location)>, ()>;
 
-/// What `pick` finds in `helper` or in the helpers it calls, up to [`MAX_CALL_DEPTH`]
-/// deep, cycles cut: the chain of helpers, what, and where. `pick` gives `Err` to stop
-/// the search along a helper (one that posts an Event answers for its callees).
-fn through<'a>(
-    facts: &'a SourceFacts,
-    helper: &'a Helper,
-    depth: usize,
-    visiting: &mut Vec<&'a str>,
-    pick: &Pick,
-) -> Option<(String, String, Location)> {
-    let here = format!("{}() (defined at {})", helper.function, helper.location);
-    if let Some((what, at)) = pick(helper).ok()? {
-        return Some((here, what, at));
+impl<'a> CallGraph<'a> {
+    /// Indexes the helpers of `facts`.
+    pub(crate) fn new(facts: &'a SourceFacts) -> CallGraph<'a> {
+        let mut by_name: std::collections::HashMap<&str, Vec<&Helper>> =
+            std::collections::HashMap::new();
+        for helper in &facts.helpers {
+            by_name.entry(&helper.function).or_default().push(helper);
+        }
+        CallGraph { by_name }
     }
-    if depth + 1 >= MAX_CALL_DEPTH || visiting.contains(&helper.function.as_str()) {
-        return None;
+
+    /// The helper a plain name calls from `file`: the one defined in that file, else
+    /// the only one of that name in the repository.
+    fn resolve(&self, name: &str, file: &str) -> Option<&'a Helper> {
+        let named = self.by_name.get(name)?;
+        named
+            .iter()
+            .find(|f| f.location.file == file)
+            .or_else(|| match named.as_slice() {
+                [only] => Some(only),
+                _ => None,
+            })
+            .copied()
     }
-    visiting.push(&helper.function);
-    let found = helper.calls.iter().find_map(|name| {
-        let inner = resolve_helper(facts, name, &helper.location.file)?;
-        let (chain, what, at) = through(facts, inner, depth + 1, visiting, pick)?;
-        Some((format!("{here}, which calls {chain}"), what, at))
-    });
-    visiting.pop();
-    found
+
+    /// What `pick` finds in `helper` or in the helpers it calls, up to
+    /// [`MAX_CALL_DEPTH`] deep, cycles cut: the chain of helpers, what, and where.
+    /// `pick` gives `Err` to stop the search along a helper (one that posts an Event
+    /// answers for its callees).
+    fn through(
+        &self,
+        helper: &'a Helper,
+        depth: usize,
+        visiting: &mut Vec<&'a str>,
+        pick: &Pick,
+    ) -> Option<(String, String, Location)> {
+        let here = || format!("{}() (defined at {})", helper.function, helper.location);
+        if let Some((what, at)) = pick(helper).ok()? {
+            return Some((here(), what, at));
+        }
+        if depth + 1 >= MAX_CALL_DEPTH || visiting.contains(&helper.function.as_str()) {
+            return None;
+        }
+        visiting.push(&helper.function);
+        let found = helper.calls.iter().find_map(|name| {
+            let inner = self.resolve(name, &helper.location.file)?;
+            let (chain, what, at) = self.through(inner, depth + 1, visiting, pick)?;
+            Some((format!("{}, which calls {chain}", here()), what, at))
+        });
+        visiting.pop();
+        found
+    }
 }
 
 /// The handlers that serve no object: their records have nothing to be posted on.

@@ -182,14 +182,14 @@ fn silent_failure_is_a_raise_that_nothing_posts_on_current_kopf() {
         ..SourceFacts::default()
     };
     let unpinned = facts(&h, None);
-    let found = silent_failure(&unpinned, &h).expect("fires: current kopf assumed");
+    let found = silent_with_graph(&unpinned, &h).expect("fires: current kopf assumed");
     assert!(found.finding.message.contains("assumed"));
     // Before 1.41 the failure's log record is posted.
-    assert!(silent_failure(&facts(&h, pin("1.38.0")), &h).is_none());
+    assert!(silent_with_graph(&facts(&h, pin("1.38.0")), &h).is_none());
     // A handler that posts itself is not silent.
     let mut posting = h.clone();
     posting.posts = vec![(Location::new("op.py", 13), false)];
-    assert!(silent_failure(&facts(&posting, None), &posting).is_none());
+    assert!(silent_with_graph(&facts(&posting, None), &posting).is_none());
 }
 
 #[test]
@@ -331,18 +331,18 @@ fn a_caret_range_across_1_41_is_undecided_and_says_both_sides() {
     assert!(message.contains("kopf ^1.38.0"), "{message}");
     assert!(message.contains(">=1.38.0,<2.0.0"), "{message}");
     assert!(message.contains("before and from 1.41"), "{message}");
-    let silent = silent_failure(&caret, &h).expect("reported, undecided");
+    let silent = silent_with_graph(&caret, &h).expect("reported, undecided");
     assert_eq!(silent.finding.severity, Severity::Info);
     assert!(silent.finding.message.contains("pyproject.toml:9"));
     // A range wholly before 1.41 decides: the warning, as for a pinned version.
     let before = facts(required(">=1.30,<1.41", "1.30", "1.41"));
     let decided = posting_flood(&before).expect("fires");
     assert_eq!(decided.finding.severity, Severity::Warning);
-    assert!(silent_failure(&before, &h).is_none());
+    assert!(silent_with_graph(&before, &h).is_none());
     // A range wholly from 1.41 decides the other way.
     let after = facts(required("~=1.41", "1.41", "2"));
     assert!(posting_flood(&after).is_none());
-    let silent = silent_failure(&after, &h).expect("fires");
+    let silent = silent_with_graph(&after, &h).expect("fires");
     assert_eq!(silent.finding.severity, Severity::Warning);
 }
 
@@ -364,7 +364,12 @@ fn kopf_before_1_0_posts_handler_records_like_before_1_41() {
         "{}",
         flood.finding.message
     );
-    assert!(silent_failure(&facts(vec![]), &h).is_none());
+    assert!(silent_with_graph(&facts(vec![]), &h).is_none());
     let raised = startup_setting("posting.level", Literal::Name("logging.WARNING".into()));
     assert!(posting_flood(&facts(vec![raised])).is_none());
+}
+
+/// `source.silent-failure` on `facts`, with its call graph.
+fn silent_with_graph(facts: &SourceFacts, h: &Handler) -> Option<SourceFinding> {
+    silent_failure(facts, &CallGraph::new(facts), h)
 }
