@@ -68,6 +68,24 @@ pub(crate) fn acts(c: char) -> bool {
 
 /// The pass: characters replaced, then each line's markers broken.
 fn pass(text: &str, keep_styles: bool) -> String {
+    let chars = replace_acting(text, keep_styles);
+    let mut out = String::with_capacity(chars.len() + 8);
+    for (n, line) in chars.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        neutralise_line(&mut out, line);
+    }
+    out
+}
+
+/// `text` with every character that [`acts`] replaced (the styles kept when asked).
+/// Printable ASCII, newlines and tabs are copied whole: most of what lint prints.
+fn replace_acting(text: &str, keep_styles: bool) -> String {
+    let inert_byte = |b: &u8| matches!(b, b' '..=b'~' | b'\n' | b'\t');
+    if text.as_bytes().iter().all(inert_byte) {
+        return text.to_string();
+    }
     let mut chars = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
@@ -82,14 +100,7 @@ fn pass(text: &str, keep_styles: bool) -> String {
         chars.push(if acts(c) { REPLACEMENT } else { c });
         rest = &rest[c.len_utf8()..];
     }
-    let mut out = String::with_capacity(chars.len() + 8);
-    for (n, line) in chars.split('\n').enumerate() {
-        if n > 0 {
-            out.push('\n');
-        }
-        neutralise_line(&mut out, line);
-    }
-    out
+    chars
 }
 
 /// Appends `line` with [`MARK`] before a leading `::` and inside every `##[`/`##vso[`.

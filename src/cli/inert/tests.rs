@@ -322,3 +322,21 @@ fn the_hostile_data_round_trips_through_yaml_and_json_with_its_text_made_visible
     let value: serde_json::Value = serde_json::from_str(&json).expect("json parses");
     assert_eq!(value["unread"][1]["why"], "helm template failed", "{json}");
 }
+
+#[test]
+fn the_ascii_fast_path_copies_only_what_no_character_check_would_replace() {
+    for b in 0u8..128 {
+        let c = char::from(b);
+        let text = format!("a{c}b");
+        let copied = replace_acting(&text, false) == text;
+        assert_eq!(copied, !acts(c), "byte {b:#04x}");
+    }
+    assert_eq!(
+        replace_acting("plain text\n\twith tab", false),
+        "plain text\n\twith tab"
+    );
+    assert_eq!(
+        replace_acting("bell\u{7}", false),
+        format!("bell{REPLACEMENT}")
+    );
+}
