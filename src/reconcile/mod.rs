@@ -308,13 +308,20 @@ fn generation_or_request(audit: &KopfAudit) -> Option<u64> {
 }
 
 /// The reconcile with its consecutive-error count kept outside it: reset on success.
+///
+/// The controller starts a reconcile for every due audit at once (a task each), and
+/// all but `--max-concurrent-audits` of them wait here for a slot. The audit itself is
+/// a large future (tens of KiB: every await of gather and publish), so it is boxed
+/// once the slot is held: a waiting reconcile holds only this small one. Inline, 1,000
+/// audits due together held over 80 MiB while they waited (BENCHMARKS.md, "Scale").
 async fn reconcile_counted(
     audit: Arc<KopfAudit>,
     ctx: Arc<Context>,
 ) -> Result<Action, pipeline::ReconcileError> {
     let _slot = ctx.audit_slot().await;
     let _running = ctx.metrics.audit_running();
-    let result = pipeline::contain_panic(pipeline::reconcile(audit.clone(), ctx.clone()))
+    let audit_run = Box::pin(pipeline::reconcile(audit.clone(), ctx.clone()));
+    let result = pipeline::contain_panic(audit_run)
         .await
         .unwrap_or_else(|message| Err(pipeline::ReconcileError::Panicked(message)));
     if result.is_ok() {

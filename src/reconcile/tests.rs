@@ -653,3 +653,20 @@ async fn audits_past_the_slots_wait_and_are_counted_as_queued() {
     );
     assert!(ctx.metrics.encode().contains("kopf_audit_audits_queued 0"));
 }
+
+#[tokio::test]
+async fn a_reconcile_waiting_for_its_slot_holds_little_of_the_audit() {
+    // The controller starts a reconcile for every due audit at once, and all but the
+    // slots' number wait: each waiting one must hold its own small future, not the
+    // audit's (boxed once the slot is held).
+    let (client, _api) = FakeApi::start(NS, answer);
+    let ctx = context(client);
+    let audit = audit_with(None);
+    let waiting = std::mem::size_of_val(&super::reconcile_counted(audit.clone(), ctx.clone()));
+    let whole = std::mem::size_of_val(&reconcile(audit, ctx));
+    assert!(waiting <= 1024, "a waiting reconcile holds {waiting} bytes");
+    assert!(
+        whole > 8 * waiting,
+        "the audit's future ({whole} bytes) is what the box keeps off the queue"
+    );
+}
