@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::source::kopf_version::KopfRange;
+use crate::model::source::kopf_version::{KopfRange, parse_version};
 use crate::model::source::{Literal, ParseProblem, Registration, ResourceSpec, SettingWrite};
 
 /// A handler at op.py:10 with no facts but its decorator and resource: the other
@@ -124,7 +124,7 @@ fn unfiltered_builtin_spares_filtered_handlers_custom_kinds_and_event_handlers()
 
 /// A requirement on exactly `version`.
 fn pin(version: &str) -> Option<KopfPin> {
-    let range = KopfRange::exactly(KopfVersion::parse(version).expect("a version"));
+    let range = KopfRange::exactly(parse_version(version).expect("a version"));
     Some(KopfPin {
         range,
         written: format!("=={version}"),
@@ -304,7 +304,7 @@ fn an_update_handler_patching_a_changing_value_on_every_call_loops() {
 
 /// A requirement that allows a range, as written in `pyproject.toml`.
 fn required(written: &str, lower: &str, upper: &str) -> Option<KopfPin> {
-    let v = |t: &str| KopfVersion::parse(t).expect("a version");
+    let v = |t: &str| parse_version(t).expect("a version");
     Some(KopfPin {
         range: KopfRange::from_until(v(lower), v(upper)),
         written: written.into(),
