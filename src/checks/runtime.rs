@@ -13,6 +13,7 @@ use crate::model::evidence::{
 use crate::model::kopf_run::KopfRun;
 use crate::model::needs::{CRD_GROUP, CRD_RESOURCE};
 use crate::model::settings::CheckSettings;
+use crate::model::source::kopf_version::BOOKMARKS;
 use k8s_openapi::api::core::v1::Pod;
 use kopf_log::{
     BackgroundTask, EventKind, HandlerKind, KopfVersion, PermissionScope, Record, VersionRange,
@@ -23,9 +24,6 @@ use std::collections::{BTreeMap, BTreeSet};
 /// re-raises a failed ensemble task); up to 1.44.6 the dead task stays registered and
 /// is never respawned.
 const EXITS_ON_DEAD_WATCHER: KopfVersion = KopfVersion::new(1, 45, 0);
-/// The first release whose watches use bookmarks and an inactivity timeout (kopf 1.44.0
-/// `_cogs/clients/watching.py`): before it, a watch can freeze silently.
-const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
 /// At most this many objects are named in a not-handling finding.
 const NAMED_OBJECTS: usize = 5;
 

@@ -4,7 +4,9 @@
 use super::{finding, startup_settings};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
-use crate::model::source::kopf_version::{ByVersion, KOPF_ERAS, KopfVersion, LogPosting};
+use crate::model::source::kopf_version::{
+    BOOKMARKS, ByVersion, KOPF_ERAS, KopfVersion, LogPosting,
+};
 use crate::model::source::{
     DaemonFacts, Handler, Helper, KopfPin, Literal, Location, Millis, ResourceSpec, Sleep,
     SourceFacts,
@@ -808,11 +810,6 @@ fn fix(h: &Handler, duration: Option<Millis>) -> String {
         wait_call(h, duration.or(Some(Millis(10_000))))
     )
 }
-
-/// kopf 1.44: watch streams ask for bookmarks, and a stream silent for
-/// `settings.watching.inactivity_timeout` (70 s) is closed and restarted (kopf 1.45
-/// `_cogs/clients/watching.py`); before it, nothing notices a silent stream.
-const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
 
 /// The watch timeouts: either bounds every watch stream (kopf 1.45
 /// `_cogs/configs/configuration.py`, `WatchingSettings`; both default to `None`).

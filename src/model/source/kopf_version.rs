@@ -245,6 +245,13 @@ impl KopfPin {
 /// where what the linter models of posting may change.
 pub(crate) const KOPF_ERAS: [KopfVersion; 2] = [KopfVersion::new(1, 0, 0), LOGGERS_SETTING];
 
+/// kopf 1.44: watch streams ask for bookmarks, and a stream silent for
+/// `settings.watching.inactivity_timeout` (70 s) is closed and restarted (kopf 1.45
+/// `_cogs/clients/watching.py`); before it, nothing notices a silent stream and a watch
+/// can freeze. Lint asks it of a requirement's range, the live runtime checks of the
+/// log's wording.
+pub(crate) const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
+
 /// kopf 1.41: `settings.posting.loggers` arrived.
 pub(crate) const LOGGERS_SETTING: KopfVersion = KopfVersion::new(1, 41, 0);
 
