@@ -238,8 +238,13 @@ fn modules_import_each_other_without_cycles() {
     }
 }
 
+/// A check `area.some-name` lives in one place. Decided one way, it is the function
+/// `some_name` in `checks/<area>.rs` (or, for an RBAC permission, `model/needs.rs`).
+/// Decided two ways (live and from the source), it is the module
+/// `checks/<area>/<some_name>.rs`, which holds its deciders (`fn live`, `fn source`):
+/// then no other file of `checks/` may hold a `fn some_name`, a second decider.
 #[test]
-fn every_check_id_has_a_function_named_after_it() {
+fn every_check_id_has_a_function_or_a_module_named_after_it() {
     let catalog = std::fs::read_to_string(src().join("catalog/checks.rs")).expect("catalog");
     let ids: Vec<&str> = catalog
         .lines()
@@ -250,10 +255,36 @@ fn every_check_id_has_a_function_named_after_it() {
         })
         .collect();
     assert!(ids.len() > 30, "read the check IDs: {ids:?}");
+    let mut checks_files = Vec::new();
+    rust_files(&src().join("checks"), &mut checks_files);
     let mut missing = Vec::new();
+    let mut modules = 0;
     for id in ids {
         let (area, name) = id.split_once('.').expect("area.name");
-        let function = format!("fn {}(", name.replace('-', "_"));
+        let snake = name.replace('-', "_");
+        let function = format!("fn {snake}(");
+        let module = src().join(format!("checks/{area}/{snake}.rs"));
+        if let Ok(text) = std::fs::read_to_string(&module) {
+            modules += 1;
+            if !(text.contains("fn live(") && text.contains("fn source(")) {
+                missing.push(format!(
+                    "{id}: checks/{area}/{snake}.rs holds no `fn live(` and `fn source(`"
+                ));
+            }
+            for other in checks_files
+                .iter()
+                .filter(|f| **f != module && !is_test_file(f))
+            {
+                let code = production_code(&std::fs::read_to_string(other).expect("readable"));
+                if code.contains(&function) {
+                    missing.push(format!(
+                        "{id}: {} decides it outside checks/{area}/{snake}.rs",
+                        other.display()
+                    ));
+                }
+            }
+            continue;
+        }
         let homes = [
             src().join(format!("checks/{area}.rs")),
             src().join("model/needs.rs"),
@@ -263,9 +294,13 @@ fn every_check_id_has_a_function_named_after_it() {
             .any(|h| std::fs::read_to_string(h).is_ok_and(|text| text.contains(&function)));
         if !found {
             missing.push(format!(
-                "{id}: no `{function}` in checks/{area}.rs or model/needs.rs"
+                "{id}: no `{function}` in checks/{area}.rs or model/needs.rs, and no checks/{area}/{snake}.rs"
             ));
         }
     }
+    assert!(
+        modules >= 4,
+        "the checks with a module of their own: {modules}"
+    );
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }

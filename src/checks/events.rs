@@ -13,21 +13,20 @@ use crate::api::Finding;
 use crate::catalog::{CheckId, EventType};
 use crate::model::evidence::{EventRecord, KopfEvidence, LogEvidence, Reporter, TargetEvidence};
 use crate::model::settings::CheckSettings;
-use kopf_log::{EventKind, HandlerKind, KopfVersion, Record};
+use crate::model::source::kopf_version::LogPosting;
+use kopf_log::{EventKind, HandlerKind, Record};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// The first release with `settings.posting.loggers`. kopf 1.37.5, 1.38.0 and 1.40.1
-/// have none (`_cogs/configs/configuration.py` `PostingSettings`: `enabled`, `level`
-/// and the reporting fields), and their `_core/engines/posting.py` `K8sPoster.filter`
-/// posts every object-logger record at or above `posting.level` (INFO by default);
-/// kopf 1.41.0 and 1.43.0 have `loggers: bool = True`, kopf 1.44.6 and 1.45.2
-/// `loggers = False`, each checked in that filter.
-const POSTING_LOGGERS: KopfVersion = KopfVersion::new(1, 41, 0);
 
 /// Whether the log's wording dates kopf before `settings.posting.loggers`: every
 /// object-logger record at or above `posting.level` becomes an Event, failures included.
+/// kopf 1.37.5, 1.38.0 and 1.40.1 have no such setting (`_cogs/configs/configuration.py`
+/// `PostingSettings`: `enabled`, `level` and the reporting fields), and their
+/// `_core/engines/posting.py` `K8sPoster.filter` posts every object-logger record at or
+/// above `posting.level` (INFO by default); kopf 1.41.0 and 1.43.0 have `loggers: bool =
+/// True`, kopf 1.44.6 and 1.45.2 `loggers = False`, each checked in that filter. The
+/// boundary is lint's too: one rule, [`LogPosting::of`].
 fn mirrors_every_record(logs: &LogEvidence) -> bool {
-    !logs.version.is_empty() && logs.version.at_most.is_some_and(|hi| hi < POSTING_LOGGERS)
+    LogPosting::in_log(&logs.version) == Some(LogPosting::EveryRecord)
 }
 
 /// kopf cuts event messages longer than this to head + `...` + tail.

@@ -1,11 +1,16 @@
 //! The checks layer, pure: one module per condition area, each a set of functions from
 //! gathered evidence to findings; a check `area.some-name` is the function `some_name`
 //! in `checks/<area>.rs` (the RBAC permission checks build their needs in
-//! `model/needs.rs`, one function per ID there). Nothing here performs I/O.
+//! `model/needs.rs`, one function per ID there). A check decided both live (from the
+//! cluster's evidence) and from the source (the Python and its settings) is a module of
+//! its own, `checks/<area>/<some_name>.rs`, holding both deciders and its [`Wording`].
+//! [`registry`] says, for every check ID, which deciders it has and where they are.
+//! Nothing here performs I/O.
 
 pub(crate) mod events;
 pub(crate) mod persistence;
 pub(crate) mod rbac;
+pub(crate) mod registry;
 pub(crate) mod runtime;
 pub(crate) mod source;
 pub(crate) mod workload;
@@ -105,6 +110,46 @@ pub(crate) fn finding(
         stale: false,
         absent_since: None,
     }
+}
+
+/// How a check with two deciders words its finding, whichever decided: each decider
+/// says what it saw in its own terms (objects' marks or a log, live; handlers and
+/// settings, from the source), then comes the check's advice, and the same fix. So
+/// the two sources give one message shape, `<what was seen>: <advice>`, and one fix.
+pub(crate) struct Wording {
+    /// The check.
+    pub(crate) check: CheckId,
+    /// What the finding means and what to do, after what was seen.
+    pub(crate) advice: &'static str,
+    /// The fix both deciders carry.
+    pub(crate) fix: fn() -> String,
+}
+
+impl Wording {
+    /// The one way the check's finding is built, at its default severity.
+    pub(crate) fn finding(&self, target: &str, seen: &str, evidence: Option<String>) -> Finding {
+        let mut f = finding(
+            self.check,
+            target,
+            format!("{seen}: {}", self.advice),
+            evidence,
+        );
+        f.fix = Some((self.fix)());
+        f
+    }
+}
+
+/// The Python of an `@kopf.on.startup` handler that sets kopf's `settings`, one line
+/// each: the fix of a check whose cure is a setting.
+pub(crate) fn startup_settings(lines: &[&str]) -> String {
+    let mut out =
+        String::from("@kopf.on.startup()\ndef configure(settings: kopf.OperatorSettings, **_):\n");
+    for line in lines {
+        out.push_str("    ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// A strategic-merge patch that sets `fields` (YAML, indented as under the container)

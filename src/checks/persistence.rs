@@ -13,7 +13,11 @@ use crate::model::kopf_marks;
 use crate::model::settings::CheckSettings;
 use kopf_log::{EventKind, KopfVersion, VersionRange};
 
-pub(crate) use crate::model::kopf_marks::{DEFAULT_FINALIZER, DIFFBASE_ANNOTATION as DIFFBASE};
+pub(crate) mod default_finalizer;
+pub(crate) mod diffbase_annotation;
+pub(crate) mod progress_annotations;
+mod storage;
+
 /// The API server's limit on the total size of an object's annotations.
 pub(crate) const ANNOTATIONS_LIMIT: usize = 262_144;
 /// Deleting for longer than this with a finalizer is stuck.
@@ -37,9 +41,9 @@ pub(crate) fn check(
     };
     let objects = &objects.samples;
     let mut out = Vec::new();
-    out.extend(progress_annotations(name, objects));
-    out.extend(diffbase_annotation(name, objects));
-    out.extend(default_finalizer(name, objects));
+    out.extend(progress_annotations::live(name, objects));
+    out.extend(diffbase_annotation::live(name, objects));
+    out.extend(default_finalizer::live(name, objects));
     out.extend(status_schema(
         name,
         handled,
@@ -158,46 +162,6 @@ fn has_kopf_annotations(object: &ObjectSample) -> bool {
     let prefix = kopf_marks::prefix(object.annotations.keys().map(String::as_str));
     let under = format!("{prefix}/");
     object.annotations.keys().any(|k| k.starts_with(&under))
-}
-
-fn progress_annotations(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
-    let (object, key) = objects.iter().find_map(|o| {
-        let prefix = kopf_marks::prefix(o.annotations.keys().map(String::as_str));
-        o.annotations
-            .keys()
-            .find(|k| kopf_marks::is_progress_annotation(k, &prefix))
-            .map(|k| (o, k))
-    })?;
-    Some(finding(
-        CheckId::PersistenceProgressAnnotations,
-        target,
-        "Handled objects carry kopf's progress in kopf.zalando.org/<handler-id> annotations: set settings.persistence.progress_storage = kopf.StatusProgressStorage() in a startup handler (the CRD's status must preserve unknown fields).".to_string(),
-        Some(format!("{} has annotation {key}", object.qualified_name())),
-    ))
-}
-
-fn diffbase_annotation(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
-    let object = objects
-        .iter()
-        .find(|o| o.annotations.contains_key(DIFFBASE))?;
-    Some(finding(
-        CheckId::PersistenceDiffbaseAnnotation,
-        target,
-        "Handled objects carry kopf's diff-base in the kopf.zalando.org/last-handled-configuration annotation: set settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage() in a startup handler.".to_string(),
-        Some(format!("{} has annotation {DIFFBASE}", object.qualified_name())),
-    ))
-}
-
-fn default_finalizer(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
-    let object = objects
-        .iter()
-        .find(|o| o.finalizers.iter().any(|f| f == DEFAULT_FINALIZER))?;
-    Some(finding(
-        CheckId::PersistenceDefaultFinalizer,
-        target,
-        "Handled objects use kopf's default finalizer kopf.zalando.org/KopfFinalizerMarker: name it after your group with settings.persistence.finalizer = '<group>/finalizer'.".to_string(),
-        Some(format!("{} has finalizer {DEFAULT_FINALIZER}", object.qualified_name())),
-    ))
 }
 
 /// The first release whose default progress storage writes annotations only (kopf 1.44

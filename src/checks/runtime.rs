@@ -13,6 +13,7 @@ use crate::model::evidence::{
 use crate::model::kopf_run::KopfRun;
 use crate::model::needs::{CRD_GROUP, CRD_RESOURCE};
 use crate::model::settings::CheckSettings;
+use crate::model::source::kopf_version::BOOKMARKS;
 use k8s_openapi::api::core::v1::Pod;
 use kopf_log::{
     BackgroundTask, EventKind, HandlerKind, KopfVersion, PermissionScope, Record, VersionRange,
@@ -23,9 +24,6 @@ use std::collections::{BTreeMap, BTreeSet};
 /// re-raises a failed ensemble task); up to 1.44.6 the dead task stays registered and
 /// is never respawned.
 const EXITS_ON_DEAD_WATCHER: KopfVersion = KopfVersion::new(1, 45, 0);
-/// The first release whose watches use bookmarks and an inactivity timeout (kopf 1.44.0
-/// `_cogs/clients/watching.py`): before it, a watch can freeze silently.
-const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
 /// At most this many objects are named in a not-handling finding.
 const NAMED_OBJECTS: usize = 5;
 
@@ -38,6 +36,7 @@ const MIN_LINES_TO_JUDGE: u64 = 20;
 
 mod conflict;
 mod faults;
+pub(crate) mod handler_loop;
 
 /// Runs every runtime check on one kopf target.
 pub(crate) fn check(
@@ -91,7 +90,7 @@ pub(crate) fn check(
         unresolved_resources(name, logs).into_iter().collect(),
         throttling(name, logs).into_iter().collect(),
         rate_limited(name, logs).into_iter().collect(),
-        handler_loop(
+        handler_loop::live(
             name,
             logs,
             kopf.objects.as_ref().map_or(&[][..], |o| &o.samples[..]),
@@ -423,114 +422,6 @@ fn rate_limited(target: &str, logs: &LogEvidence) -> Option<Finding> {
         f.severity = Severity::Error;
     }
     Some(f)
-}
-
-/// Successes of one change handler on one object in the window from which a loop is
-/// reported, when the object's updates were processed as often (the catalogue's
-/// default).
-const LOOP_REPEATS: u64 = 10;
-
-/// The cause kopf titles `Updating` in `Updating is processed: ...` (the same in kopf
-/// 1.37.5, 1.38.0, 1.43.0, 1.44.6 and 1.45.2 `_core/reactor/processing.py`,
-/// `title.capitalize()`), lower-cased as the tally keeps it.
-const UPDATING: &str = "updating";
-
-/// `runtime.handler-loop`: a change handler (`Handler 'x'`, never a timer or a daemon,
-/// which run on purpose and are named `Timer 'x'` and `Daemon 'x'`, kopf
-/// `_core/intents/handlers.py`) that succeeded at least [`LOOP_REPEATS`] times on one
-/// object in the window, that object's updates processed as often: each success
-/// followed an update. kopf stores the diff-base from before the handler ran, so a
-/// handler that patches what kopf diffs (spec, labels, annotations) causes the next
-/// update itself. An object that someone other than kopf changed after the handler's
-/// first success there (its `metadata.managedFields`, when it is sampled) is left out:
-/// those updates may be theirs. One finding per handler, naming its objects, the
-/// busiest first.
-fn handler_loop(target: &str, logs: &LogEvidence, objects: &[ObjectSample]) -> Vec<Finding> {
-    let changed_by_others = |t: &kopf_log::Tallied| {
-        let first = t
-            .first
-            .and_then(|f| jiff::Timestamp::new(f.secs, f.nanos as i32).ok());
-        objects
-            .iter()
-            .filter(|o| {
-                o.name == t.name
-                    && Some(o.namespace.as_str()) == t.namespace.as_deref().or(Some(""))
-            })
-            .filter_map(|o| o.handling.changed_by_others)
-            .any(|at| first.is_some_and(|first| at > first))
-    };
-    let updates: BTreeMap<(Option<&str>, &str), u64> = logs
-        .tally
-        .iter()
-        .filter(
-            |t| matches!(&t.outcome, kopf_log::Outcome::Processed { cause } if cause == UPDATING),
-        )
-        .map(|t| ((t.namespace.as_deref(), t.name.as_str()), t.count))
-        .collect();
-    let mut per_handler: BTreeMap<&str, Vec<&kopf_log::Tallied>> = BTreeMap::new();
-    for t in logs.tally.iter() {
-        let kopf_log::Outcome::Succeeded { kind, id } = &t.outcome else {
-            continue;
-        };
-        let object = (t.namespace.as_deref(), t.name.as_str());
-        let updated = updates.get(&object).copied().unwrap_or(0);
-        if *kind == HandlerKind::Handler
-            && t.count >= LOOP_REPEATS
-            && updated >= LOOP_REPEATS
-            && !changed_by_others(t)
-        {
-            per_handler.entry(id).or_default().push(t);
-        }
-    }
-    per_handler
-        .into_iter()
-        .map(|(id, mut looping)| {
-            looping.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
-            let busiest = looping[0];
-            let object = qualified(busiest.namespace.as_deref(), &busiest.name);
-            let others = match looping.len() - 1 {
-                0 => String::new(),
-                1 => " (and 1 more object)".to_string(),
-                n => format!(" (and {n} more objects)"),
-            };
-            finding(
-                CheckId::RuntimeHandlerLoop,
-                target,
-                format!(
-                    "Handler '{id}' succeeded {} on {object}{others} in the log window, {}, each time after an update: it most likely changes its own object (spec, a label or an annotation), and kopf handles its own patch as the next change, for ever. Patch only when the value differs, put what the handler writes into status (kopf does not diff status) or return it, let kopf.on.field watch only fields the handler does not write, or raise kopf.PermanentError when there is nothing to do.",
-                    times(busiest.count),
-                    rate(busiest),
-                ),
-                Some(format!("[{object}] Handler '{id}' succeeded. ({})", times(busiest.count))),
-            )
-        })
-        .collect()
-}
-
-/// How many times, as a bucket (stable from one audit to the next).
-fn times(count: u64) -> &'static str {
-    match count {
-        0..=99 => "10 or more times",
-        100..=999 => "100 or more times",
-        _ => "1000 or more times",
-    }
-}
-
-/// How often a pair was counted, as a bucket of the mean interval between its first and
-/// last record.
-fn rate(t: &kopf_log::Tallied) -> &'static str {
-    let (Some(first), Some(last)) = (t.first, t.last) else {
-        return "at a rate the log's timestamps do not show";
-    };
-    let span = (last.secs - first.secs).max(0) as f64 + f64::from(last.nanos) / 1e9
-        - f64::from(first.nanos) / 1e9;
-    let every = span / t.count.saturating_sub(1).max(1) as f64;
-    match every {
-        e if e < 1.0 => "more than once a second",
-        e if e < 10.0 => "every few seconds",
-        e if e < 60.0 => "several times a minute",
-        _ => "about once a minute or less often",
-    }
 }
 
 /// `runtime.orphaned-daemons`: `did not exit in time. Leaving it orphaned.`

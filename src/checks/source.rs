@@ -1,10 +1,12 @@
 //! The `source.*` checks, pure: what only an operator's Python source shows, for
 //! `kopf-audit lint`. Each finding points at a file and line.
 
-use super::finding;
+use super::{finding, startup_settings};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
-use crate::model::source::kopf_version::{ByVersion, KOPF_ERAS, KopfVersion, LogPosting};
+use crate::model::source::kopf_version::{
+    BOOKMARKS, ByVersion, KOPF_ERAS, KopfVersion, LogPosting,
+};
 use crate::model::source::{
     DaemonFacts, Handler, Helper, KopfPin, Literal, Location, Millis, ResourceSpec, Sleep,
     SourceFacts,
@@ -20,35 +22,6 @@ pub(crate) struct SourceFinding {
     /// Lines that, inserted before the location's line, fix it (also in the finding's
     /// `fix`): what SARIF can carry as a fix.
     pub(crate) insert_before: Option<String>,
-}
-
-/// Runs every source check.
-pub(crate) fn check(facts: &SourceFacts) -> Vec<SourceFinding> {
-    let graph = CallGraph::new(facts);
-    let mut out = syntax_error(facts);
-    for handler in &facts.handlers {
-        out.extend(handler_kwargs(handler));
-        out.extend(blocking_call(handler));
-        out.extend(blocking_helper(&graph, handler));
-        out.extend(module_logger(handler));
-        out.extend(unfiltered_builtin(handler));
-    }
-    out.extend(settings_outside_startup(facts));
-    out.extend(posting_flood(facts));
-    for handler in &facts.handlers {
-        out.extend(silent_failure(facts, &graph, handler));
-        out.extend(timer_posting(handler));
-        out.extend(handler_loop(handler));
-    }
-    out.extend(index_worker_limit(facts));
-    out.extend(no_resume(facts));
-    out.extend(sync_daemon_pool(facts));
-    out.extend(facts.handlers.iter().filter_map(daemon_ignores_stop));
-    out.extend(watch_timeouts(facts));
-    out.extend(storage::progress_annotations(facts));
-    out.extend(storage::diffbase_annotation(facts));
-    out.extend(storage::default_finalizer(facts));
-    out
 }
 
 /// Whether handlers' log records are posted as Events, across the kopf versions the
@@ -268,35 +241,6 @@ pub(crate) fn timer_posting(h: &Handler) -> Option<SourceFinding> {
     ))
 }
 
-/// The handlers kopf calls again on each change of their object (on.update for every
-/// change of what it diffs; on.field for changes of their field).
-const CHANGE_HANDLERS: [&str; 2] = ["on.update", "on.field"];
-
-/// `runtime.handler-loop`, from the source: an update or field handler that writes, on
-/// every call, a value that differs each time (the time, a random or unique id) into
-/// what kopf diffs of its own object (spec, labels, annotations) through its `patch`.
-/// kopf stores the diff-base from before the handler ran, so that write is the next
-/// change, and the handler runs again, for ever (kopf issues 1294, 935). A write under
-/// a condition (patch only when different) is not reported.
-pub(crate) fn handler_loop(h: &Handler) -> Option<SourceFinding> {
-    let decorator = std::iter::once(&h.decorator)
-        .chain(h.stacked.iter().map(|r| &r.decorator))
-        .find(|d| CHANGE_HANDLERS.contains(&d.as_str()))?;
-    let (path, at, _) = h
-        .self_patches
-        .iter()
-        .find(|(_, _, every_call)| *every_call)?;
-    Some(raise(
-        CheckId::RuntimeHandlerLoop,
-        &handler_target(h),
-        at,
-        format!(
-            "@kopf.{decorator} handler {}() writes patch.{path} on every call, with a value that differs each time: kopf diffs it, and stores the diff-base from before the handler ran, so the handler's own patch is the next change and it runs again, for ever (runtime.handler-loop once deployed). Patch only when the value differs, put it into status (kopf does not diff status), or return it as the handler's result.",
-            h.function
-        ),
-    ))
-}
-
 /// `source.index-worker-limit`.
 pub(crate) fn index_worker_limit(facts: &SourceFacts) -> Option<SourceFinding> {
     let index = facts
@@ -341,18 +285,6 @@ fn with_insertion(mut found: SourceFinding, lines: String) -> SourceFinding {
     found
 }
 
-/// The Python that sets kopf settings in a startup handler.
-fn startup_settings(lines: &[&str]) -> String {
-    let mut out =
-        String::from("@kopf.on.startup()\ndef configure(settings: kopf.OperatorSettings, **_):\n");
-    for line in lines {
-        out.push_str("    ");
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
 /// kopf's positional resource arguments for a decorator: group, version and name where
 /// the source gave them.
 fn resource_arguments(resource: &ResourceSpec) -> String {
@@ -368,7 +300,7 @@ fn resource_arguments(resource: &ResourceSpec) -> String {
 }
 
 /// The name findings give a handler: `file:function`.
-fn handler_target(h: &Handler) -> String {
+pub(crate) fn handler_target(h: &Handler) -> String {
     format!("{}:{}", h.location.file, h.function)
 }
 
@@ -599,8 +531,6 @@ pub(crate) fn settings_outside_startup(facts: &SourceFacts) -> Vec<SourceFinding
         })
         .collect()
 }
-
-mod storage;
 
 #[cfg(test)]
 mod tests;
@@ -898,11 +828,6 @@ fn fix(h: &Handler, duration: Option<Millis>) -> String {
     )
 }
 
-/// kopf 1.44: watch streams ask for bookmarks, and a stream silent for
-/// `settings.watching.inactivity_timeout` (70 s) is closed and restarted (kopf 1.45
-/// `_cogs/clients/watching.py`); before it, nothing notices a silent stream.
-const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
-
 /// The watch timeouts: either bounds every watch stream (kopf 1.45
 /// `_cogs/configs/configuration.py`, `WatchingSettings`; both default to `None`).
 const WATCH_TIMEOUTS: [&str; 2] = ["watching.server_timeout", "watching.client_timeout"];
@@ -979,6 +904,15 @@ pub(crate) fn watch_timeouts(facts: &SourceFacts) -> Option<SourceFinding> {
 }
 
 impl SourceFinding {
+    /// A finding of the source at `location`, with no lines to insert.
+    pub(crate) fn at(finding: Finding, location: &Location) -> SourceFinding {
+        SourceFinding {
+            finding,
+            location: location.clone(),
+            insert_before: None,
+        }
+    }
+
     /// The finding at another severity than its check's default.
     fn with_severity(mut self, severity: Severity) -> SourceFinding {
         self.finding.severity = severity;

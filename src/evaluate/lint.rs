@@ -9,7 +9,7 @@
 use super::run::{self, AreaState, Policy};
 use crate::api::{Finding, KopfAuditSpec, SkippedCheck, TargetStatus};
 use crate::catalog::{Area, CheckId};
-use crate::checks::source;
+use crate::checks::registry;
 use crate::gather::files::Linted;
 use crate::gather::files::manifests::Manifests;
 use crate::model::evidence::TargetEvidence;
@@ -134,7 +134,7 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
     }
     let ignores = ignores(&linted.python);
     let today = crate::model::exemption::today(linted.evidence.now);
-    for found in source::check(&linted.source) {
+    for found in registry::source_findings(&linted.source) {
         let exemption = ignored(&ignores, &found.location, found.finding.check);
         let mut honoured = false;
         if let Some(text) = exemption {

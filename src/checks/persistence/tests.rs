@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::model::evidence::{CrdInfo, HandledSource};
+use crate::model::kopf_marks::{DEFAULT_FINALIZER, DIFFBASE_ANNOTATION as DIFFBASE};
 use std::collections::BTreeMap;
 
 fn object(annotations: &[(&str, usize)], finalizers: &[&str]) -> ObjectSample {
@@ -46,15 +47,15 @@ fn annotations_storage_and_default_finalizer() {
         ],
         &[DEFAULT_FINALIZER],
     )];
-    assert!(progress_annotations("op", &objs).is_some());
-    assert!(diffbase_annotation("op", &objs).is_some());
-    assert!(default_finalizer("op", &objs).is_some());
+    assert!(progress_annotations::live("op", &objs).is_some());
+    assert!(diffbase_annotation::live("op", &objs).is_some());
+    assert!(default_finalizer::live("op", &objs).is_some());
     let clean = [object(&[("app", 10)], &["example.com/finalizer"])];
-    assert!(progress_annotations("op", &clean).is_none());
-    assert!(diffbase_annotation("op", &clean).is_none());
-    assert!(default_finalizer("op", &clean).is_none());
+    assert!(progress_annotations::live("op", &clean).is_none());
+    assert!(diffbase_annotation::live("op", &clean).is_none());
+    assert!(default_finalizer::live("op", &clean).is_none());
     let only_diffbase = [object(&[(DIFFBASE, 300)], &[])];
-    assert!(progress_annotations("op", &only_diffbase).is_none());
+    assert!(progress_annotations::live("op", &only_diffbase).is_none());
 }
 
 #[test]
@@ -347,7 +348,7 @@ fn progress_marks_follow_kopfs_one_rule_whatever_the_prefix() {
         &[("kopf.zalando.org/last-handled-configuration-ofDRS", 10)],
         &[],
     )];
-    assert!(progress_annotations("op", &drs).is_none());
+    assert!(progress_annotations::live("op", &drs).is_none());
     // Progress under a prefix the operator's storage settings chose is found.
     let custom = [object(
         &[
@@ -356,7 +357,7 @@ fn progress_marks_follow_kopfs_one_rule_whatever_the_prefix() {
         ],
         &[],
     )];
-    let found = progress_annotations("op", &custom).expect("custom prefix progress");
+    let found = progress_annotations::live("op", &custom).expect("custom prefix progress");
     assert!(
         found
             .evidence

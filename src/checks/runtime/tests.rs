@@ -599,7 +599,7 @@ fn rounds(n: usize, who: &str, cause: &str, obj: &str) -> Vec<String> {
 
 fn loops(lines: &[String]) -> Vec<Finding> {
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    handler_loop("op", &parse(&lines), &[])
+    handler_loop::live("op", &parse(&lines), &[])
 }
 
 #[test]
@@ -656,7 +656,7 @@ fn handler_loop_counts_the_fast_scan_as_the_full_parse() {
         tally: parser.tally().clone(),
         ..Default::default()
     };
-    assert_eq!(handler_loop("op", &logs, &[]), loops(&lines));
+    assert_eq!(handler_loop::live("op", &logs, &[]), loops(&lines));
 }
 
 // --- runtime.startup-stalled ---------------------------------------------------------
@@ -774,7 +774,7 @@ fn handler_loop_leaves_out_objects_others_keep_changing() {
         ..changed("w1", 0, Handling::default())
     };
     assert_eq!(
-        handler_loop("op", &logs, std::slice::from_ref(&created)).len(),
+        handler_loop::live("op", &logs, std::slice::from_ref(&created)).len(),
         1
     );
     // Changed by someone else while the handler kept succeeding: maybe their updates.
@@ -785,5 +785,5 @@ fn handler_loop_leaves_out_objects_others_keep_changing() {
         },
         ..created
     };
-    assert!(handler_loop("op", &logs, &[churned]).is_empty());
+    assert!(handler_loop::live("op", &logs, &[churned]).is_empty());
 }

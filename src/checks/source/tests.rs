@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::source::kopf_version::KopfRange;
+use crate::model::source::kopf_version::{KopfRange, parse_version};
 use crate::model::source::{Literal, ParseProblem, Registration, ResourceSpec, SettingWrite};
 
 /// A handler at op.py:10 with no facts but its decorator and resource: the other
@@ -63,7 +63,7 @@ fn a_clean_handler_raises_nothing() {
         ],
         ..SourceFacts::default()
     };
-    assert!(check(&facts).is_empty());
+    assert!(crate::checks::registry::source_findings(&facts).is_empty());
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn each_source_check_fires_on_its_own_fault_with_the_location() {
         }],
         ..SourceFacts::default()
     };
-    let found = check(&facts);
+    let found = crate::checks::registry::source_findings(&facts);
     assert_eq!(
         ids(&found),
         [
@@ -124,7 +124,7 @@ fn unfiltered_builtin_spares_filtered_handlers_custom_kinds_and_event_handlers()
 
 /// A requirement on exactly `version`.
 fn pin(version: &str) -> Option<KopfPin> {
-    let range = KopfRange::exactly(KopfVersion::parse(version).expect("a version"));
+    let range = KopfRange::exactly(parse_version(version).expect("a version"));
     Some(KopfPin {
         range,
         written: format!("=={version}"),
@@ -267,7 +267,7 @@ fn an_update_handler_patching_a_changing_value_on_every_call_loops() {
     let at = Location::new("op.py", 14);
     let mut h = handler("on.update", Some("stamps"));
     h.self_patches = vec![("metadata.annotations.x/at".into(), at.clone(), true)];
-    let f = handler_loop(&h).expect("a loop");
+    let f = crate::checks::runtime::handler_loop::source(&h).expect("a loop");
     assert_eq!(f.finding.check, CheckId::RuntimeHandlerLoop);
     assert_eq!(f.location, at);
     assert!(
@@ -284,7 +284,7 @@ fn an_update_handler_patching_a_changing_value_on_every_call_loops() {
     );
     // Under a condition: the handler patches only when different.
     h.self_patches[0].2 = false;
-    assert!(handler_loop(&h).is_none());
+    assert!(crate::checks::runtime::handler_loop::source(&h).is_none());
     // The same function stacked under on.create and on.update is an update handler.
     let mut stacked = handler("on.create", Some("stamps"));
     stacked.stacked = vec![Registration {
@@ -293,18 +293,21 @@ fn an_update_handler_patching_a_changing_value_on_every_call_loops() {
         text: "@kopf.on.update('stamps')".into(),
     }];
     stacked.self_patches = vec![("spec.at".into(), Location::new("op.py", 3), true)];
-    assert!(handler_loop(&stacked).is_some());
+    assert!(crate::checks::runtime::handler_loop::source(&stacked).is_some());
     // A creation handler runs once per object; a timer on purpose.
     for decorator in ["on.create", "timer"] {
         let mut other = handler(decorator, Some("stamps"));
         other.self_patches = vec![("spec.at".into(), Location::new("op.py", 3), true)];
-        assert!(handler_loop(&other).is_none(), "{decorator}");
+        assert!(
+            crate::checks::runtime::handler_loop::source(&other).is_none(),
+            "{decorator}"
+        );
     }
 }
 
 /// A requirement that allows a range, as written in `pyproject.toml`.
 fn required(written: &str, lower: &str, upper: &str) -> Option<KopfPin> {
-    let v = |t: &str| KopfVersion::parse(t).expect("a version");
+    let v = |t: &str| parse_version(t).expect("a version");
     Some(KopfPin {
         range: KopfRange::from_until(v(lower), v(upper)),
         written: written.into(),

@@ -6,7 +6,7 @@
 //! `settings.posting.loggers`).
 
 use crate::model::source::Location;
-use crate::model::source::kopf_version::{End, KopfPin, KopfRange, KopfVersion};
+use crate::model::source::kopf_version::{End, KopfPin, KopfRange, KopfVersion, parse_version};
 
 /// The kopf pin in a file, by its name; `None` when it names no kopf version.
 pub(crate) fn pin(path: &str, text: &str) -> Option<KopfPin> {
@@ -150,7 +150,7 @@ fn specifier(clause: &str) -> Option<KopfRange> {
         return Some(KopfRange::default());
     }
     let wildcard = text.strip_suffix(".*");
-    let version = KopfVersion::parse(wildcard.unwrap_or(text))?;
+    let version = parse_version(wildcard.unwrap_or(text))?;
     let parts = wildcard.unwrap_or(text).split('.').count();
     let range = |lower, upper| KopfRange { lower, upper };
     Some(match (operator, wildcard) {
@@ -173,9 +173,13 @@ fn specifier(clause: &str) -> Option<KopfRange> {
 /// `==x.y.*`.
 fn bump(version: KopfVersion, index: usize) -> KopfVersion {
     match index {
-        0 => KopfVersion::new(version.major + 1, 0, 0),
-        1 => KopfVersion::new(version.major, version.minor + 1, 0),
-        _ => KopfVersion::new(version.major, version.minor, version.patch + 1),
+        0 => KopfVersion::new(version.major.saturating_add(1), 0, 0),
+        1 => KopfVersion::new(version.major, version.minor.saturating_add(1), 0),
+        _ => KopfVersion::new(
+            version.major,
+            version.minor,
+            version.patch.saturating_add(1),
+        ),
     }
 }
 
@@ -219,7 +223,7 @@ fn pipfile_lock(path: &str, text: &str) -> Option<KopfPin> {
 /// The pin of a lock file: the one version installed.
 fn lock_pin(path: &str, index: usize, version: &str) -> Option<KopfPin> {
     Some(KopfPin {
-        range: KopfRange::exactly(KopfVersion::parse(version)?),
+        range: KopfRange::exactly(parse_version(version)?),
         written: version.to_string(),
         locked: true,
         location: Location::new(path, line_number(index)),

@@ -6,50 +6,28 @@
 use super::Location;
 use std::fmt;
 
-/// A kopf release number, `major.minor.patch` (a missing part is 0; a pre-release
-/// suffix such as `rc1` is dropped).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct KopfVersion {
-    /// The major number.
-    pub(crate) major: u32,
-    /// The minor number.
-    pub(crate) minor: u32,
-    /// The patch number.
-    pub(crate) patch: u32,
-}
+/// A kopf release number: kopf-log's type, the one every version rule here is
+/// written in, whether the version comes from a requirement or from a log's wording.
+pub(crate) use kopf_log::KopfVersion;
 
-impl KopfVersion {
-    /// A version from its numbers.
-    pub(crate) const fn new(major: u32, minor: u32, patch: u32) -> KopfVersion {
-        KopfVersion {
-            major,
-            minor,
-            patch,
-        }
-    }
-
-    /// Reads `1.38`, `1.37.2`, `1.38.0rc1`; `None` when it starts with no number.
-    pub(crate) fn parse(text: &str) -> Option<KopfVersion> {
-        let mut parts = text.split('.').map(leading_number);
-        let major = parts.next().flatten()?;
-        let minor = parts.next().flatten().unwrap_or(0);
-        let patch = parts.next().flatten().unwrap_or(0);
-        Some(KopfVersion::new(major, minor, patch))
-    }
+/// Reads a version as requirements write it: `1.38`, `1.37.2`, `1.38.0rc1`, and also a
+/// lone `1` (`^1`, `==1.*`), a missing part being 0 and a pre-release suffix dropped;
+/// `None` when it starts with no number. (kopf-log's own parse wants `major.minor`, as
+/// kopf's log writes it.)
+pub(crate) fn parse_version(text: &str) -> Option<KopfVersion> {
+    let mut parts = text.split('.').map(leading_number);
+    let major = parts.next().flatten()?;
+    let minor = parts.next().flatten().unwrap_or(0);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some(KopfVersion::new(major, minor, patch))
 }
 
 /// The number a version part starts with (`0rc1` is 0).
-fn leading_number(part: &str) -> Option<u32> {
+fn leading_number(part: &str) -> Option<u16> {
     let digits: &str = &part[..part
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(part.len())];
     digits.parse().ok()
-}
-
-impl fmt::Display for KopfVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
 }
 
 /// One end of a range: a version, and whether it is allowed itself.
@@ -141,7 +119,7 @@ impl KopfRange {
         boundaries: &[KopfVersion],
         answer: impl Fn(KopfVersion) -> T,
     ) -> ByVersion<T> {
-        let lowest = self.lower.map_or_else(KopfVersion::default, |l| l.version);
+        let lowest = self.lower.map_or(KopfVersion::new(0, 0, 0), |l| l.version);
         let first = answer(lowest);
         for &boundary in boundaries {
             if !(self.allows_before(boundary) && self.allows_from(boundary)) {
@@ -267,6 +245,13 @@ impl KopfPin {
 /// where what the linter models of posting may change.
 pub(crate) const KOPF_ERAS: [KopfVersion; 2] = [KopfVersion::new(1, 0, 0), LOGGERS_SETTING];
 
+/// kopf 1.44: watch streams ask for bookmarks, and a stream silent for
+/// `settings.watching.inactivity_timeout` (70 s) is closed and restarted (kopf 1.45
+/// `_cogs/clients/watching.py`); before it, nothing notices a silent stream and a watch
+/// can freeze. Lint asks it of a requirement's range, the live runtime checks of the
+/// log's wording.
+pub(crate) const BOOKMARKS: KopfVersion = KopfVersion::new(1, 44, 0);
+
 /// kopf 1.41: `settings.posting.loggers` arrived.
 pub(crate) const LOGGERS_SETTING: KopfVersion = KopfVersion::new(1, 41, 0);
 
@@ -284,12 +269,32 @@ pub(crate) enum LogPosting {
 }
 
 impl LogPosting {
-    /// What one kopf version does.
+    /// What one kopf version does: the one rule of the `posting.loggers` boundary,
+    /// which lint asks across the versions a requirement allows
+    /// ([`KopfPin::log_posting`]) and the live audit across those a log's wording
+    /// shows ([`LogPosting::in_log`]).
     pub(crate) fn of(version: KopfVersion) -> LogPosting {
         if version < LOGGERS_SETTING {
             LogPosting::EveryRecord
         } else {
             LogPosting::WithLoggersSetting
+        }
+    }
+
+    /// What the kopf a log comes from does, when every version its wording allows
+    /// does the same ([`LogPosting::of`] changes once, so the two ends decide); `None`
+    /// when the range straddles 1.41, is unbounded on the side that matters, or is
+    /// contradictory.
+    pub(crate) fn in_log(version: &kopf_log::VersionRange) -> Option<LogPosting> {
+        if version.is_empty() {
+            return None;
+        }
+        let newest = version.at_most.map(LogPosting::of);
+        let oldest = version.at_least.map(LogPosting::of);
+        match (oldest, newest) {
+            (_, Some(LogPosting::EveryRecord)) => Some(LogPosting::EveryRecord),
+            (Some(LogPosting::WithLoggersSetting), _) => Some(LogPosting::WithLoggersSetting),
+            _ => None,
         }
     }
 }

@@ -2,7 +2,7 @@ use super::*;
 
 /// A version from its text.
 fn v(text: &str) -> KopfVersion {
-    KopfVersion::parse(text).expect("a version")
+    parse_version(text).expect("a version")
 }
 
 #[test]
@@ -10,7 +10,7 @@ fn versions_read_with_missing_parts_and_suffixes() {
     assert_eq!(v("1.38"), KopfVersion::new(1, 38, 0));
     assert_eq!(v("1.38.0rc1"), KopfVersion::new(1, 38, 0));
     assert_eq!(v("0.27"), KopfVersion::new(0, 27, 0));
-    assert!(KopfVersion::parse("x").is_none());
+    assert!(parse_version("x").is_none());
 }
 
 #[test]
@@ -93,4 +93,42 @@ fn a_pin_names_itself_as_written_and_kopf_0_x_is_told() {
     assert!(!caret.before_one());
     assert!(pin(KopfRange::from_until(v("0.27"), v("0.28")), "^0.27").before_one());
     assert!(caret.weight() < pin(KopfRange::exactly(v("1.37.2")), "==1.37.2").weight());
+}
+
+#[test]
+fn a_log_and_a_requirement_meet_the_posting_loggers_boundary_at_the_same_version() {
+    use kopf_log::VersionRange;
+    let before = KopfVersion::new(1, 40, 1);
+    let from = KopfVersion::new(1, 41, 0);
+    // One rule: the same version gives the same answer whichever source names it.
+    for version in [before, from] {
+        let pinned = KopfRange::exactly(version).across(&KOPF_ERAS, LogPosting::of);
+        assert_eq!(
+            pinned,
+            ByVersion::Decided(LogPosting::of(version)),
+            "{version}"
+        );
+        assert_eq!(
+            LogPosting::in_log(&VersionRange::exact(version)),
+            Some(LogPosting::of(version)),
+            "{version}"
+        );
+    }
+    assert_eq!(LogPosting::of(before), LogPosting::EveryRecord);
+    assert_eq!(LogPosting::of(from), LogPosting::WithLoggersSetting);
+    // A log whose wording allows both sides, or nothing, decides nothing.
+    let straddling = VersionRange {
+        at_least: Some(before),
+        at_most: Some(from),
+    };
+    assert_eq!(LogPosting::in_log(&straddling), None);
+    assert_eq!(LogPosting::in_log(&VersionRange::default()), None);
+    assert_eq!(
+        LogPosting::in_log(&VersionRange::at_most(before)),
+        Some(LogPosting::EveryRecord)
+    );
+    assert_eq!(
+        LogPosting::in_log(&VersionRange::at_least(from)),
+        Some(LogPosting::WithLoggersSetting)
+    );
 }

@@ -1,11 +1,9 @@
-//! The `persistence.*` checks from an operator's source: where its startup settings
+//! What the persistence checks read in an operator's source: where its startup settings
 //! make kopf keep its state tells, before deploy, which marks its handled objects will
-//! carry. Live, the same checks read the marks on the objects.
+//! carry. The deciders are the checks' own modules' `source` functions; these are the
+//! facts they share.
 
-use super::{SourceFinding, handler_target, raise, startup_settings};
-use crate::catalog::CheckId;
-use crate::model::kopf_marks::DEFAULT_FINALIZER;
-use crate::model::source::{Handler, Location, SourceFacts, StorageKind};
+use crate::model::source::{Handler, Location, SourceFacts};
 
 /// The decorators of kopf's change handlers (kopf 1.45 `on.py`: resume, create, update,
 /// delete, field): the handlers whose progress kopf stores per object, and after which
@@ -20,7 +18,7 @@ const CHANGE_HANDLERS: [&str; 5] = [
 
 /// Every decorator of a handler's function, with the decorator text: its own and the
 /// stacked ones.
-fn registrations(h: &Handler) -> impl Iterator<Item = (&str, &str)> {
+pub(super) fn registrations(h: &Handler) -> impl Iterator<Item = (&str, &str)> {
     std::iter::once((h.decorator.as_str(), h.text.as_str())).chain(
         h.stacked
             .iter()
@@ -31,7 +29,7 @@ fn registrations(h: &Handler) -> impl Iterator<Item = (&str, &str)> {
 /// The first change handler of a custom resource, if any: on a built-in kind (a
 /// Secret, a ConfigMap) annotations are the right place, since its status keeps only
 /// its own typed fields and drops what kopf writes there.
-fn first_change_handler(facts: &SourceFacts) -> Option<&Handler> {
+pub(super) fn first_change_handler(facts: &SourceFacts) -> Option<&Handler> {
     facts.handlers.iter().find(|h| {
         h.resource.as_ref().is_some_and(|r| r.builtin().is_none())
             && registrations(h).any(|(d, _)| CHANGE_HANDLERS.contains(&d))
@@ -39,7 +37,7 @@ fn first_change_handler(facts: &SourceFacts) -> Option<&Handler> {
 }
 
 /// How the annotations come to be chosen, for the message.
-fn annotations_chosen(facts: &SourceFacts, path: &str, default: &str) -> String {
+pub(super) fn annotations_chosen(facts: &SourceFacts, path: &str, default: &str) -> String {
     match facts.setting(path) {
         None => format!("kopf's default {default} keeps it there"),
         Some(_) => format!("the startup handler's `settings.{path}` keeps it there"),
@@ -48,7 +46,7 @@ fn annotations_chosen(facts: &SourceFacts, path: &str, default: &str) -> String 
 
 /// Whether a decorator makes kopf put its finalizer on the objects: a daemon, a timer or
 /// a delete handler that is not `optional=True` (kopf 1.45 `on.py`, `requires_finalizer`).
-fn requires_finalizer(decorator: &str, text: &str) -> bool {
+pub(super) fn requires_finalizer(decorator: &str, text: &str) -> bool {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     match decorator {
         "daemon" | "timer" => true,
@@ -59,96 +57,20 @@ fn requires_finalizer(decorator: &str, text: &str) -> bool {
 
 /// Where a finding about a setting points: at the setting when a startup handler writes
 /// it, else at the handler that makes it matter.
-fn at_setting_or(facts: &SourceFacts, path: &str, handler: &Handler) -> Location {
+pub(super) fn at_setting_or(facts: &SourceFacts, path: &str, handler: &Handler) -> Location {
     facts
         .setting_write(path)
         .map_or_else(|| handler.location.clone(), |s| s.location.clone())
 }
 
-/// `persistence.progress-annotations`: change handlers whose progress kopf keeps in
-/// annotations.
-pub(crate) fn progress_annotations(facts: &SourceFacts) -> Option<SourceFinding> {
-    let h = first_change_handler(facts)?;
-    if facts.storage().progress != StorageKind::Annotations {
-        return None;
-    }
-    let how = match facts.setting("persistence.progress_storage") {
-        None => {
-            "kopf's default SmartProgressStorage keeps it there (annotations only since kopf 1.44)"
-        }
-        Some(_) => "the startup settings choose annotations",
-    };
-    let mut found = raise(
-        CheckId::PersistenceProgressAnnotations,
-        &handler_target(h),
-        &at_setting_or(facts, "persistence.progress_storage", h),
-        format!(
-            "The handled objects of change handlers like {}() will carry kopf's progress in `<prefix>/<handler-id>` annotations (`kopf.zalando.org` unless a storage names another prefix) while a handler retries: {how}. Set settings.persistence.progress_storage = kopf.StatusProgressStorage() in an @kopf.on.startup handler (the CRD's status must preserve unknown fields).",
-            h.function
-        ),
-    );
-    found.finding.fix = Some(startup_settings(&[
-        "settings.persistence.progress_storage = kopf.StatusProgressStorage()",
-    ]));
-    Some(found)
-}
-
-/// `persistence.diffbase-annotation`: change handlers whose diff-base kopf keeps in an
-/// annotation.
-pub(crate) fn diffbase_annotation(facts: &SourceFacts) -> Option<SourceFinding> {
-    let h = first_change_handler(facts)?;
-    if facts.storage().diffbase != StorageKind::Annotations {
-        return None;
-    }
-    let how = annotations_chosen(
-        facts,
-        "persistence.diffbase_storage",
-        "AnnotationsDiffBaseStorage",
-    );
-    let mut found = raise(
-        CheckId::PersistenceDiffbaseAnnotation,
-        &handler_target(h),
-        &at_setting_or(facts, "persistence.diffbase_storage", h),
-        format!(
-            "After change handlers like {}() succeed, kopf stores the object's diff-base in a `<prefix>/last-handled-configuration` annotation ({how}): a copy of the whole spec on every object, which has pushed objects past the API server's annotation limit. Set settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage() in an @kopf.on.startup handler.",
-            h.function
-        ),
-    );
-    found.finding.fix = Some(startup_settings(&[
-        "settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage()",
-    ]));
-    Some(found)
-}
-
-/// `persistence.default-finalizer`: a handler that makes kopf add its finalizer, and no
-/// `persistence.finalizer` setting.
-pub(crate) fn default_finalizer(facts: &SourceFacts) -> Option<SourceFinding> {
-    if facts.setting("persistence.finalizer").is_some() {
-        return None;
-    }
-    let (h, decorator) = facts.handlers.iter().find_map(|h| {
-        registrations(h)
-            .find(|(d, text)| requires_finalizer(d, text))
-            .map(|(d, _)| (h, d))
-    })?;
-    let mut found = raise(
-        CheckId::PersistenceDefaultFinalizer,
-        &handler_target(h),
-        &h.location,
-        format!(
-            "{}() is an @kopf.{decorator} handler, so kopf puts its finalizer on the handled objects, and no startup handler names it: they will carry kopf's default {DEFAULT_FINALIZER}, shared by every kopf operator. Name it after your group with settings.persistence.finalizer = '<group>/finalizer'.",
-            h.function
-        ),
-    );
-    found.finding.fix = Some(startup_settings(&[
-        "settings.persistence.finalizer = '<group>/finalizer'",
-    ]));
-    Some(found)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::default_finalizer::source as default_finalizer;
+    use super::super::diffbase_annotation::source as diffbase_annotation;
+    use super::super::progress_annotations::source as progress_annotations;
     use super::*;
+    use crate::catalog::CheckId;
+    use crate::model::kopf_marks::DEFAULT_FINALIZER;
     use crate::model::source::{Literal, ResourceSpec, SettingWrite};
 
     fn location(line: u32) -> Location {

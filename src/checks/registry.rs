@@ -1,0 +1,474 @@
+//! Which deciders each check has, and where they are: the one list of checks by
+//! [`CheckId`]. A check is decided live (from the evidence gathered from the cluster,
+//! or the evidence `kopf-audit lint` builds from manifests: one engine, two sources), from
+//! the source (the operator's Python and its settings), or both; a check with both is
+//! one module (`checks/<area>/<name>.rs`) whose [`Wording`] builds the finding of each.
+//! Lint runs the source deciders from here; the live ones run per area
+//! ([`super::run_area`]), whose preconditions (logs read, objects sampled) they share.
+
+use super::Wording;
+use super::persistence::{default_finalizer, diffbase_annotation, progress_annotations};
+use super::runtime::handler_loop;
+use super::source::{self, SourceFinding};
+use crate::catalog::CheckId;
+use crate::model::source::{Handler, SourceFacts};
+
+/// A decider from the source: every finding of its check in the facts.
+pub(crate) type SourceDecider = fn(&SourceFacts) -> Vec<SourceFinding>;
+
+/// Which deciders a check has.
+#[derive(Clone, Copy)]
+pub(crate) enum Deciders {
+    /// Live only: its area's `check` runs it on the evidence.
+    Live,
+    /// From the source only.
+    Source(SourceDecider),
+    /// Both, in the check's own module, with the wording they share.
+    Both {
+        /// The source decider.
+        source: SourceDecider,
+        /// The message's advice and the fix, whichever decided.
+        #[cfg_attr(
+            not(test),
+            expect(dead_code, reason = "the deciders use it; the tests check them by it")
+        )]
+        wording: &'static Wording,
+    },
+}
+
+impl Deciders {
+    /// The decider from the source, if the check has one.
+    pub(crate) fn source(self) -> Option<SourceDecider> {
+        match self {
+            Deciders::Live => None,
+            Deciders::Source(d) | Deciders::Both { source: d, .. } => Some(d),
+        }
+    }
+}
+
+/// One check: its deciders and the file that holds them.
+pub(crate) struct Entry {
+    /// The check.
+    pub(crate) check: CheckId,
+    /// The file (from the repository's root) that holds its deciders.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "where a check lives is for its readers and tests")
+    )]
+    pub(crate) module: &'static str,
+    /// Its deciders.
+    pub(crate) deciders: Deciders,
+}
+
+/// A source decider that looks at one handler at a time.
+fn per_handler(
+    facts: &SourceFacts,
+    decide: fn(&Handler) -> Option<SourceFinding>,
+) -> Vec<SourceFinding> {
+    facts.handlers.iter().filter_map(decide).collect()
+}
+
+/// Every check, in catalogue order but for `source.unfiltered-builtin`, which comes with
+/// the other per-handler checks, as lint has always listed it.
+pub(crate) const ENTRIES: &[Entry] = &[
+    Entry {
+        check: CheckId::WorkloadNotKopf,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadMemoryRequest,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadMemoryLimit,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadCpuLimit,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadCpuRequest,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadOomKilled,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadCrashLoop,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadStandaloneReplicas,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadLiveness,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadDefaultServiceAccount,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadNoScopeFlag,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadRolloutOverlap,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadDebugLogging,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadWebhookBlastRadius,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::WorkloadGracePeriod,
+        module: "src/checks/workload.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RbacCrdScan,
+        module: "src/model/needs.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RbacEvents,
+        module: "src/model/needs.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RbacEventsPatch,
+        module: "src/model/needs.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RbacNamespaces,
+        module: "src/model/needs.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RbacPeering,
+        module: "src/model/needs.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RbacHandledResources,
+        module: "src/model/needs.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RbacOverPrivileged,
+        module: "src/checks/rbac.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::EventsSilentFailures,
+        module: "src/checks/events.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::EventsLoggingFlood,
+        module: "src/checks/events.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::EventsSteadyStateSpam,
+        module: "src/checks/events.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::EventsPostFailures,
+        module: "src/checks/events.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::EventsDuplicates,
+        module: "src/checks/events.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::EventsTruncated,
+        module: "src/checks/events.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::EventsPostingLevel,
+        module: "src/checks/events.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::PersistenceProgressAnnotations,
+        module: "src/checks/persistence/progress_annotations.rs",
+        deciders: Deciders::Both {
+            source: |f| progress_annotations::source(f).into_iter().collect(),
+            wording: &progress_annotations::WORDING,
+        },
+    },
+    Entry {
+        check: CheckId::PersistenceDiffbaseAnnotation,
+        module: "src/checks/persistence/diffbase_annotation.rs",
+        deciders: Deciders::Both {
+            source: |f| diffbase_annotation::source(f).into_iter().collect(),
+            wording: &diffbase_annotation::WORDING,
+        },
+    },
+    Entry {
+        check: CheckId::PersistenceDefaultFinalizer,
+        module: "src/checks/persistence/default_finalizer.rs",
+        deciders: Deciders::Both {
+            source: |f| default_finalizer::source(f).into_iter().collect(),
+            wording: &default_finalizer::WORDING,
+        },
+    },
+    Entry {
+        check: CheckId::PersistenceStatusSchema,
+        module: "src/checks/persistence.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::PersistencePatchInconsistencies,
+        module: "src/checks/persistence.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::PersistenceStuckFinalizer,
+        module: "src/checks/persistence.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::PersistenceAnnotationSize,
+        module: "src/checks/persistence.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::PersistenceOrphanedFinalizers,
+        module: "src/checks/persistence.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeHandlerFailures,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeStartupForbidden,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimePermissionDegraded,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimePeeringConflict,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeUnresolvedResources,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeThrottling,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeOrphanedDaemons,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeUnparsedLogs,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeNotHandling,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeDeadWatcher,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeKopfVersion,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeForeignPeer,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeRateLimited,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeHandlerLoop,
+        module: "src/checks/runtime/handler_loop.rs",
+        deciders: Deciders::Both {
+            source: |f| per_handler(f, handler_loop::source),
+            wording: &handler_loop::WORDING,
+        },
+    },
+    Entry {
+        check: CheckId::RuntimeStartupStalled,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeOperatorConflict,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeCredentialsLost,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeApiTlsFailure,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::RuntimeThreadExhaustion,
+        module: "src/checks/runtime.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
+        check: CheckId::SourceSyntaxError,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(source::syntax_error),
+    },
+    Entry {
+        check: CheckId::SourceHandlerKwargs,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| per_handler(f, source::handler_kwargs)),
+    },
+    Entry {
+        check: CheckId::SourceBlockingCall,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| {
+            let graph = source::CallGraph::new(f);
+            f.handlers
+                .iter()
+                .flat_map(|h| {
+                    source::blocking_call(h)
+                        .into_iter()
+                        .chain(source::blocking_helper(&graph, h))
+                })
+                .collect()
+        }),
+    },
+    Entry {
+        check: CheckId::SourceModuleLogger,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| per_handler(f, source::module_logger)),
+    },
+    Entry {
+        check: CheckId::SourceUnfilteredBuiltin,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| per_handler(f, source::unfiltered_builtin)),
+    },
+    Entry {
+        check: CheckId::SourceSettingsOutsideStartup,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(source::settings_outside_startup),
+    },
+    Entry {
+        check: CheckId::SourcePostingFlood,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| source::posting_flood(f).into_iter().collect()),
+    },
+    Entry {
+        check: CheckId::SourceSilentFailure,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| {
+            let graph = source::CallGraph::new(f);
+            f.handlers
+                .iter()
+                .filter_map(|h| source::silent_failure(f, &graph, h))
+                .collect()
+        }),
+    },
+    Entry {
+        check: CheckId::SourceTimerPosting,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| per_handler(f, source::timer_posting)),
+    },
+    Entry {
+        check: CheckId::SourceIndexWorkerLimit,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| source::index_worker_limit(f).into_iter().collect()),
+    },
+    Entry {
+        check: CheckId::SourceNoResume,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(source::no_resume),
+    },
+    Entry {
+        check: CheckId::SourceSyncDaemonPool,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| source::sync_daemon_pool(f).into_iter().collect()),
+    },
+    Entry {
+        check: CheckId::SourceDaemonIgnoresStop,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| per_handler(f, source::daemon_ignores_stop)),
+    },
+    Entry {
+        check: CheckId::SourceWatchTimeouts,
+        module: "src/checks/source.rs",
+        deciders: Deciders::Source(|f| source::watch_timeouts(f).into_iter().collect()),
+    },
+];
+
+/// Every finding of the source deciders, in the order of [`ENTRIES`]: what `kopf-audit lint`
+/// reports from the Python.
+pub(crate) fn source_findings(facts: &SourceFacts) -> Vec<SourceFinding> {
+    let mut out = Vec::new();
+    for entry in ENTRIES {
+        let Some(decide) = entry.deciders.source() else {
+            continue;
+        };
+        let found = decide(facts);
+        debug_assert!(
+            found.iter().all(|f| f.finding.check == entry.check),
+            "a decider of {} raised another check",
+            entry.check.as_str()
+        );
+        out.extend(found);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
