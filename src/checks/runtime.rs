@@ -38,6 +38,7 @@ const MIN_LINES_TO_JUDGE: u64 = 20;
 
 mod conflict;
 mod faults;
+mod webhook_certificate;
 
 /// Runs every runtime check on one kopf target.
 pub(crate) fn check(
@@ -48,6 +49,9 @@ pub(crate) fn check(
     // Reads the other operators and the objects, not the log.
     let conflicts = operator_conflict(target, kopf);
     let mut out: Vec<Raised> = conflicts.into_iter().map(Raised::alone).collect();
+    // Reads the webhook configurations and the pods, not the log.
+    let certificates = webhook_certificate::webhook_certificate(target, kopf, settings.now);
+    out.extend(certificates.into_iter().map(Raised::alone));
     let Ok(logs) = &kopf.logs else {
         return out;
     };
