@@ -50,7 +50,7 @@ pub(crate) fn check(
     let conflicts = operator_conflict(target, kopf);
     let mut out: Vec<Raised> = conflicts.into_iter().map(Raised::alone).collect();
     // Reads the webhook configurations and the pods, not the log.
-    let certificates = webhook_certificate::webhook_certificate(target, kopf, settings.now);
+    let certificates = webhook_certificate(target, kopf, settings.now);
     out.extend(certificates.into_iter().map(Raised::alone));
     let Ok(logs) = &kopf.logs else {
         return out;
@@ -1051,6 +1051,17 @@ fn credentials_lost(target: &str, logs: &LogEvidence) -> Option<Finding> {
 /// (its deciders and message in [`faults`]).
 fn api_tls_failure(target: &str, logs: &LogEvidence) -> Option<Finding> {
     faults::api_tls_failure_finding(target, logs)
+}
+
+/// `runtime.webhook-certificate`: the caBundle of a kopf-managed webhook expired or no
+/// longer matches what the operator serves (its deciders and message in
+/// [`webhook_certificate`]).
+fn webhook_certificate(
+    target: &TargetEvidence,
+    kopf: &KopfEvidence,
+    now: jiff::Timestamp,
+) -> Vec<Finding> {
+    webhook_certificate::findings(target, kopf, now)
 }
 
 /// `runtime.thread-exhaustion`: Python could not start a thread (its deciders and

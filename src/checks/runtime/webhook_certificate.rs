@@ -92,7 +92,7 @@ pub(crate) fn running_starts(pods: &[Pod], container: &str) -> Vec<Timestamp> {
 
 /// One finding per configuration of this operator whose webhooks' bundles fail, at
 /// `now`.
-pub(crate) fn webhook_certificate(
+pub(crate) fn findings(
     target: &TargetEvidence,
     kopf: &KopfEvidence,
     now: Timestamp,

@@ -78,7 +78,7 @@ fn evidence(pods: Vec<Pod>, webhooks: Vec<Webhook>) -> (TargetEvidence, KopfEvid
 
 fn judge(pods: Vec<Pod>, bundle: &[u8]) -> Vec<Finding> {
     let (t, k) = evidence(pods, vec![webhook(Some(bundle))]);
-    webhook_certificate(&t, &k, now())
+    findings(&t, &k, now())
 }
 
 fn one(found: Vec<Finding>) -> Finding {
@@ -142,7 +142,7 @@ fn a_valid_twin_gives_no_finding() {
     assert!(judge(vec![pod("2026-11-02T09:29:00Z")], KOPF_CURRENT).is_empty());
     // No caBundle (kopf's ngrok tunnel: the API server's own roots).
     let (t, k) = evidence(vec![pod("2026-11-02T09:29:00Z")], vec![webhook(None)]);
-    assert!(webhook_certificate(&t, &k, now()).is_empty());
+    assert!(findings(&t, &k, now()).is_empty());
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn a_certificate_expiring_within_14_days_is_a_warning() {
         vec![webhook(Some(KOPF_SOON))],
     );
     let earlier = ts("2026-11-27T07:59:00Z");
-    assert!(webhook_certificate(&t, &k, earlier).is_empty());
+    assert!(findings(&t, &k, earlier).is_empty());
 }
 
 #[test]
@@ -212,7 +212,7 @@ fn a_dev_tunnel_is_served_from_outside_the_deployment() {
     let mut hook = webhook(Some(KOPF_CURRENT));
     hook.url = Some("https://host.k3d.internal:9443/validate-widget".into());
     let (t, k) = evidence(vec![pod("2026-11-03T10:00:00Z")], vec![hook]);
-    assert!(webhook_certificate(&t, &k, now()).is_empty());
+    assert!(findings(&t, &k, now()).is_empty());
 }
 
 #[test]
@@ -254,7 +254,7 @@ fn the_worst_webhook_of_a_configuration_is_reported_once() {
     other.name = "mutate-widget.auto.kopf.dev".into();
     let hooks = vec![webhook(Some(KOPF_SOON)), other, webhook(Some(CA_VALID))];
     let (t, k) = evidence(vec![pod("2025-12-12T07:59:00Z")], hooks);
-    let f = one(webhook_certificate(&t, &k, now()));
+    let f = one(findings(&t, &k, now()));
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.message.contains("(webhooks mutate-widget.auto.kopf.dev)"),
@@ -265,5 +265,5 @@ fn the_worst_webhook_of_a_configuration_is_reported_once() {
     let mut theirs = webhook(Some(CA_EXPIRED));
     theirs.resources = vec![("example.com".into(), "gadgets".into())];
     let (t, k) = evidence(vec![pod("2026-11-02T09:29:00Z")], vec![theirs]);
-    assert!(webhook_certificate(&t, &k, now()).is_empty());
+    assert!(findings(&t, &k, now()).is_empty());
 }
