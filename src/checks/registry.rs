@@ -364,6 +364,11 @@ pub(crate) const ENTRIES: &[Entry] = &[
         deciders: Deciders::Live,
     },
     Entry {
+        check: CheckId::RuntimeWebhookCertificate,
+        module: "src/checks/runtime/webhook_certificate.rs",
+        deciders: Deciders::Live,
+    },
+    Entry {
         check: CheckId::SourceSyntaxError,
         module: "src/checks/source.rs",
         deciders: Deciders::Source(source::syntax_error),

@@ -37,6 +37,7 @@ const MIN_LINES_TO_JUDGE: u64 = 20;
 mod conflict;
 mod faults;
 pub(crate) mod handler_loop;
+mod webhook_certificate;
 
 /// Runs every runtime check on one kopf target.
 pub(crate) fn check(
@@ -47,6 +48,9 @@ pub(crate) fn check(
     // Reads the other operators and the objects, not the log.
     let conflicts = operator_conflict(target, kopf);
     let mut out: Vec<Raised> = conflicts.into_iter().map(Raised::alone).collect();
+    // Reads the webhook configurations and the pods, not the log.
+    let certificates = webhook_certificate::live(target, kopf, settings.now);
+    out.extend(certificates.into_iter().map(Raised::alone));
     let Ok(logs) = &kopf.logs else {
         return out;
     };

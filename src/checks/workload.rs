@@ -620,7 +620,11 @@ fn webhook_blast_radius(
 
 /// Whether a webhook belongs to this operator: its rules cover a handled resource, and
 /// it calls a Service in the operator's namespace, or a URL.
-fn serves_this_operator(webhook: &Webhook, namespace: &str, handled: &[HandledResource]) -> bool {
+pub(crate) fn serves_this_operator(
+    webhook: &Webhook,
+    namespace: &str,
+    handled: &[HandledResource],
+) -> bool {
     let covers = webhook.resources.iter().any(|(group, plural)| {
         handled
             .iter()
@@ -634,7 +638,7 @@ fn serves_this_operator(webhook: &Webhook, namespace: &str, handled: &[HandledRe
 }
 
 /// The host of a URL, if it is a development tunnel or a local address.
-fn dev_tunnel(url: &str) -> Option<String> {
+pub(crate) fn dev_tunnel(url: &str) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or_default();
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);

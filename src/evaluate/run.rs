@@ -270,6 +270,10 @@ fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluat
             CheckId::WorkloadWebhookBlastRadius,
             kopf.webhooks.as_ref().err(),
         ),
+        (
+            CheckId::RuntimeWebhookCertificate,
+            kopf.webhooks.as_ref().err(),
+        ),
     ];
     for (check, why) in optional {
         let Some(why) = why else { continue };

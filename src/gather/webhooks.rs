@@ -6,6 +6,7 @@
 //! so they are read only with the cross-namespace allowance.
 
 use super::{Reach, obstacle};
+use crate::model::ca_bundle::CaBundle;
 use crate::model::evidence::{Gathered, Webhook, WebhookConfig, WebhookKind};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhookConfiguration,
@@ -126,6 +127,7 @@ pub(crate) fn webhook(
         url: client.url.clone(),
         service_namespace: client.service.as_ref().map(|s| s.namespace.clone()),
         resources,
+        ca_bundle: CaBundle::parse(client.ca_bundle.as_ref().map(|b| b.0.as_slice())),
     }
 }
 

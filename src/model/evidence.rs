@@ -631,4 +631,6 @@ pub(crate) struct Webhook {
     pub(crate) service_namespace: Option<String>,
     /// `(apiGroup, resource)` pairs of its rules, subresources stripped.
     pub(crate) resources: Vec<(String, String)>,
+    /// `clientConfig.caBundle`, read within bounds (`runtime.webhook-certificate`).
+    pub(crate) ca_bundle: super::ca_bundle::CaBundle,
 }

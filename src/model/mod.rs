@@ -6,6 +6,7 @@
 //! ([`names`]). Nothing here performs I/O.
 
 pub(crate) mod bounded;
+pub(crate) mod ca_bundle;
 pub(crate) mod conflict;
 pub(crate) mod diffbase;
 pub(crate) mod discovery;

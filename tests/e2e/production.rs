@@ -2,7 +2,7 @@
 //! stops handling while its pod runs (SIGSTOP), a dead watcher on kopf 1.38, a sloppy
 //! Deployment, a developer's `kopf run --dev` joining production's peering, and
 //! finalized objects of an operator scaled to zero, kopf-managed admission webhooks that
-//! fail closed.
+//! fail closed, and an expired caBundle in such a webhook.
 
 use crate::operator::{
     audit_fixture, audit_fixture_with, condition, create_audit, ensure_crd, fixture_deployment,
@@ -771,5 +771,84 @@ async fn kopf_managed_webhooks_failing_closed_on_one_replica_are_a_blast_radius(
             .any(|k| k.check.as_str() == "workload.webhook-blast-radius"),
         "read with the allowance: {:#?}",
         status.skipped
+    );
+}
+
+/// kopf's self-signed certificate, expired (`tests/fixtures/ca_bundle/make.py`).
+const EXPIRED_CA_BUNDLE: &[u8] = include_bytes!("../fixtures/ca_bundle/kopf-expired.pem");
+
+#[tokio::test]
+async fn an_expired_ca_bundle_of_kopf_s_webhook_is_an_error() {
+    let client = support::admin_client().await;
+    ensure_crd(&client).await;
+    let ns = TestNamespace::create(&client, "webhook-cert").await;
+    let configuration = format!("{}.webhooks.fixtures.kopf-audit.dev", ns.name);
+    let _delete = DeleteWebhookConfiguration(configuration.clone());
+    let _kopf = Fixture::start("webhooks", &ns.name, None);
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
+    let configs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let webhooks = wait_for(
+        "kopf's ValidatingWebhookConfiguration",
+        Duration::from_secs(90),
+        || {
+            let (configs, name) = (configs.clone(), configuration.clone());
+            async move {
+                let c = configs.get_opt(&name).await.ok()??;
+                let names: Vec<String> = c.webhooks?.into_iter().map(|w| w.name).collect();
+                (!names.is_empty()).then_some(names)
+            }
+        },
+    )
+    .await;
+
+    // kopf patches the configuration only when its own client config changes: an
+    // expired bundle written over it stays.
+    let bundle = serde_json::to_value(k8s_openapi::ByteString(EXPIRED_CA_BUNDLE.to_vec()))
+        .expect("a base64 caBundle");
+    let hooks: Vec<serde_json::Value> = webhooks
+        .iter()
+        .map(|name| serde_json::json!({"name": name, "clientConfig": {"caBundle": bundle}}))
+        .collect();
+    configs
+        .patch(
+            &configuration,
+            &PatchParams::default(),
+            &Patch::Strategic(serde_json::json!({"webhooks": hooks})),
+        )
+        .await
+        .expect("writing the expired caBundle");
+
+    let _auditor = Auditor::start(
+        &support::kubeconfig_path(),
+        &ns.name,
+        &["--allow-cross-namespace"],
+    );
+    create_audit(&client, &ns.name, audit(&deployment, "10m"))
+        .await
+        .expect("creating the KopfAudit");
+    let audit = wait_status(
+        &client,
+        &ns.name,
+        "audit",
+        "runtime.webhook-certificate",
+        Duration::from_secs(120),
+        |s| found_checks(s).contains("runtime.webhook-certificate"),
+    )
+    .await;
+    let status = audit.status.expect("status");
+    let f = finding(&status, "runtime.webhook-certificate");
+    assert_eq!(f.severity.as_str(), "error", "{f:#?}");
+    for part in [
+        configuration.as_str(),
+        "expired at 2025-01-09T12:00:00Z",
+        webhooks[0].as_str(),
+    ] {
+        assert!(f.message.contains(part), "{part}: {}", f.message);
+    }
+    assert!(
+        f.evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("kopf's self-signed shape")),
+        "{f:#?}"
     );
 }

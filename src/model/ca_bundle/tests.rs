@@ -1,0 +1,90 @@
+use super::*;
+
+const KOPF_EXPIRED: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/kopf-expired.pem");
+const CA_VALID: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/ca-valid.pem");
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("a timestamp")
+}
+
+fn certs(bundle: CaBundle) -> Vec<BundleCert> {
+    match bundle {
+        CaBundle::Read { certs, .. } => certs,
+        other => panic!("not read: {other:?}"),
+    }
+}
+
+#[test]
+fn kopf_s_self_signed_certificate_is_read_with_its_validity() {
+    let read = certs(CaBundle::parse(Some(KOPF_EXPIRED)));
+    assert_eq!(read.len(), 1);
+    let cert = &read[0];
+    assert_eq!(cert.subject, "CN=webhooks.operators.svc");
+    assert_eq!(cert.not_before, ts("2024-01-10T12:00:00Z"));
+    assert_eq!(cert.not_after, ts("2025-01-09T12:00:00Z"));
+    assert!(cert.kopf_generated);
+}
+
+#[test]
+fn a_ca_without_kopf_s_extended_key_usages_is_not_kopf_s() {
+    let read = certs(CaBundle::parse(Some(CA_VALID)));
+    assert_eq!(read[0].subject, "CN=operators-webhook-ca");
+    assert!(!read[0].kopf_generated);
+}
+
+#[test]
+fn a_bundle_of_several_keeps_their_order_and_skips_blocks_that_do_not_decode() {
+    let junk = b"-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n";
+    let bundle = [CA_VALID, junk.as_slice(), KOPF_EXPIRED].concat();
+    let read = certs(CaBundle::parse(Some(&bundle)));
+    assert_eq!(read.len(), 2);
+    assert!(!read[0].kopf_generated && read[1].kopf_generated);
+}
+
+#[test]
+fn no_bundle_is_absent() {
+    assert_eq!(CaBundle::parse(None), CaBundle::Absent);
+    assert_eq!(CaBundle::parse(Some(b"")), CaBundle::Absent);
+}
+
+#[test]
+fn hostile_bundles_are_unreadable_and_never_panic() {
+    let huge = vec![b'A'; MAX_BUNDLE_BYTES + 1];
+    assert_eq!(
+        CaBundle::parse(Some(&huge)),
+        CaBundle::Unreadable(BundleProblem::TooLarge {
+            bytes: MAX_BUNDLE_BYTES + 1
+        })
+    );
+    assert_eq!(
+        CaBundle::parse(Some(b"\x1b[31mnot base64 at all \xff\xfe")),
+        CaBundle::Unreadable(BundleProblem::NotPem)
+    );
+    for hostile in [
+        b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----".as_slice(),
+        b"-----BEGIN CERTIFICATE-----\nMIIB".as_slice(),
+        b"-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----".as_slice(),
+        // A real certificate cut in half.
+        &KOPF_EXPIRED[..KOPF_EXPIRED.len() / 2],
+    ] {
+        match CaBundle::parse(Some(hostile)) {
+            CaBundle::Unreadable(BundleProblem::NotCertificate { reason }) => {
+                assert!(!reason.is_empty());
+                assert!(reason.chars().all(|c| !c.is_control()), "{reason:?}");
+            }
+            other => panic!("{:?}: {other:?}", String::from_utf8_lossy(hostile)),
+        }
+    }
+}
+
+#[test]
+fn at_most_max_certs_are_decoded() {
+    let many = CA_VALID.repeat(MAX_CERTS * 3);
+    match CaBundle::parse(Some(&many)) {
+        CaBundle::Read { certs, more } => {
+            assert_eq!(certs.len(), MAX_CERTS);
+            assert!(more);
+        }
+        other => panic!("{other:?}"),
+    }
+}
