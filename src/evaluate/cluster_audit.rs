@@ -226,7 +226,7 @@ pub(crate) fn weakened(defaults: &AuditDefaults, declared: &KopfAuditSpec) -> Ve
 /// The spec fields whose setting in `declared` is looser than in `defaults`, both read
 /// as the audit reads them (the defaults filled in).
 fn looser_settings(defaults: &AuditDefaults, declared: &KopfAuditSpec) -> Vec<&'static str> {
-    let wanted = AuditSettings::read(&defaults.interval, &defaults.thresholds, &defaults.logs);
+    let wanted = AuditSettings::from_defaults(defaults);
     let got = AuditSettings::from_spec(declared);
     let (wanted_checks, got_checks) = (&wanted.thresholds, &got.thresholds);
     [

@@ -6,7 +6,7 @@
 //! default.
 
 use super::{duration, quantity};
-use crate::api::{KopfAuditSpec, LogsConfig, Thresholds};
+use crate::api::{AuditDefaults, KopfAuditSpec, LogsConfig, Thresholds};
 use std::time::Duration;
 
 /// Identical events that count as spam unless the KopfAudit says otherwise.
@@ -49,6 +49,12 @@ impl AuditSettings {
         AuditSettings::read(&spec.interval, &spec.thresholds, &spec.logs)
     }
 
+    /// The settings a ClusterKopfAudit's `spec.defaults` gives every KopfAudit it
+    /// generates: the same fields, read the same way.
+    pub(crate) fn from_defaults(defaults: &AuditDefaults) -> AuditSettings {
+        AuditSettings::read(&defaults.interval, &defaults.thresholds, &defaults.logs)
+    }
+
     /// The settings of an interval, thresholds and log bounds as a spec writes them
     /// (a KopfAudit's, or the defaults a ClusterKopfAudit gives the ones it generates).
     ///
@@ -56,11 +62,7 @@ impl AuditSettings {
     /// least 10 minutes, so that one lucky audit never resolves a finding and failures
     /// in bursts a few minutes apart give one FindingRaised, not one pair per burst
     /// (Prometheus's `for:` and Alertmanager's resolve timeout work the same way).
-    pub(crate) fn read(
-        interval: &str,
-        thresholds: &Thresholds,
-        logs: &LogsConfig,
-    ) -> AuditSettings {
+    fn read(interval: &str, thresholds: &Thresholds, logs: &LogsConfig) -> AuditSettings {
         let interval = read_interval(interval);
         let resolve_after = thresholds
             .resolve_after

@@ -174,12 +174,7 @@ async fn reconcile(
     if !ctx.inner.mandate.holds() {
         return Ok(Action::requeue(NOT_LEADING_RETRY));
     }
-    let interval = AuditSettings::read(
-        &cka.spec.defaults.interval,
-        &cka.spec.defaults.thresholds,
-        &cka.spec.defaults.logs,
-    )
-    .interval;
+    let interval = AuditSettings::from_defaults(&cka.spec.defaults).interval;
     let outcome = match discover_and_apply(&cka, &ctx).await {
         Ok(plan) => ClusterOutcome::Discovered(plan),
         Err(Stop::Stalled(why)) => ClusterOutcome::Stalled(why),
