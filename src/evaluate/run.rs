@@ -613,13 +613,7 @@ fn apply_spec(spec: &KopfAuditSpec, disabled: &[CheckId], findings: &mut Vec<Fin
         }
         clean_finding(f);
     }
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(a.check.cmp(&b.check))
-            .then(a.target.cmp(&b.target))
-            .then(a.message.cmp(&b.message))
-    });
+    super::status::sort_findings(findings);
     findings.dedup_by(|a, b| a.check == b.check && a.target == b.target && a.message == b.message);
 }
 
