@@ -51,8 +51,8 @@ pub struct KopfAuditSpec {
 
     /// How often to re-audit, as a Go duration (`30s`, `5m`, `1h`); at least 30s.
     #[serde(default = "default_interval")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
-    #[x_kube(validation = Rule::new("duration(self) >= duration('30s')").message("interval must be at least 30s"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION_PATTERN))]
+    #[x_kube(validation = interval_rule())]
     pub interval: String,
 
     /// Checks to disable and severities to override.
@@ -135,6 +135,16 @@ fn label_selector_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
             }
         }
     })
+}
+
+/// The schema pattern of a Go duration (`30s`, `5m`, `1h30m`), the grammar of every
+/// duration in a spec.
+const GO_DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
+
+/// The CEL rule of an interval (a KopfAudit's `spec.interval`, a ClusterKopfAudit's
+/// `spec.defaults.interval`): at least 30s, so that no audit runs more often.
+fn interval_rule() -> Rule {
+    Rule::new("duration(self) >= duration('30s')").message("interval must be at least 30s")
 }
 
 /// The default re-audit period.
@@ -307,14 +317,14 @@ pub struct Thresholds {
     /// operator's pod runs before `runtime.not-handling` fires, as a Go duration
     /// (default 10m).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION_PATTERN))]
     #[x_kube(validation = Rule::new("duration(self) >= duration('1m') && duration(self) <= duration('24h')").message("thresholds.unhandledAfter must be between 1m and 24h"))]
     pub unhandled_after: Option<String>,
 
     /// How long a finding must stay absent from complete audits before it is resolved,
     /// as a Go duration (default: two intervals, at least 10m; `0s` resolves at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION_PATTERN))]
     #[x_kube(validation = Rule::new("duration(self) <= duration('24h')").message("thresholds.resolveAfter must be at most 24h"))]
     pub resolve_after: Option<String>,
 }
@@ -331,7 +341,7 @@ impl Thresholds {
 pub struct LogsConfig {
     /// How far back to read (default 10m), as a Go duration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION_PATTERN))]
     #[x_kube(validation = Rule::new("duration(self) >= duration('1m') && duration(self) <= duration('24h')").message("logs.window must be between 1m and 24h"))]
     pub window: Option<String>,
 

@@ -7,7 +7,10 @@
 //! group (a cluster admin, by RBAC) can ask for it: that is why its controller reads
 //! Deployments, pods and logs across namespaces without `--allow-cross-namespace`.
 
-use super::{CheckSelection, DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, LogsConfig, Thresholds};
+use super::{
+    CheckSelection, DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, GO_DURATION_PATTERN, LogsConfig,
+    Thresholds, interval_rule,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -144,15 +147,18 @@ pub struct DeploymentRef {
 }
 
 /// What every generated KopfAudit's spec carries besides its target (the KopfAudit
-/// fields of the same names).
+/// fields of the same names). It re-declares those fields rather than sharing a type
+/// with `KopfAuditSpec` because their descriptions in the CRDs differ; the grammar,
+/// CEL rules and default are shared (`GO_DURATION_PATTERN`, `interval_rule`,
+/// `default_interval`), and the audit reads both through `AuditSettings`.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditDefaults {
     /// How often each generated KopfAudit re-audits, and how often discovery runs
     /// again, as a Go duration (`30s`, `5m`, `1h`); at least 30s.
     #[serde(default = "super::default_interval")]
-    #[schemars(length(max = 32), regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
-    #[x_kube(validation = Rule::new("duration(self) >= duration('30s')").message("interval must be at least 30s"))]
+    #[schemars(length(max = 32), regex(pattern = GO_DURATION_PATTERN))]
+    #[x_kube(validation = interval_rule())]
     pub interval: String,
 
     /// Checks to disable and severities to override, in every generated KopfAudit.

@@ -4,8 +4,8 @@
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::evaluate::{self, Policy};
 use crate::gather::{self, Candidates, GatherError, Reach, Resolution, Shared};
-use crate::model::settings;
-use crate::reconcile::pipeline::run_audit;
+use crate::model::settings::AuditSettings;
+use crate::reconcile::pipeline::{Audit, run_audit};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
@@ -70,9 +70,13 @@ pub(crate) async fn check(
         Resolution::Suspended | Resolution::Stalled(_) => Candidates::default(),
     };
     let shared = Shared::default();
+    let settings = AuditSettings::from_spec(&spec);
     let outcome = run_audit(
         client,
-        &spec,
+        Audit {
+            spec: &spec,
+            settings: &settings,
+        },
         &reach,
         &shared,
         &resolution,
@@ -81,6 +85,5 @@ pub(crate) async fn check(
     )
     .await;
     let now = Time(Timestamp::now());
-    let resolve_after = settings::resolve_after(&spec);
-    Ok(evaluate::next_status(None, &outcome, None, &now, resolve_after).status)
+    Ok(evaluate::next_status(None, &outcome, None, &now, settings.resolve_after).status)
 }

@@ -30,7 +30,7 @@ use crate::gather::{Reach, Resolution, ResolvedTarget, TargetSelect, resolve};
 use crate::model::bounded::{MAX_CONDITION_MESSAGE_BYTES, clean};
 use crate::model::discovery::Discovered;
 use crate::model::names::{MAX_OBJECT_NAME, derived, short_hash};
-use crate::model::settings::{self, CheckSettings, LogBounds};
+use crate::model::settings::AuditSettings;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     Condition, LabelSelector, OwnerReference, Time,
 };
@@ -226,46 +226,31 @@ pub(crate) fn weakened(defaults: &AuditDefaults, declared: &KopfAuditSpec) -> Ve
 /// The spec fields whose setting in `declared` is looser than in `defaults`, both read
 /// as the audit reads them (the defaults filled in).
 fn looser_settings(defaults: &AuditDefaults, declared: &KopfAuditSpec) -> Vec<&'static str> {
-    let wanted_spec = KopfAuditSpec {
-        interval: defaults.interval.clone(),
-        thresholds: defaults.thresholds.clone(),
-        logs: defaults.logs.clone(),
-        ..KopfAuditSpec::for_deployment("")
-    };
-    let at = jiff::Timestamp::UNIX_EPOCH;
-    let (wanted, got) = (
-        CheckSettings::from_spec(&wanted_spec, at),
-        CheckSettings::from_spec(declared, at),
-    );
-    let (wanted_logs, got_logs) = (
-        LogBounds::from_spec(&defaults.logs),
-        LogBounds::from_spec(&declared.logs),
-    );
+    let wanted = AuditSettings::from_defaults(defaults);
+    let got = AuditSettings::from_spec(declared);
+    let (wanted_checks, got_checks) = (&wanted.thresholds, &got.thresholds);
     [
-        (
-            "interval",
-            settings::interval(declared) > settings::interval(&wanted_spec),
-        ),
+        ("interval", got.interval > wanted.interval),
         (
             "thresholds.memoryRequest",
-            got.workload.memory_request < wanted.workload.memory_request,
+            got_checks.workload.memory_request < wanted_checks.workload.memory_request,
         ),
         (
             "thresholds.memoryLimit",
-            got.workload.memory_limit < wanted.workload.memory_limit,
+            got_checks.workload.memory_limit < wanted_checks.workload.memory_limit,
         ),
         (
             "thresholds.eventRepeats",
-            got.event_repeats > wanted.event_repeats,
+            got_checks.event_repeats > wanted_checks.event_repeats,
         ),
         (
             "thresholds.unhandledAfter",
-            got.unhandled_after > wanted.unhandled_after,
+            got_checks.unhandled_after > wanted_checks.unhandled_after,
         ),
-        ("logs.window", got_logs.window < wanted_logs.window),
+        ("logs.window", got.logs.window < wanted.logs.window),
         (
             "logs.limitBytes",
-            got_logs.limit_bytes < wanted_logs.limit_bytes,
+            got.logs.limit_bytes < wanted.logs.limit_bytes,
         ),
         ("handledResources", !declared.handled_resources.is_empty()),
     ]

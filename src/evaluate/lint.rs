@@ -14,6 +14,7 @@ use crate::gather::files::Linted;
 use crate::gather::files::manifests::Manifests;
 use crate::model::evidence::TargetEvidence;
 use crate::model::rbac::{BindingKind, RoleKind};
+use crate::model::settings::AuditSettings;
 use crate::model::source::{Location, Unread};
 use std::collections::BTreeMap;
 
@@ -67,7 +68,8 @@ impl LintReport {
 /// Evaluates what the files gave.
 pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
     let spec = KopfAuditSpec::for_deployment("lint");
-    let eval = run::evaluate(&spec, &linted.evidence, policy);
+    let settings = AuditSettings::from_spec(&spec);
+    let eval = run::evaluate(&spec, &settings, &linted.evidence, policy);
     let mut report = LintReport {
         targets: eval.targets.clone(),
         notes: linted.notes.clone(),

@@ -11,6 +11,7 @@ pub(crate) mod status;
 
 use crate::api::{Finding, KopfAuditSpec, KopfAuditStatus};
 use crate::model::evidence::{AuditFailure, Observation, Stall};
+use crate::model::settings::AuditSettings;
 use events::PlannedEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub(crate) use run::{Evaluation, Policy};
@@ -137,12 +138,13 @@ pub(crate) fn acknowledge_request(
 /// Evaluates what gathering found (or the error that stopped it).
 pub(crate) fn evaluate(
     spec: &KopfAuditSpec,
+    settings: &AuditSettings,
     gathered: Result<Observation, AuditFailure>,
     policy: &Policy,
 ) -> Outcome {
     match gathered {
         Ok(Observation::Evidence(evidence)) => {
-            Outcome::Evaluated(run::evaluate(spec, &evidence, policy))
+            Outcome::Evaluated(run::evaluate(spec, settings, &evidence, policy))
         }
         Ok(Observation::Stalled(stall)) => Outcome::Stalled(stall),
         Ok(Observation::Suspended) => Outcome::Suspended,

@@ -14,7 +14,7 @@ use crate::model::evidence::{
 };
 use crate::model::exemption::{self, Decision, ExemptionPolicy, Form};
 use crate::model::kopf_run::{Peering, RunOrigin, Scope};
-use crate::model::settings::CheckSettings;
+use crate::model::settings::{AuditSettings, CheckSettings};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Operator-wide rules that a KopfAudit cannot change.
@@ -120,9 +120,15 @@ impl Evaluation {
 /// The areas that need kopf; a target without kopf leaves them `Unknown`/`NotKopf`.
 const KOPF_AREAS: [Area; 4] = [Area::Rbac, Area::Events, Area::Persistence, Area::Runtime];
 
-/// Runs every enabled check on every target.
-pub(crate) fn evaluate(spec: &KopfAuditSpec, evidence: &Evidence, policy: &Policy) -> Evaluation {
-    let settings = CheckSettings::from_spec(spec, evidence.now);
+/// Runs every enabled check on every target, with the settings the audit read from
+/// `spec` when it started.
+pub(crate) fn evaluate(
+    spec: &KopfAuditSpec,
+    settings: &AuditSettings,
+    evidence: &Evidence,
+    policy: &Policy,
+) -> Evaluation {
+    let settings = settings.checks(evidence.now);
     let today = exemption::today(evidence.now);
     let disables = decided_disables(spec, policy, today);
     let mut eval = Evaluation::default();
@@ -611,13 +617,7 @@ fn apply_spec(spec: &KopfAuditSpec, disabled: &[CheckId], findings: &mut Vec<Fin
         }
         clean_finding(f);
     }
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(a.check.cmp(&b.check))
-            .then(a.target.cmp(&b.target))
-            .then(a.message.cmp(&b.message))
-    });
+    super::status::sort_findings(findings);
     findings.dedup_by(|a, b| a.check == b.check && a.target == b.target && a.message == b.message);
 }
 

@@ -111,12 +111,13 @@ pub(crate) fn merge_findings(
             });
         }
     }
-    sort(&mut out.kept);
+    sort_findings(&mut out.kept);
     out
 }
 
-/// Most severe first, then by check, target and message: a stable order.
-fn sort(findings: &mut [Finding]) {
+/// The one order of findings, in an evaluation and in status: most severe first, then
+/// by check, target and message, so that the same findings always read the same.
+pub(crate) fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)

@@ -56,11 +56,23 @@ fn evidence(args: &[&str], annotations: &[(&str, &str)]) -> Evidence {
 }
 
 fn outcome(ev: Evidence) -> Outcome {
-    evaluate(&spec(), Ok(Observation::Evidence(ev)), &Policy::default())
+    let spec = spec();
+    let settings = AuditSettings::from_spec(&spec);
+    evaluate(
+        &spec,
+        &settings,
+        Ok(Observation::Evidence(ev)),
+        &Policy::default(),
+    )
+}
+
+/// The checks run on `ev` with the settings `spec` asks for.
+fn run_spec(spec: &KopfAuditSpec, ev: &Evidence, policy: &Policy) -> Evaluation {
+    run::evaluate(spec, &AuditSettings::from_spec(spec), ev, policy)
 }
 
 fn evaluation(ev: Evidence, policy: &Policy) -> Evaluation {
-    run::evaluate(&spec(), &ev, policy)
+    run_spec(&spec(), &ev, policy)
 }
 
 fn audit(stored: Option<&KopfAuditStatus>, ev: Evidence, now: i64) -> StatusUpdate {
@@ -258,7 +270,7 @@ fn disabled_checks_and_severity_overrides() {
     s.checks
         .severity
         .insert("workload.cpu-request".into(), Severity::Error);
-    let eval = run::evaluate(&s, &evidence(&["-A"], &[]), &Policy::default());
+    let eval = run_spec(&s, &evidence(&["-A"], &[]), &Policy::default());
     assert!(
         !eval
             .findings
@@ -282,7 +294,7 @@ fn disabled_checks_and_severity_overrides() {
 fn refused_exemptions_refuse_disabled_checks_too() {
     let mut s = spec();
     s.checks.disable = vec![CheckId::WorkloadLiveness, CheckId::WorkloadLiveness];
-    let refused = run::evaluate(
+    let refused = run_spec(
         &s,
         &evidence(&["-A"], &[]),
         &Policy {
@@ -306,7 +318,7 @@ fn refused_exemptions_refuse_disabled_checks_too() {
         "{}",
         skipped.reason
     );
-    let honoured = run::evaluate(&s, &evidence(&["-A"], &[]), &Policy::default());
+    let honoured = run_spec(&s, &evidence(&["-A"], &[]), &Policy::default());
     assert!(honoured.skipped.is_empty(), "{:?}", honoured.skipped);
 }
 
@@ -614,6 +626,7 @@ fn a_tenant_s_exemption_reason_and_args_reach_status_bounded_and_clean() {
     ] {
         let outcome = evaluate(
             &spec(),
+            &AuditSettings::from_spec(&spec()),
             Ok(Observation::Evidence(evidence(&args, &annotations))),
             &policy,
         );
@@ -1039,7 +1052,7 @@ fn exemptions_lapse_after_their_date_in_each_form() {
             .checks
             .disabled_until
             .insert("workload.liveness".into(), until.into());
-        let eval = run::evaluate(&disabling, &evidence(&[], &[]), &Policy::default());
+        let eval = run_spec(&disabling, &evidence(&[], &[]), &Policy::default());
         assert_eq!(!raised(&eval, CheckId::WorkloadLiveness), holds, "{until}");
         assert_eq!(eval.skipped.iter().any(|s| !s.honoured), !holds);
     }

@@ -28,7 +28,7 @@ use crate::model::evidence::{
 use crate::model::kopf_run::{KopfRun, Scope};
 use crate::model::names::{name_selector, spec_problem};
 use crate::model::rbac::{BindingKind, ServiceAccountRef};
-use crate::model::settings::LogBounds;
+use crate::model::settings::{AuditSettings, LogBounds};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -480,6 +480,7 @@ pub(crate) const PANICKING_TARGET: &str = "panics-in-gather";
 pub(crate) async fn gather(
     client: &Client,
     spec: &KopfAuditSpec,
+    settings: &AuditSettings,
     resolved: &ResolvedTarget,
     reach: &Reach,
     shared: &Shared,
@@ -514,7 +515,18 @@ pub(crate) async fn gather(
             }
         }
         if let Some(kopf) = target.kopf.take() {
-            target.kopf = Some(gather_kopf(client, spec, reach, &target, kopf.run, shared).await);
+            target.kopf = Some(
+                gather_kopf(
+                    client,
+                    spec,
+                    settings.logs,
+                    reach,
+                    &target,
+                    kopf.run,
+                    shared,
+                )
+                .await,
+            );
         }
         targets.push(target);
     }
@@ -543,13 +555,13 @@ fn no_running_pod(target: &TargetEvidence, container: &str) -> Unavailable {
 async fn gather_kopf(
     client: &Client,
     spec: &KopfAuditSpec,
+    bounds: LogBounds,
     reach: &Reach,
     target: &TargetEvidence,
     run: KopfRun,
     shared: &Shared,
 ) -> KopfEvidence {
     let cache = &shared.rbac;
-    let bounds = LogBounds::from_spec(&spec.logs);
     let logs = if target.pods.iter().any(|p| ever_ran(p, &run.container)) {
         logs::gather(
             client,

@@ -304,6 +304,7 @@ async fn a_target_over_the_budget_stalls_and_is_not_held() {
     let observation = gather(
         &client,
         &spec,
+        &crate::model::settings::AuditSettings::from_spec(&spec),
         &target,
         &reach("team", false),
         &Shared::default(),

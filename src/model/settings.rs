@@ -1,10 +1,12 @@
 //! What a KopfAudit's spec resolves to, with every default in one place: the thresholds
-//! the checks compare against, the log bounds the gatherer reads within, and the
-//! re-audit interval. The schema refuses bad values at apply time; anything unreadable
-//! that still gets through falls back to the default.
+//! the checks compare against, the log bounds the gatherer reads within, the re-audit
+//! interval and the resolve hold-down. An audit reads its spec once, into
+//! [`AuditSettings`], when it starts, and passes that down. The schema refuses bad
+//! values at apply time; anything unreadable that still gets through falls back to the
+//! default.
 
 use super::{duration, quantity};
-use crate::api::{KopfAuditSpec, LogsConfig};
+use crate::api::{AuditDefaults, KopfAuditSpec, LogsConfig, Thresholds};
 use std::time::Duration;
 
 /// Identical events that count as spam unless the KopfAudit says otherwise.
@@ -22,8 +24,89 @@ pub(crate) const DEFAULT_WINDOW: Duration = Duration::from_secs(600);
 pub(crate) const DEFAULT_LIMIT_BYTES: i64 = 4 * 1024 * 1024;
 /// The shortest re-audit period (the schema refuses less).
 pub(crate) const MIN_INTERVAL: Duration = Duration::from_secs(30);
-/// The re-audit period when `spec.interval` cannot be read.
-pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
+/// The shortest default hold-down before a finding is resolved.
+pub(crate) const MIN_DEFAULT_RESOLVE_AFTER: Duration = Duration::from_secs(600);
+
+/// Everything an audit reads from its KopfAudit's spec besides the target, read once
+/// when the audit starts: the gatherer reads its log bounds, the checks its
+/// thresholds, the status merge its hold-down and the requeue its interval.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct AuditSettings {
+    /// The requeue period (`spec.interval`, at least 30s).
+    pub(crate) interval: Duration,
+    /// How long a finding must stay absent before it is resolved (see
+    /// [`AuditSettings::read`]).
+    pub(crate) resolve_after: Duration,
+    /// What the checks compare against (`spec.thresholds`).
+    pub(crate) thresholds: CheckThresholds,
+    /// How much log to read (`spec.logs`).
+    pub(crate) logs: LogBounds,
+}
+
+impl AuditSettings {
+    /// The settings a KopfAudit's spec asks for.
+    pub(crate) fn from_spec(spec: &KopfAuditSpec) -> AuditSettings {
+        AuditSettings::read(&spec.interval, &spec.thresholds, &spec.logs)
+    }
+
+    /// The settings a ClusterKopfAudit's `spec.defaults` gives every KopfAudit it
+    /// generates: the same fields, read the same way.
+    pub(crate) fn from_defaults(defaults: &AuditDefaults) -> AuditSettings {
+        AuditSettings::read(&defaults.interval, &defaults.thresholds, &defaults.logs)
+    }
+
+    /// The settings of an interval, thresholds and log bounds as a spec writes them
+    /// (a KopfAudit's, or the defaults a ClusterKopfAudit gives the ones it generates).
+    ///
+    /// The resolve hold-down is `thresholds.resolveAfter`, else two intervals and at
+    /// least 10 minutes, so that one lucky audit never resolves a finding and failures
+    /// in bursts a few minutes apart give one FindingRaised, not one pair per burst
+    /// (Prometheus's `for:` and Alertmanager's resolve timeout work the same way).
+    fn read(interval: &str, thresholds: &Thresholds, logs: &LogsConfig) -> AuditSettings {
+        let interval = read_interval(interval);
+        let resolve_after = thresholds
+            .resolve_after
+            .as_deref()
+            .and_then(duration::parse)
+            .unwrap_or_else(|| interval.saturating_mul(2).max(MIN_DEFAULT_RESOLVE_AFTER));
+        AuditSettings {
+            interval,
+            resolve_after,
+            thresholds: CheckThresholds::read(thresholds),
+            logs: LogBounds::read(logs),
+        }
+    }
+
+    /// What the checks read, with the clock of the evidence they judge.
+    pub(crate) fn checks(&self, now: jiff::Timestamp) -> CheckSettings {
+        CheckSettings {
+            workload: self.thresholds.workload.clone(),
+            event_repeats: self.thresholds.event_repeats,
+            unhandled_after: self.thresholds.unhandled_after,
+            window: self.logs.window,
+            now,
+        }
+    }
+}
+
+impl Default for AuditSettings {
+    /// The settings of a spec that sets nothing but its target.
+    fn default() -> Self {
+        AuditSettings::read(
+            crate::api::DEFAULT_INTERVAL,
+            &Thresholds::default(),
+            &LogsConfig::default(),
+        )
+    }
+}
+
+/// The requeue period a spec's interval asks for (the schema guarantees at least 30s);
+/// the schema's default, [`crate::api::DEFAULT_INTERVAL`], when it cannot be read.
+fn read_interval(interval: &str) -> Duration {
+    duration::parse(interval)
+        .or_else(|| duration::parse(crate::api::DEFAULT_INTERVAL))
+        .map_or(MIN_INTERVAL, |d| d.max(MIN_INTERVAL))
+}
 
 /// Workload thresholds after the KopfAudit's overrides.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,8 +126,44 @@ impl Default for WorkloadThresholds {
     }
 }
 
+/// `spec.thresholds` after the defaults: what the checks compare against.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CheckThresholds {
+    /// Workload thresholds.
+    pub(crate) workload: WorkloadThresholds,
+    /// Identical events in the window that count as spam.
+    pub(crate) event_repeats: usize,
+    /// How long a changed object may stay unhandled.
+    pub(crate) unhandled_after: Duration,
+}
+
+impl CheckThresholds {
+    fn read(thresholds: &Thresholds) -> CheckThresholds {
+        let read = |q: &Option<String>, default: f64| {
+            q.as_deref()
+                .and_then(quantity::bytes)
+                .filter(|b| *b > 0.0)
+                .unwrap_or(default)
+        };
+        CheckThresholds {
+            workload: WorkloadThresholds {
+                memory_request: read(&thresholds.memory_request, DEFAULT_MEMORY_REQUEST),
+                memory_limit: read(&thresholds.memory_limit, DEFAULT_MEMORY_LIMIT),
+            },
+            event_repeats: thresholds
+                .event_repeats
+                .map_or(DEFAULT_EVENT_REPEATS, |n| n as usize),
+            unhandled_after: thresholds
+                .unhandled_after
+                .as_deref()
+                .and_then(duration::parse)
+                .unwrap_or(DEFAULT_UNHANDLED_AFTER),
+        }
+    }
+}
+
 /// What every check may read besides the evidence: the KopfAudit's thresholds and the
-/// clock of the audit.
+/// clock of the audit (made by [`AuditSettings::checks`]).
 #[derive(Clone, Debug)]
 pub(crate) struct CheckSettings {
     /// Workload thresholds.
@@ -59,36 +178,6 @@ pub(crate) struct CheckSettings {
     pub(crate) now: jiff::Timestamp,
 }
 
-impl CheckSettings {
-    /// The settings a spec asks for, at `now`.
-    pub(crate) fn from_spec(spec: &KopfAuditSpec, now: jiff::Timestamp) -> CheckSettings {
-        let read = |q: &Option<String>, default: f64| {
-            q.as_deref()
-                .and_then(quantity::bytes)
-                .filter(|b| *b > 0.0)
-                .unwrap_or(default)
-        };
-        CheckSettings {
-            workload: WorkloadThresholds {
-                memory_request: read(&spec.thresholds.memory_request, DEFAULT_MEMORY_REQUEST),
-                memory_limit: read(&spec.thresholds.memory_limit, DEFAULT_MEMORY_LIMIT),
-            },
-            event_repeats: spec
-                .thresholds
-                .event_repeats
-                .map_or(DEFAULT_EVENT_REPEATS, |n| n as usize),
-            unhandled_after: spec
-                .thresholds
-                .unhandled_after
-                .as_deref()
-                .and_then(duration::parse)
-                .unwrap_or(DEFAULT_UNHANDLED_AFTER),
-            window: LogBounds::from_spec(&spec.logs).window,
-            now,
-        }
-    }
-}
-
 /// How much log to read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LogBounds {
@@ -99,8 +188,7 @@ pub(crate) struct LogBounds {
 }
 
 impl LogBounds {
-    /// The bounds a KopfAudit asks for.
-    pub(crate) fn from_spec(logs: &LogsConfig) -> LogBounds {
+    fn read(logs: &LogsConfig) -> LogBounds {
         let window = logs
             .window
             .as_deref()
@@ -120,41 +208,22 @@ impl LogBounds {
     }
 }
 
-/// The shortest default hold-down before a finding is resolved.
-pub(crate) const MIN_DEFAULT_RESOLVE_AFTER: Duration = Duration::from_secs(600);
-
-/// How long a finding must stay absent from complete audits before it is resolved:
-/// `spec.thresholds.resolveAfter`, else two intervals and at least 10 minutes, so that
-/// one lucky audit never resolves a finding and failures in bursts a few minutes apart
-/// give one FindingRaised, not one pair per burst (Prometheus's `for:` and
-/// Alertmanager's resolve timeout work the same way).
-pub(crate) fn resolve_after(spec: &KopfAuditSpec) -> Duration {
-    spec.thresholds
-        .resolve_after
-        .as_deref()
-        .and_then(duration::parse)
-        .unwrap_or_else(|| {
-            interval(spec)
-                .saturating_mul(2)
-                .max(MIN_DEFAULT_RESOLVE_AFTER)
-        })
-}
-
-/// The requeue period of an audit (the schema guarantees at least 30s).
-pub(crate) fn interval(spec: &KopfAuditSpec) -> Duration {
-    duration::parse(&spec.interval)
-        .map(|d| d.max(MIN_INTERVAL))
-        .unwrap_or(DEFAULT_INTERVAL)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn interval(spec: &KopfAuditSpec) -> Duration {
+        AuditSettings::from_spec(spec).interval
+    }
+
+    fn resolve_after(spec: &KopfAuditSpec) -> Duration {
+        AuditSettings::from_spec(spec).resolve_after
+    }
+
     #[test]
     fn log_bounds_default_and_follow_the_spec() {
         assert_eq!(
-            LogBounds::from_spec(&LogsConfig::default()),
+            LogBounds::read(&LogsConfig::default()),
             LogBounds {
                 window: DEFAULT_WINDOW,
                 limit_bytes: DEFAULT_LIMIT_BYTES
@@ -164,7 +233,7 @@ mod tests {
             window: Some("2m".into()),
             limit_bytes: Some("1Mi".into()),
         };
-        let b = LogBounds::from_spec(&spec);
+        let b = LogBounds::read(&spec);
         assert_eq!(b.window, Duration::from_secs(120));
         assert_eq!(b.limit_bytes, 1024 * 1024);
     }
@@ -179,10 +248,9 @@ mod tests {
         assert_eq!(interval(&spec), Duration::from_secs(45));
         spec.interval = "1s".into();
         assert_eq!(interval(&spec), Duration::from_secs(30));
-        assert_eq!(
-            duration::parse(crate::api::DEFAULT_INTERVAL),
-            Some(DEFAULT_INTERVAL)
-        );
+        spec.interval = "five minutes".into();
+        assert_eq!(interval(&spec), Duration::from_secs(300));
+        assert_eq!(AuditSettings::default().interval, Duration::from_secs(300));
     }
 
     #[test]
@@ -204,7 +272,7 @@ mod tests {
             "thresholds": {"memoryLimit": "1Gi", "eventRepeats": 5}
         }))
         .expect("spec");
-        let s = CheckSettings::from_spec(&spec, jiff::Timestamp::UNIX_EPOCH);
+        let s = AuditSettings::from_spec(&spec).checks(jiff::Timestamp::UNIX_EPOCH);
         assert_eq!(s.workload.memory_limit, 1024.0 * 1024.0 * 1024.0);
         assert_eq!(s.workload.memory_request, DEFAULT_MEMORY_REQUEST);
         assert_eq!(s.event_repeats, 5);

@@ -20,6 +20,7 @@ use crate::evaluate::cluster_audit::{
 use crate::gather::discover::{
     DiscoverError, Fingerprints, Scope, discover_in, namespaces_matching,
 };
+use crate::model::settings::AuditSettings;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -173,8 +174,7 @@ async fn reconcile(
     if !ctx.inner.mandate.holds() {
         return Ok(Action::requeue(NOT_LEADING_RETRY));
     }
-    let interval = crate::model::duration::parse(&cka.spec.defaults.interval)
-        .unwrap_or(Duration::from_secs(300));
+    let interval = AuditSettings::from_defaults(&cka.spec.defaults).interval;
     let outcome = match discover_and_apply(&cka, &ctx).await {
         Ok(plan) => ClusterOutcome::Discovered(plan),
         Err(Stop::Stalled(why)) => ClusterOutcome::Stalled(why),

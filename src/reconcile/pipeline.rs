@@ -11,7 +11,7 @@ use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
 use crate::gather::{self, Candidates, GatherError, Reach, Resolution, Shared};
 use crate::model::evidence::Stall;
 use crate::model::evidence::{AuditFailure, Observation};
-use crate::model::settings;
+use crate::model::settings::AuditSettings;
 use crate::publish::{self, PublishError};
 use futures::FutureExt;
 use jiff::Timestamp;
@@ -44,6 +44,16 @@ pub(crate) enum ReconcileError {
     NotLeading,
 }
 
+/// What one audit audits: a KopfAudit's spec, and the settings read from it once, when
+/// the audit started, for every step to share.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Audit<'a> {
+    /// The spec as written (its target, handled resources and check selection).
+    pub(crate) spec: &'a KopfAuditSpec,
+    /// Its interval, hold-down, thresholds and log bounds.
+    pub(crate) settings: &'a AuditSettings,
+}
+
 /// Gathers and evaluates one audit from its candidates (read by
 /// [`gather::read_candidates`]): the function the operator and `kopf-audit check` share.
 ///
@@ -53,7 +63,7 @@ pub(crate) enum ReconcileError {
 /// the panic's message until the next interval.
 pub(crate) async fn run_audit(
     client: &Client,
-    spec: &KopfAuditSpec,
+    Audit { spec, settings }: Audit<'_>,
     reach: &Reach,
     shared: &Shared,
     resolution: &Resolution,
@@ -65,11 +75,14 @@ pub(crate) async fn run_audit(
             (Resolution::Suspended, _) => Ok(Observation::Suspended),
             (Resolution::Stalled(stall), _) => Ok(Observation::Stalled(stall.clone())),
             (Resolution::Target(target), Ok(candidates)) => {
-                Ok(gather::gather(client, spec, target, reach, shared, &candidates).await)
+                Ok(
+                    gather::gather(client, spec, settings, target, reach, shared, &candidates)
+                        .await,
+                )
             }
             (Resolution::Target(_), Err(e)) => Err(e.failure()),
         };
-        evaluate::evaluate(spec, observation, policy)
+        evaluate::evaluate(spec, settings, observation, policy)
     };
     contain_panic(audit)
         .await
@@ -139,6 +152,7 @@ pub(crate) async fn reconcile(
         return Ok(Action::requeue(wait));
     }
     ctx.memory.audit_started(&audit, now);
+    let settings = AuditSettings::from_spec(&audit.spec);
     let reach = Reach {
         own: namespace.clone(),
         cross_namespace: ctx.settings.allow_cross_namespace,
@@ -155,7 +169,10 @@ pub(crate) async fn reconcile(
     let policy = &ctx.settings.policy;
     let outcome = run_audit(
         &ctx.client,
-        &audit.spec,
+        Audit {
+            spec: &audit.spec,
+            settings: &settings,
+        },
         &reach,
         &ctx.shared,
         &resolution,
@@ -169,7 +186,7 @@ pub(crate) async fn reconcile(
         &outcome,
         audit.metadata.generation,
         &now,
-        settings::resolve_after(&audit.spec),
+        settings.resolve_after,
     );
     evaluate::acknowledge_request(
         &mut update,
@@ -192,11 +209,8 @@ pub(crate) async fn reconcile(
         started.elapsed(),
         failed,
     );
-    ctx.metrics.interval(
-        &namespace,
-        &audit.name_any(),
-        settings::interval(&audit.spec),
-    );
+    ctx.metrics
+        .interval(&namespace, &audit.name_any(), settings.interval);
     tracing::info!(
         changed = update.changed,
         events = published.events,
@@ -206,7 +220,7 @@ pub(crate) async fn reconcile(
     match outcome {
         Outcome::Failed(why) => Err(ReconcileError::Audit(why)),
         _ => Ok(Action::requeue(spread(
-            settings::interval(&audit.spec),
+            settings.interval,
             &audit.uid().unwrap_or_else(|| audit.name_any()),
             Timestamp::now(),
         ))),

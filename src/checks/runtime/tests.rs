@@ -53,7 +53,10 @@ fn ids(lines: &[&str]) -> Vec<CheckId> {
 }
 
 fn settings() -> CheckSettings {
-    CheckSettings::from_spec(&crate::api::KopfAuditSpec::for_deployment("op"), now())
+    crate::model::settings::AuditSettings::from_spec(&crate::api::KopfAuditSpec::for_deployment(
+        "op",
+    ))
+    .checks(now())
 }
 
 fn now() -> jiff::Timestamp {
@@ -303,7 +306,7 @@ fn a_pod_that_does_not_run_is_another_check_s_business() {
     // The threshold is the spec's.
     let mut spec = crate::api::KopfAuditSpec::for_deployment("op");
     spec.thresholds.unhandled_after = Some("30m".into());
-    let patient = CheckSettings::from_spec(&spec, now());
+    let patient = crate::model::settings::AuditSettings::from_spec(&spec).checks(now());
     let running = [running_pod("operator", true)];
     assert!(not_handling("op", &objects, &running, "operator", &logs, &patient).is_none());
 }
