@@ -9,6 +9,7 @@ mod html;
 mod inert;
 mod log_filter;
 mod output;
+mod results;
 mod table;
 
 use crate::api::KopfAudit;
@@ -22,7 +23,8 @@ use crate::reconcile::{self, Settings, http};
 use check::CheckTarget;
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::CustomResourceExt;
-use output::{OutputArgs, Results, Source, Subject};
+use output::OutputArgs;
+use results::{Results, Source, Subject};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
