@@ -243,7 +243,7 @@ fn disabled_until_rule() -> Rule {
         .map(|c| format!("'{}'", c.as_str()))
         .collect();
     Rule::new(format!("self.all(k, k in [{}])", ids.join(", "))).message(
-        "checks.disabledUntil names an unknown check ID (see the check list in the README)",
+        "checks.disabledUntil names an unknown check ID (the check IDs: docs/reference.md in the kopf-audit repository)",
     )
 }
 
@@ -269,7 +269,7 @@ fn known_check_ids_rule() -> Rule {
         .map(|c| format!("'{}'", c.as_str()))
         .collect();
     Rule::new(format!("self.all(k, k in [{}])", ids.join(", ")))
-        .message("checks.severity names an unknown check ID (see the check list in the README)")
+        .message("checks.severity names an unknown check ID (the check IDs: docs/reference.md in the kopf-audit repository)")
 }
 
 /// A positive Kubernetes quantity, such as `256Mi`.
