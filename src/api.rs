@@ -253,7 +253,7 @@ fn disabled_until_rule() -> Rule {
         .map(|c| format!("'{}'", c.as_str()))
         .collect();
     Rule::new(format!("self.all(k, k in [{}])", ids.join(", "))).message(
-        "checks.disabledUntil names an unknown check ID (see the check list in the README)",
+        "checks.disabledUntil names an unknown check ID (the check IDs: docs/reference.md in the kopf-audit repository)",
     )
 }
 
@@ -279,7 +279,7 @@ fn known_check_ids_rule() -> Rule {
         .map(|c| format!("'{}'", c.as_str()))
         .collect();
     Rule::new(format!("self.all(k, k in [{}])", ids.join(", ")))
-        .message("checks.severity names an unknown check ID (see the check list in the README)")
+        .message("checks.severity names an unknown check ID (the check IDs: docs/reference.md in the kopf-audit repository)")
 }
 
 /// A positive Kubernetes quantity, such as `256Mi`.
@@ -523,6 +523,21 @@ pub struct Finding {
     /// flapping operator gives one FindingRaised and, once quiet, one FindingResolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absent_since: Option<Time>,
+}
+
+impl Finding {
+    /// The one order of findings, in an evaluation and in status: most severe first,
+    /// then by check, target and message, so that the same findings always read the
+    /// same.
+    pub(crate) fn sort(findings: &mut [Finding]) {
+        findings.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then(a.check.cmp(&b.check))
+                .then(a.target.cmp(&b.target))
+                .then(a.message.cmp(&b.message))
+        });
+    }
 }
 
 /// A check not run: exempted by an annotation, or its evidence out of the auditor's

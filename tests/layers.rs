@@ -77,53 +77,24 @@ fn production_code(text: &str) -> String {
         .join("\n")
 }
 
-/// Every `crate::a::b` path a source names, as `[a, b]` (b may be an item, kept anyway).
-fn crate_paths(code: &str) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        let path: Vec<String> = rest
-            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .next()
-            .unwrap_or("")
-            .split("::")
-            .filter(|s| !s.is_empty())
-            .take(2)
-            .map(str::to_string)
-            .collect();
-        out.push(path);
-    }
-    out
-}
-
 fn layer(module: &str) -> Option<u8> {
     LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
 }
 
 #[test]
 fn no_module_imports_from_a_higher_layer_or_a_sibling() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
     let mut violations = Vec::new();
-    for file in files.iter().filter(|f| !is_test_file(f)) {
-        let module = module_of(file);
-        let Some(own) = module.first().and_then(|m| layer(m)) else {
+    for (from, targets) in imports(&production_files()) {
+        let Some(own) = from.first().and_then(|m| layer(m)) else {
             continue;
         };
-        let text = std::fs::read_to_string(file).expect("readable");
-        for path in crate_paths(&production_code(&text)) {
-            let Some(target) = path.first() else { continue };
+        for to in targets {
+            let Some(target) = to.first() else { continue };
             let Some(theirs) = layer(target) else {
                 continue;
             };
-            let same_module = module.first() == Some(target);
-            if !same_module && theirs >= own {
-                violations.push(format!(
-                    "{} imports crate::{}",
-                    file.display(),
-                    path.join("::")
-                ));
+            if from.first() != Some(target) && theirs >= own {
+                violations.push(format!("{} imports {}", from.join("::"), to.join("::")));
             }
         }
     }
@@ -158,53 +129,203 @@ fn the_pure_layers_perform_no_io() {
     );
 }
 
-#[test]
-fn modules_import_each_other_without_cycles() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let known: BTreeSet<String> = files
-        .iter()
-        .filter(|f| !is_test_file(f))
-        .map(|f| module_of(f).join("::"))
-        .collect();
-    for file in files.iter().filter(|f| !is_test_file(f)) {
-        let from = module_of(file).join("::");
-        let code = production_code(&std::fs::read_to_string(file).expect("readable"));
-        let mut paths = crate_paths(&code);
-        // `super::x` inside a submodule names a sibling of the same parent.
-        if let Some(parent) = module_of(file)
-            .first()
-            .filter(|_| module_of(file).len() == 2)
-        {
-            let mut rest = code.as_str();
-            while let Some(at) = rest.find("super::") {
-                rest = &rest[at + "super::".len()..];
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                paths.push(vec![parent.clone(), name]);
+/// A file's full module path (`cli::ci`, `gather::files::python`, `cli` for
+/// `cli/mod.rs`) from its path relative to `src/`.
+fn module_path(rel: &Path) -> Vec<String> {
+    rel.iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|p| p != "mod" && p != "lib" && p != "main")
+        .collect()
+}
+
+/// Splits `text` at the commas outside braces.
+fn top_level_items(text: &str) -> Vec<&str> {
+    let (mut depth, mut from, mut out) = (0usize, 0usize, Vec::new());
+    for (at, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(&text[from..at]);
+                from = at + 1;
             }
+            _ => {}
         }
+    }
+    out.push(&text[from..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Every path a `use` tree names, groups expanded: `super::{a, b::{c, d}}` gives
+/// `super::a`, `super::b::c` and `super::b::d`. `self` in a group names the group's
+/// own path; a glob names the path it is taken from; `as` renames are dropped.
+fn use_tree_paths(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    for item in top_level_items(tree) {
+        if let Some(open) = item.find('{') {
+            let head = item[..open].trim().trim_end_matches("::");
+            let inner = item[open + 1..].trim_end().trim_end_matches('}');
+            let mut path = prefix.to_vec();
+            path.extend(segments(head));
+            use_tree_paths(inner, &path, out);
+        } else {
+            let leaf = item.split_whitespace().next().unwrap_or("");
+            let mut path = prefix.to_vec();
+            let top = path.is_empty();
+            path.extend(segments(leaf).filter(|s| s != "self" || top));
+            if path.last().is_some_and(|s| s == "*") {
+                path.pop();
+            }
+            out.push(path);
+        }
+    }
+}
+
+/// The `::`-separated segments of a path, without spaces.
+fn segments(path: &str) -> impl Iterator<Item = String> + '_ {
+    path.split("::")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// The `use` declarations of `code` (with any visibility) as their trees, and the code
+/// with them taken out.
+fn use_declarations(code: &str) -> (Vec<String>, String) {
+    let (mut trees, mut rest, mut text) = (Vec::new(), String::new(), code);
+    while let Some(at) = find_use(text) {
+        rest.push_str(&text[..at]);
+        let body = &text[at + "use ".len()..];
+        let end = body.find(';').unwrap_or(body.len());
+        trees.push(body[..end].to_string());
+        text = body.get(end + 1..).unwrap_or("");
+    }
+    rest.push_str(text);
+    (trees, rest)
+}
+
+/// Where the next `use ` keyword starts a declaration: at a line's start, after a
+/// visibility, or after an attribute or a brace.
+fn find_use(text: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(found) = text[from..].find("use ") {
+        let at = from + found;
+        let before = text[..at].trim_end();
+        let starts = before.is_empty()
+            || before.ends_with(['\n', ';', '{', '}', ']', ')'])
+            || before.ends_with("pub");
+        let after_word = text[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        if starts && after_word {
+            return Some(at);
+        }
+        from = at + "use ".len();
+    }
+    None
+}
+
+/// The `crate::`, `super::` and `self::` paths written inline in `code` (outside `use`).
+fn inline_paths(code: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for root in ["crate::", "super::", "self::"] {
+        let mut from = 0;
+        while let Some(found) = code[from..].find(root) {
+            let at = from + found;
+            from = at + root.len();
+            let word_start = code[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
+            if !word_start {
+                continue;
+            }
+            let path: String = code[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            out.push(segments(&path).collect());
+        }
+    }
+    out
+}
+
+/// `path` as written in module `from`, made absolute (without `crate`); `None` for a
+/// path into another crate.
+fn resolve(from: &[String], path: &[String], known: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
+    let (first, rest) = path.split_first()?;
+    let mut base: Vec<String> = match first.as_str() {
+        "crate" => Vec::new(),
+        "self" => from.to_vec(),
+        "super" => from[..from.len().checked_sub(1)?].to_vec(),
+        _ => {
+            let mut child = from.to_vec();
+            child.push(first.clone());
+            if !known.contains(&child) {
+                return None;
+            }
+            child
+        }
+    };
+    let mut rest = rest;
+    if first == "super" {
+        while let Some(("super", more)) = rest.split_first().map(|(h, t)| (h.as_str(), t)) {
+            base.pop();
+            rest = more;
+        }
+    }
+    base.extend(rest.iter().cloned());
+    Some(base)
+}
+
+/// The longest known module a resolved path lies in.
+fn owning_module(path: &[String], known: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|p| known.contains(p))
+}
+
+/// Every module each production file imports, resolved: `use` trees (grouped and
+/// nested) and inline paths alike. `files` are (path relative to `src/`, source).
+fn imports(files: &[(PathBuf, String)]) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let known: BTreeSet<Vec<String>> = files.iter().map(|(p, _)| module_path(p)).collect();
+    let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (file, text) in files {
+        let from = module_path(file);
+        let (trees, rest) = use_declarations(&production_code(text));
+        let mut paths = Vec::new();
+        for tree in &trees {
+            use_tree_paths(tree, &[], &mut paths);
+        }
+        paths.extend(inline_paths(&rest));
         for path in paths {
-            let two = path.join("::");
-            let one = path.first().cloned().unwrap_or_default();
-            let to = if known.contains(&two) { two } else { one };
-            if to != from && known.contains(&to) && !from.starts_with(&format!("{to}::")) {
+            let Some(to) = resolve(&from, &path, &known).and_then(|p| owning_module(&p, &known))
+            else {
+                continue;
+            };
+            // A module naming its own parent's items is not an edge (`super::Error`).
+            if to != from && !from.starts_with(&to) {
                 graph.entry(from.clone()).or_default().insert(to);
             }
         }
     }
-    // Depth-first search for a back edge.
+    graph
+}
+
+/// A cycle in `graph`, found by depth-first search for a back edge.
+fn find_cycle(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<String>> {
     fn visit(
-        node: &str,
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        state: &mut BTreeMap<String, u8>,
-        stack: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        state.insert(node.to_string(), 1);
-        stack.push(node.to_string());
+        node: &Vec<String>,
+        graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        state: &mut BTreeMap<Vec<String>, u8>,
+        stack: &mut Vec<Vec<String>>,
+    ) -> Option<Vec<Vec<String>>> {
+        state.insert(node.clone(), 1);
+        stack.push(node.clone());
         for next in graph.get(node).into_iter().flatten() {
             match state.get(next).copied().unwrap_or(0) {
                 1 => {
@@ -222,20 +343,125 @@ fn modules_import_each_other_without_cycles() {
             }
         }
         stack.pop();
-        state.insert(node.to_string(), 2);
+        state.insert(node.clone(), 2);
         None
     }
     let mut state = BTreeMap::new();
     for node in graph.keys() {
         if state.get(node).copied().unwrap_or(0) == 0
-            && let Some(cycle) = visit(node, &graph, &mut state, &mut Vec::new())
+            && let Some(cycle) = visit(node, graph, &mut state, &mut Vec::new())
         {
-            panic!(
-                "modules import each other in a cycle: {}",
-                cycle.join(" -> ")
-            );
+            return Some(cycle.iter().map(|m| m.join("::")).collect());
         }
     }
+    None
+}
+
+/// The production files under `src/`, each with its path relative to `src/`.
+fn production_files() -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    files
+        .into_iter()
+        .filter(|f| !is_test_file(f))
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("readable");
+            (
+                f.strip_prefix(src()).expect("under src").to_path_buf(),
+                text,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn modules_import_each_other_without_cycles() {
+    let graph = imports(&production_files());
+    assert!(
+        graph.values().map(BTreeSet::len).sum::<usize>() > 50,
+        "read the imports: {graph:?}"
+    );
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!(
+            "modules import each other in a cycle: {}",
+            cycle.join(" -> ")
+        );
+    }
+}
+
+/// A planted tree: `(path, source)` pairs as `production_files` gives them.
+fn planted(files: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
+    files
+        .iter()
+        .map(|(p, s)| (PathBuf::from(p), (*s).to_string()))
+        .collect()
+}
+
+#[test]
+fn grouped_and_nested_use_trees_are_expanded() {
+    let mut paths = Vec::new();
+    use_tree_paths(
+        "super::{a, b::{c, d as e}, self}, crate::x::{y::*, z}",
+        &[],
+        &mut paths,
+    );
+    let joined: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        joined,
+        [
+            "super::a",
+            "super::b::c",
+            "super::b::d",
+            "super",
+            "crate::x::y",
+            "crate::x::z"
+        ]
+    );
+}
+
+#[test]
+fn a_planted_cycle_through_grouped_imports_is_found() {
+    let files = planted(&[
+        ("lib.rs", "mod a;\n"),
+        ("a/mod.rs", "mod b;\nmod c;\nmod d;\nuse b::Thing;\n"),
+        (
+            "a/b.rs",
+            "use super::{\n    d::Helper,\n    c::{Other, self},\n};\npub struct Thing;\n",
+        ),
+        (
+            "a/c.rs",
+            "pub(crate) use crate::a::{d, b::{Thing as T}};\npub struct Other;\n",
+        ),
+        ("a/d.rs", "use std::{fmt, io};\npub struct Helper;\n"),
+    ]);
+    let graph = imports(&files);
+    let cycle = find_cycle(&graph).expect("the b <-> c cycle");
+    assert!(
+        cycle.contains(&"a::b".to_string()) && cycle.contains(&"a::c".to_string()),
+        "{cycle:?}"
+    );
+    // The same tree without c's import back has no cycle.
+    let mut acyclic = files.clone();
+    acyclic[3].1 = "pub(crate) use crate::a::{d};\npub struct Other;\n".to_string();
+    assert_eq!(
+        find_cycle(&imports(&acyclic)),
+        None,
+        "{:?}",
+        imports(&acyclic)
+    );
+}
+
+#[test]
+fn a_planted_cycle_through_a_nested_crate_group_is_found() {
+    let files = planted(&[
+        ("x/mod.rs", "pub mod p;\npub mod q;\n"),
+        ("x/p.rs", "use crate::{api::A, x::{q::{Q}}};\n"),
+        ("x/q.rs", "fn f() { let _ = super::p::make(); }\n"),
+        ("api.rs", "pub struct A;\n"),
+    ]);
+    let cycle = find_cycle(&imports(&files)).expect("the p <-> q cycle");
+    assert_eq!(cycle.first(), cycle.last(), "{cycle:?}");
+    assert!(cycle.contains(&"x::p".to_string()), "{cycle:?}");
 }
 
 /// A check `area.some-name` lives in one place: the function `some_name` in
@@ -303,4 +529,18 @@ fn every_check_id_has_a_function_or_a_module_named_after_it() {
         "the checks with a module of their own: {modules}"
     );
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn a_grouped_crate_import_is_seen_by_the_layer_rule() {
+    let files = planted(&[
+        ("checks/mod.rs", "mod x;\n"),
+        ("checks/x.rs", "use crate::{model::M, gather::{G, self}};\n"),
+        ("model.rs", "pub struct M;\n"),
+        ("gather.rs", "pub struct G;\n"),
+    ]);
+    let graph = imports(&files);
+    let from = vec!["checks".to_string(), "x".to_string()];
+    let targets: Vec<String> = graph[&from].iter().map(|m| m.join("::")).collect();
+    assert_eq!(targets, ["gather", "model"]);
 }

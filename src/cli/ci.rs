@@ -5,7 +5,7 @@
 //! name, or a chart's `# Source:` comment, from a stranger's pull request must not make
 //! code scanning point at `/etc/passwd` or outside the repository.
 
-use super::output::Results;
+use super::results::Results;
 use crate::catalog::{CheckId, Severity};
 use crate::evaluate::lint::{LintFinding, LintReport};
 use crate::model::source::{Location, Unread};
@@ -14,25 +14,6 @@ use std::fmt::Write as _;
 
 /// Where the checks are documented: SARIF's `helpUri` of each rule.
 const REFERENCE_URL: &str = "https://github.com/kopfaudit/kopf-audit/blob/main/docs/reference.md";
-
-/// A live audit's results as a report for the CI formats: the same findings, with no
-/// file (a live audit reads none; SARIF and Code Quality then point at the root).
-pub(crate) fn from_status(status: &crate::api::KopfAuditStatus) -> LintReport {
-    LintReport {
-        findings: status
-            .findings
-            .iter()
-            .map(|f| LintFinding {
-                finding: f.clone(),
-                location: None,
-                insert_before: None,
-            })
-            .collect(),
-        skipped: status.skipped.clone(),
-        targets: status.targets.clone(),
-        ..LintReport::default()
-    }
-}
 
 /// The report as JSON.
 pub(crate) fn json(report: &LintReport) -> Value {

@@ -8,7 +8,7 @@
 //! escaped, cleaned (secrets masked, invisible characters removed) and cut to the same
 //! bounds as the status, and at most [`MAX_FINDINGS`] findings of an operator are shown.
 
-use super::output::{Results, Subject};
+use super::results::{Results, Subject};
 use crate::api::{SkippedCheck, TargetStatus};
 use crate::catalog::{Area, ConditionType, Severity};
 use crate::evaluate::lint::LintFinding;
@@ -366,7 +366,7 @@ mod tests {
     use crate::api::Finding;
     use crate::catalog::CheckId;
     use crate::checks::finding;
-    use crate::cli::output::Source;
+    use crate::cli::results::Source;
     use crate::evaluate::lint::LintReport;
 
     const HOSTILE: &str = "<script>alert('x')</script><img src=http://evil.example/x>";

@@ -7,8 +7,10 @@ mod ci;
 mod discover;
 mod html;
 mod inert;
+mod kubectl_args;
 mod log_filter;
 mod output;
+mod results;
 mod table;
 
 use crate::api::KopfAudit;
@@ -22,7 +24,8 @@ use crate::reconcile::{self, Settings, http};
 use check::CheckTarget;
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::CustomResourceExt;
-use output::{OutputArgs, Results, Source, Subject};
+use output::OutputArgs;
+use results::{Results, Source, Subject};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -187,16 +190,37 @@ struct ReportArgs {
     output: OutputArgs,
 }
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Debug)]
 struct AuditNowArgs {
-    /// The KopfAudit's name.
-    name: String,
+    /// The KopfAudit's name (or, with -l or -A, none: every KopfAudit they select).
+    #[arg(required_unless_present_any = ["selector", "all_namespaces"])]
+    name: Option<String>,
     /// Its namespace (default: the kubeconfig's).
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "all_namespaces")]
     namespace: Option<String>,
-    /// How long to wait for the audit to run, in seconds (0: do not wait).
-    #[arg(long, default_value_t = 120)]
-    wait_seconds: u64,
+    /// Every KopfAudit of every namespace (with -l: those matching in any namespace).
+    #[arg(short = 'A', long, conflicts_with = "name")]
+    all_namespaces: bool,
+    /// The KopfAudits matching this label selector (`kubectl -l` syntax: `a=b`,
+    /// `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`).
+    #[arg(short = 'l', long, conflicts_with = "name", value_parser = kubectl_args::selector)]
+    selector: Option<kube::core::Selector>,
+    /// How long to wait for the audit to run, as kubectl's `--timeout` reads it (`30s`,
+    /// `2m`, `1m30s`; `0`: do not wait).
+    #[arg(long, value_parser = kubectl_args::duration, conflicts_with = "wait_seconds")]
+    timeout: Option<std::time::Duration>,
+    /// Deprecated: `--timeout` in seconds.
+    #[arg(long, hide = true)]
+    wait_seconds: Option<u64>,
+}
+
+impl AuditNowArgs {
+    /// How long to wait: `--timeout`, else the deprecated `--wait-seconds`, else 2 min.
+    fn wait(&self) -> std::time::Duration {
+        self.timeout
+            .or(self.wait_seconds.map(std::time::Duration::from_secs))
+            .unwrap_or(std::time::Duration::from_secs(120))
+    }
 }
 
 #[derive(clap::Args)]
@@ -225,7 +249,9 @@ struct DiscoverArgs {
     /// KopfAudit covers nothing, as the auditor refuses to run it by default.
     #[arg(long, requires = "like")]
     allow_cross_namespace: bool,
-    /// Output format: a table, JSON (with what discovery cost), or KopfAudit YAML.
+    /// Output format: a table, JSON (with what discovery cost), or KopfAudit YAML. The
+    /// finding formats of `check`, `report` and `lint` (sarif, junit, codeclimate, html)
+    /// do not apply: discover finds operators, not findings.
     #[arg(short, long, value_enum, default_value = "table")]
     output: DiscoverOutput,
 }
@@ -718,10 +744,8 @@ fn with_bounded_retries(
         )))
 }
 
-/// `audit-now`: annotates the KopfAudit, then waits for the status to echo the value.
+/// `audit-now`: annotates the KopfAudits, then waits for each status to echo the value.
 async fn audit_now(args: AuditNowArgs) -> ExitCode {
-    use crate::catalog::REQUESTED_AT_ANNOTATION;
-    use kube::api::{Api, Patch, PatchParams};
     let (client, default_ns) = match client_and_namespace(None).await {
         Ok(c) => c,
         Err(e) => {
@@ -729,49 +753,128 @@ async fn audit_now(args: AuditNowArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let namespace = args.namespace.unwrap_or(default_ns);
-    let api: Api<KopfAudit> = Api::namespaced(client, &namespace);
+    let targets = match audit_now_targets(&client, &args, default_ns).await {
+        Ok(t) if t.is_empty() => {
+            error("no KopfAudit matches");
+            return ExitCode::from(1);
+        }
+        Ok(t) => t,
+        Err(e) => {
+            error(e);
+            return ExitCode::from(2);
+        }
+    };
     let requested = jiff::Timestamp::now().to_string();
+    for (namespace, name) in &targets {
+        if let Err(e) = request_audit(&client, namespace, name, &requested).await {
+            error(e);
+            return ExitCode::from(2);
+        }
+        out(format_args!(
+            "kopfaudit {namespace}/{name} audit requested at {requested}\n"
+        ));
+    }
+    wait_for_audits(&client, targets, &requested, args.wait()).await
+}
+
+/// The (namespace, name) of each KopfAudit `audit-now` asks to audit: the one named,
+/// or those `-l` and `-A` select.
+async fn audit_now_targets(
+    client: &kube::Client,
+    args: &AuditNowArgs,
+    default_ns: String,
+) -> Result<Vec<(String, String)>, String> {
+    use kube::ResourceExt as _;
+    use kube::api::{Api, ListParams};
+    let namespace = args.namespace.clone().unwrap_or(default_ns);
+    if let Some(name) = &args.name {
+        return Ok(vec![(namespace, name.clone())]);
+    }
+    let api: Api<KopfAudit> = if args.all_namespaces {
+        Api::all(client.clone())
+    } else {
+        Api::namespaced(client.clone(), &namespace)
+    };
+    let params = match &args.selector {
+        Some(selector) => ListParams::default().labels_from(selector),
+        None => ListParams::default(),
+    };
+    let list = api
+        .list(&params)
+        .await
+        .map_err(|e| format!("cannot list KopfAudits: {e}"))?;
+    Ok(list
+        .items
+        .iter()
+        .map(|a| {
+            (
+                a.namespace().unwrap_or_else(|| namespace.clone()),
+                a.name_any(),
+            )
+        })
+        .collect())
+}
+
+/// Writes `requested` to the KopfAudit's `kopfaudit.dev/requested-at` annotation.
+async fn request_audit(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    requested: &str,
+) -> Result<(), String> {
+    use crate::catalog::REQUESTED_AT_ANNOTATION;
+    use kube::api::{Api, Patch, PatchParams};
+    let api: Api<KopfAudit> = Api::namespaced(client.clone(), namespace);
     let patch =
         serde_json::json!({"metadata": {"annotations": {REQUESTED_AT_ANNOTATION: requested}}});
-    if let Err(e) = api
-        .patch(&args.name, &PatchParams::default(), &Patch::Merge(&patch))
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-    {
-        error(format_args!(
-            "cannot annotate KopfAudit {namespace}/{}: {e}",
-            args.name
-        ));
-        return ExitCode::from(2);
-    }
-    out(format_args!(
-        "kopfaudit {namespace}/{} audit requested at {requested}\n",
-        args.name
-    ));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(args.wait_seconds);
-    while std::time::Instant::now() < deadline {
-        let handled = api.get(&args.name).await.ok().and_then(|a| {
-            a.status
-                .and_then(|s| s.last_handled_requested_at)
-                .filter(|v| *v == requested)
-        });
-        if handled.is_some() {
-            out(format_args!(
-                "audited: see `kubectl get kopfaudit -n {namespace} {}`\n",
-                args.name
-            ));
-            return ExitCode::SUCCESS;
+        .map(drop)
+        .map_err(|e| format!("cannot annotate KopfAudit {namespace}/{name}: {e}"))
+}
+
+/// Waits up to `timeout` for every target's status to echo `requested`: 0 when all
+/// did (or `timeout` is zero), 1 when one did not.
+async fn wait_for_audits(
+    client: &kube::Client,
+    mut pending: Vec<(String, String)>,
+    requested: &str,
+    timeout: std::time::Duration,
+) -> ExitCode {
+    use kube::api::Api;
+    let deadline = std::time::Instant::now() + timeout;
+    while !pending.is_empty() && std::time::Instant::now() < deadline {
+        let mut still = Vec::new();
+        for (namespace, name) in pending {
+            let api: Api<KopfAudit> = Api::namespaced(client.clone(), &namespace);
+            let handled = api.get(&name).await.ok().and_then(|a| {
+                a.status
+                    .and_then(|s| s.last_handled_requested_at)
+                    .filter(|v| v == requested)
+            });
+            if handled.is_some() {
+                out(format_args!(
+                    "audited: see `kubectl get kopfaudit -n {namespace} {name}`\n"
+                ));
+            } else {
+                still.push((namespace, name));
+            }
         }
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        pending = still;
+        if !pending.is_empty() {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
     }
-    if args.wait_seconds > 0 {
+    if timeout.is_zero() || pending.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for (namespace, name) in &pending {
         error(format_args!(
-            "the audit has not run after {}s: is kopf-audit running, and does it watch namespace {namespace}?",
-            args.wait_seconds
+            "the audit of {namespace}/{name} has not run after {}s: is kopf-audit running, and does it watch namespace {namespace}?",
+            timeout.as_secs()
         ));
-        return ExitCode::from(1);
     }
-    ExitCode::SUCCESS
+    ExitCode::from(1)
 }
 
 /// `kopf-audit discover`: 0 when discovery ran (whatever it found), 2 when the
@@ -1247,5 +1350,127 @@ mod tests {
                 && refused.contains("`verbose` is no level; a level is one of error, warn"),
             "{refused}"
         );
+    }
+
+    /// `audit-now`'s flags as parsed, or the error clap gives.
+    fn audit_now_args(argv: &[&str]) -> Result<AuditNowArgs, String> {
+        let argv: Vec<&str> = ["kopf-audit", "audit-now"]
+            .into_iter()
+            .chain(argv.iter().copied())
+            .collect();
+        match Cli::try_parse_from(argv) {
+            Ok(Cli {
+                command: Command::AuditNow(args),
+                ..
+            }) => Ok(args),
+            Ok(_) => Err("another command".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn audit_now_takes_a_kubectl_timeout_and_the_old_wait_seconds() {
+        let wait = |argv: &[&str]| audit_now_args(argv).map(|a| a.wait());
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(wait(&["op"]), Ok(secs(120)));
+        assert_eq!(wait(&["op", "--timeout", "30s"]), Ok(secs(30)));
+        assert_eq!(wait(&["op", "--timeout=2m"]), Ok(secs(120)));
+        assert_eq!(wait(&["op", "--timeout", "0"]), Ok(secs(0)));
+        assert_eq!(wait(&["op", "--wait-seconds", "45"]), Ok(secs(45)));
+        let refused = wait(&["op", "--timeout", "soon"]).expect_err("soon");
+        assert!(refused.contains("malformed duration"), "{refused}");
+        assert!(wait(&["op", "--timeout", "1s", "--wait-seconds", "1"]).is_err());
+        let help = <Cli as clap::CommandFactory>::command()
+            .find_subcommand_mut("audit-now")
+            .expect("audit-now")
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains("--timeout") && !help.contains("--wait-seconds"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn audit_now_selects_by_name_or_by_selector_and_namespace_scope() {
+        let args = audit_now_args(&["-A", "-l", "team in (a,b)"]).expect("-A -l");
+        assert!(args.all_namespaces && args.name.is_none());
+        assert_eq!(
+            args.selector.map(|s| s.to_string()).as_deref(),
+            Some("team in (a,b)")
+        );
+        assert!(audit_now_args(&["-l", "app=op", "-n", "team"]).is_ok());
+        for refused in [
+            &[][..],
+            &["op", "-l", "app=op"],
+            &["op", "-A"],
+            &["-A", "-n", "team"],
+        ] {
+            assert!(audit_now_args(refused).is_err(), "{refused:?} refused");
+        }
+        let malformed = audit_now_args(&["-l", "app=o p"]).expect_err("malformed");
+        assert!(
+            malformed.contains("malformed label selector"),
+            "{malformed}"
+        );
+    }
+
+    #[tokio::test]
+    async fn audit_now_lists_what_a_selector_picks_in_every_namespace() {
+        use crate::testing::{FakeApi, json};
+        let (client, api) = FakeApi::start("default", |_, path, _| {
+            let item = |ns: &str, name: &str| {
+                serde_json::json!({
+                    "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+                    "metadata": {"namespace": ns, "name": name},
+                    "spec": {"target": {"name": name}},
+                })
+            };
+            let items = if path.starts_with("/apis/kopfaudit.dev/v1alpha1/kopfaudits") {
+                vec![item("a", "one"), item("b", "two")]
+            } else {
+                vec![item("default", "three")]
+            };
+            json(
+                ::http::StatusCode::OK,
+                serde_json::json!({"apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAuditList", "metadata": {}, "items": items}),
+            )
+        });
+        let all = audit_now_args(&["-A", "-l", "team=x"]).expect("args");
+        let targets = audit_now_targets(&client, &all, "default".into())
+            .await
+            .expect("listed");
+        assert_eq!(
+            targets,
+            [
+                ("a".to_string(), "one".to_string()),
+                ("b".into(), "two".into())
+            ]
+        );
+        let seen = api.take();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(
+            seen[0].is(
+                &::http::Method::GET,
+                "/apis/kopfaudit.dev/v1alpha1/kopfaudits?"
+            ) && seen[0].path.contains("labelSelector=team%3Dx"),
+            "{seen:?}"
+        );
+        let here = audit_now_args(&["-l", "team=x"]).expect("args");
+        let targets = audit_now_targets(&client, &here, "default".into())
+            .await
+            .expect("listed");
+        assert_eq!(targets, [("default".to_string(), "three".to_string())]);
+        assert!(
+            api.take()[0]
+                .path
+                .starts_with("/apis/kopfaudit.dev/v1alpha1/namespaces/default/kopfaudits?")
+        );
+        let named = audit_now_args(&["op", "-n", "team"]).expect("args");
+        let targets = audit_now_targets(&client, &named, "default".into())
+            .await
+            .expect("named");
+        assert_eq!(targets, [("team".to_string(), "op".to_string())]);
+        assert!(api.take().is_empty(), "a named KopfAudit is not listed");
     }
 }

@@ -1,14 +1,12 @@
 //! The one output layer of `check`, `report` and `lint`: the same `-o` formats,
-//! `--fail-on` and `--color` on all three, as users know them from other linters, and
-//! the results of each command brought to one shape ([`Results`]) that every format
-//! renders.
+//! `--fail-on` and `--color` on all three, as users know them from other linters. It
+//! picks the renderer; the shape every renderer reads ([`Results`]) lives below it, in
+//! [`super::results`], so that the renderers never import the module that calls them.
 
+use super::results::{Results, Source};
 use super::{ci, html, table};
-use crate::api::{KopfAuditStatus, Summary};
 use crate::catalog::Severity;
-use crate::evaluate::lint::{LintFinding, LintReport};
 use clap::ValueEnum;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
@@ -106,119 +104,6 @@ pub(crate) struct OutputArgs {
     pub(crate) color: ColorChoice,
 }
 
-/// Which command made the results: it names the JUnit suites and the HTML page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Source {
-    /// `kopf-audit check`: one live audit.
-    Check,
-    /// `kopf-audit report`: the stored status of KopfAudits.
-    Report,
-    /// `kopf-audit lint`: files.
-    Lint,
-}
-
-impl Source {
-    /// The command's name.
-    pub(crate) fn command(self) -> &'static str {
-        match self {
-            Source::Check => "check",
-            Source::Report => "report",
-            Source::Lint => "lint",
-        }
-    }
-
-    /// `--fail-on`'s default: `report` reads what is stored and fails only when asked.
-    fn default_fail_on(self) -> FailOn {
-        match self {
-            Source::Check | Source::Lint => FailOn::Error,
-            Source::Report => FailOn::None,
-        }
-    }
-}
-
-/// What one audited operator (a KopfAudit, a Deployment, a linted tree) gave.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Subject {
-    /// What was audited, as the reader names it: `team-a/my-operator`, or a path.
-    pub(crate) name: String,
-    /// False for a KopfAudit the operator has not audited yet.
-    pub(crate) audited: bool,
-    /// The status conditions (none for lint).
-    pub(crate) conditions: Vec<Condition>,
-    /// Finding counts as stored, with how many the status cap left out.
-    pub(crate) summary: Option<Summary>,
-    /// Findings (with a file and line for lint), exemptions, targets, what lint could
-    /// not decide.
-    pub(crate) report: LintReport,
-}
-
-impl Subject {
-    /// A status as a subject (`check`, `report`).
-    pub(crate) fn from_status(name: String, status: &KopfAuditStatus) -> Self {
-        Subject {
-            name,
-            audited: true,
-            conditions: status.conditions.clone(),
-            summary: status.summary.clone(),
-            report: ci::from_status(status),
-        }
-    }
-}
-
-/// A command's results, ready for any format.
-#[derive(Clone, Debug)]
-pub(crate) struct Results {
-    /// The command that made them.
-    pub(crate) source: Source,
-    /// One per audited operator.
-    pub(crate) subjects: Vec<Subject>,
-    /// The command's own data for `-o json` and `-o yaml` (kept as each command
-    /// printed it before the formats were shared).
-    pub(crate) data: serde_json::Value,
-}
-
-impl Results {
-    /// The most severe finding of every subject, for `--fail-on`.
-    pub(crate) fn worst(&self) -> Option<Severity> {
-        self.subjects.iter().filter_map(|s| s.report.worst()).max()
-    }
-
-    /// Every subject's findings in one report, for the formats with one list (SARIF,
-    /// Code Quality). With more than one subject a finding's target is prefixed by its
-    /// subject, so that the same Deployment name in two namespaces stays two findings.
-    pub(crate) fn merged(&self) -> LintReport {
-        let qualify = self.subjects.len() > 1;
-        let mut merged = LintReport::default();
-        for subject in &self.subjects {
-            let report = &subject.report;
-            merged
-                .findings
-                .extend(report.findings.iter().map(|f| LintFinding {
-                    finding: crate::api::Finding {
-                        target: qualified(qualify, &subject.name, &f.finding.target),
-                        ..f.finding.clone()
-                    },
-                    ..f.clone()
-                }));
-            merged.skipped.extend(report.skipped.iter().cloned());
-            merged.targets.extend(report.targets.iter().cloned());
-            merged.undecided.extend(report.undecided.iter().cloned());
-            merged.notes.extend(report.notes.iter().cloned());
-            merged.unread.extend(report.unread.iter().cloned());
-        }
-        merged
-    }
-}
-
-/// `target` prefixed by `subject` when `qualify`.
-fn qualified(qualify: bool, subject: &str, target: &str) -> String {
-    if qualify {
-        format!("{subject}: {target}")
-    } else {
-        target.to_string()
-    }
-}
-
 /// Why a format could not be rendered.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum RenderError {
@@ -228,6 +113,14 @@ pub(crate) enum RenderError {
     /// YAML serialization failed.
     #[error("cannot render YAML: {0}")]
     Yaml(#[from] serde_yaml_ng::Error),
+}
+
+/// `--fail-on`'s default: `report` reads what is stored and fails only when asked.
+fn default_fail_on(source: Source) -> FailOn {
+    match source {
+        Source::Check | Source::Lint => FailOn::Error,
+        Source::Report => FailOn::None,
+    }
 }
 
 /// `results` in `format`, made [`inert`](super::inert::inert) as a whole: whatever a
@@ -281,7 +174,7 @@ pub(crate) fn finish(results: &Results, args: &OutputArgs) -> ExitCode {
     }
     let fail_on = args
         .fail_on
-        .unwrap_or_else(|| results.source.default_fail_on());
+        .unwrap_or_else(|| default_fail_on(results.source));
     exit_code(fail_on, results.worst())
 }
 
@@ -310,7 +203,7 @@ mod tests {
         assert!(code(FailOn::Info, Some(Severity::Info)));
         assert!(!code(FailOn::None, Some(Severity::Error)));
         assert!(!code(FailOn::Info, None));
-        assert_eq!(Source::Report.default_fail_on(), FailOn::None);
-        assert_eq!(Source::Check.default_fail_on(), FailOn::Error);
+        assert_eq!(default_fail_on(Source::Report), FailOn::None);
+        assert_eq!(default_fail_on(Source::Check), FailOn::Error);
     }
 }

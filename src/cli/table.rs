@@ -9,7 +9,7 @@
 //! the whole text is made inert again by the output layer.
 
 use super::inert::{STYLES, one_line};
-use super::output::{Results, Subject};
+use super::results::{Results, Subject};
 use crate::api::TargetStatus;
 use crate::catalog::Severity;
 use crate::model::source::Unread;
@@ -22,7 +22,7 @@ const INDENT: &str = "          ";
 /// `results` as text; ANSI colours on the severities and headings when `color`.
 pub(crate) fn render(results: &Results, color: bool) -> String {
     let paint = Paint(color);
-    let headed = results.subjects.len() > 1 || results.source == super::output::Source::Report;
+    let headed = results.subjects.len() > 1 || results.source == super::results::Source::Report;
     let mut out = String::new();
     for subject in &results.subjects {
         if headed {
@@ -250,7 +250,7 @@ mod tests {
     use super::*;
     use crate::catalog::CheckId;
     use crate::checks::finding;
-    use crate::cli::output::Source;
+    use crate::cli::results::Source;
     use crate::evaluate::lint::{LintFinding, LintReport};
     use crate::model::source::Location;
 

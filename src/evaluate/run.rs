@@ -617,7 +617,7 @@ fn apply_spec(spec: &KopfAuditSpec, disabled: &[CheckId], findings: &mut Vec<Fin
         }
         clean_finding(f);
     }
-    super::status::sort_findings(findings);
+    Finding::sort(findings);
     findings.dedup_by(|a, b| a.check == b.check && a.target == b.target && a.message == b.message);
 }
 

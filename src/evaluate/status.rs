@@ -111,20 +111,8 @@ pub(crate) fn merge_findings(
             });
         }
     }
-    sort_findings(&mut out.kept);
+    Finding::sort(&mut out.kept);
     out
-}
-
-/// The one order of findings, in an evaluation and in status: most severe first, then
-/// by check, target and message, so that the same findings always read the same.
-pub(crate) fn sort_findings(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(a.check.cmp(&b.check))
-            .then(a.target.cmp(&b.target))
-            .then(a.message.cmp(&b.message))
-    });
 }
 
 /// The first [`MAX_FINDINGS`] findings and the counts of all.

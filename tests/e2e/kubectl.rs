@@ -312,8 +312,8 @@ async fn audit_now_triggers_exactly_one_audit_and_is_echoed_in_status() {
             "now",
             "-n",
             &ns.name,
-            "--wait-seconds",
-            "120",
+            "--timeout",
+            "2m",
         ],
     );
     assert_eq!(code, 0, "{out}{err}");

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cli::output::{Source, Subject};
+use crate::cli::results::{Source, Subject, report_of_status};
 
 /// `report` as lint's results, one subject.
 fn lint_results(report: LintReport) -> Results {
@@ -169,7 +169,7 @@ fn a_live_audits_status_gives_the_same_findings_to_the_ci_formats() {
         findings: report().findings.into_iter().map(|f| f.finding).collect(),
         ..Default::default()
     };
-    let live = from_status(&status);
+    let live = report_of_status(&status);
     assert_eq!(live.findings.len(), 2);
     assert!(live.findings.iter().all(|f| f.location.is_none()));
     let sarif = sarif(&live);
