@@ -419,7 +419,7 @@ impl<'a> CallGraph<'a> {
         named
             .iter()
             .find(|f| f.location.file == file)
-            .or_else(|| match named.as_slice() {
+            .or(match named.as_slice() {
                 [only] => Some(only),
                 _ => None,
             })
