@@ -201,10 +201,24 @@ pub(crate) fn heap_peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
 /// A KopfAudit `namespace/name` of the Deployment `op`, as the tests of the
 /// reconciler's memory take one.
 pub(crate) fn audit(namespace: &str, name: &str) -> crate::api::KopfAudit {
-    let value = serde_json::json!({
+    audit_of(namespace, name, "op", Some(&format!("uid-{name}")))
+}
+
+/// A KopfAudit `namespace/name` whose target is the Deployment `deployment`, with the
+/// `uid` given (none otherwise): the one KopfAudit the unit tests build theirs from.
+pub(crate) fn audit_of(
+    namespace: &str,
+    name: &str,
+    deployment: &str,
+    uid: Option<&str>,
+) -> crate::api::KopfAudit {
+    let mut value = serde_json::json!({
         "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
-        "spec": {"target": {"deployment": "op"}}
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"target": {"deployment": deployment}}
     });
+    if let Some(uid) = uid {
+        value["metadata"]["uid"] = serde_json::json!(uid);
+    }
     serde_json::from_value(value).expect("a valid KopfAudit")
 }

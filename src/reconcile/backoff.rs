@@ -38,12 +38,7 @@ mod tests {
     use super::*;
 
     fn audit(name: &str) -> KopfAudit {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-            "metadata": {"name": name, "namespace": "ns"},
-            "spec": {"target": {"deployment": "op"}}
-        }))
-        .expect("audit")
+        crate::testing::audit_of("ns", name, "op", None)
     }
 
     #[test]

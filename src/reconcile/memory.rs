@@ -143,12 +143,7 @@ mod tests {
     use super::*;
 
     fn audit(uid: &str) -> KopfAudit {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-            "metadata": {"name": "audit", "namespace": "ns", "uid": uid},
-            "spec": {"target": {"deployment": "op"}}
-        }))
-        .expect("audit")
+        crate::testing::audit_of("ns", "audit", "op", Some(uid))
     }
 
     #[test]

@@ -124,12 +124,7 @@ mod tests {
     }
 
     fn audit(ns: &str, name: &str) -> KopfAudit {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {"target": {"deployment": name}}
-        }))
-        .expect("audit")
+        crate::testing::audit_of(ns, name, name, None)
     }
 
     fn pod(ns: &str, app: &str) -> Pod {

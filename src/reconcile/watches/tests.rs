@@ -6,12 +6,7 @@ use super::*;
 use crate::testing::synced_store;
 
 fn audit(ns: &str, name: &str, deployment: &str) -> KopfAudit {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"target": {"deployment": deployment}}
-    }))
-    .expect("audit")
+    crate::testing::audit_of(ns, name, deployment, None)
 }
 
 /// An operator Deployment serving every namespace (`kopf run -A`).
