@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 /// Events per list page.
@@ -170,26 +171,21 @@ async fn list_paged(
     api: &Api<Event>,
     selector: Option<&str>,
 ) -> Result<(Vec<Event>, bool), kube::Error> {
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let mut lp = ListParams::default().limit(PAGE);
-        if let Some(s) = selector {
-            lp = lp.fields(s);
-        }
-        if let Some(t) = &token {
-            lp = lp.continue_token(t);
-        }
-        let page = api.list(&lp).await?;
-        out.extend(page.items);
-        token = page.metadata.continue_.filter(|t| !t.is_empty());
-        if token.is_none() {
-            return Ok((out, false));
-        }
-        if out.len() >= MAX_EVENTS_PER_NAMESPACE {
-            return Ok((out, true));
-        }
+    let mut params = ListParams::default().limit(PAGE);
+    if let Some(s) = selector {
+        params = params.fields(s);
     }
+    let mut out = Vec::new();
+    let listed = super::paged::each_page(api, params, |page| {
+        out.extend(page);
+        if out.len() >= MAX_EVENTS_PER_NAMESPACE {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .await?;
+    Ok((out, !listed.complete))
 }
 
 /// Flattens a core/v1 Event.

@@ -4,12 +4,16 @@
 //! an audit's target Deployments and pods are read this way, so that what the auditor
 //! holds at once is bounded by [`PAGE_BYTES`], not by what a tenant writes (an object
 //! may be up to the API server's 1.5 MiB, and a namespace may hold thousands).
+//!
+//! Lists of small objects the auditor reads whole (Events, bindings, peering objects)
+//! follow their `continue` tokens through [`each_page`], the one loop for them.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kube::Client;
-use kube::api::ListParams;
+use kube::api::{Api, ListParams};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use std::ops::ControlFlow;
 
 /// Most bytes of one page read and held at once.
 pub(crate) const PAGE_BYTES: usize = 8 << 20;
@@ -17,6 +21,44 @@ pub(crate) const PAGE_BYTES: usize = 8 << 20;
 /// How much of a page over the bound is kept: enough for the list's `continue` token
 /// and its first object's name.
 const PREFIX_BYTES: usize = 64 << 10;
+
+/// How a list read by [`each_page`] went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Listed {
+    /// The pages read (requests that answered).
+    pub(crate) pages: u64,
+    /// Whether the list was read to its end (no page was left when it stopped).
+    pub(crate) complete: bool,
+}
+
+/// Lists `api` with `params` page by page, each page asked with the `continue` token of
+/// the one before, handing each page's objects to `take` until it breaks or the list
+/// ends: the one continue-token loop of the lists read whole.
+pub(crate) async fn each_page<K>(
+    api: &Api<K>,
+    mut params: ListParams,
+    mut take: impl FnMut(Vec<K>) -> ControlFlow<()>,
+) -> Result<Listed, kube::Error>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let mut pages = 0;
+    loop {
+        let page = api.list(&params).await?;
+        pages += 1;
+        let next = page.metadata.continue_.filter(|t| !t.is_empty());
+        let stopped = take(page.items).is_break();
+        match next {
+            Some(token) if !stopped => params.continue_token = Some(token),
+            next => {
+                return Ok(Listed {
+                    pages,
+                    complete: next.is_none(),
+                });
+            }
+        }
+    }
+}
 
 /// Why a paged list stopped.
 #[derive(Debug, thiserror::Error)]
@@ -249,4 +291,81 @@ async fn read_bounded(
         return Ok(Bounded::Cut(out));
     }
     Ok(Bounded::Whole(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{FakeApi, json, page_of};
+    use http::{Method, StatusCode};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use std::ops::ControlFlow;
+
+    /// A namespace of `len` ConfigMaps, listed as the API server pages.
+    fn config_maps(len: usize) -> (Client, FakeApi) {
+        FakeApi::start(
+            "ns",
+            move |_: &Method, path: &str, _: &serde_json::Value| {
+                let (range, next) = page_of(path, len);
+                let items: Vec<_> = range
+                .map(|i| serde_json::json!({"metadata": {"name": format!("c{i}"), "namespace": "ns"}}))
+                .collect();
+                json(
+                    StatusCode::OK,
+                    serde_json::json!({"apiVersion": "v1", "kind": "ConfigMapList",
+                    "metadata": {"continue": next}, "items": items}),
+                )
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn each_page_follows_the_tokens_to_the_end_or_until_told_to_stop() {
+        let (client, api) = config_maps(7);
+        let maps: Api<ConfigMap> = Api::namespaced(client, "ns");
+        let mut names = Vec::new();
+        let listed = each_page(&maps, ListParams::default().limit(3), |page| {
+            names.extend(page.into_iter().filter_map(|c| c.metadata.name));
+            ControlFlow::Continue(())
+        })
+        .await
+        .expect("listed");
+        assert_eq!(
+            listed,
+            Listed {
+                pages: 3,
+                complete: true
+            }
+        );
+        assert_eq!(names.len(), 7);
+        let asked: Vec<String> = api.take().into_iter().map(|s| s.path).collect();
+        assert!(asked[1].contains("continue=3"), "{asked:?}");
+        assert!(asked[2].contains("continue=6"), "{asked:?}");
+
+        let stopped = each_page(&maps, ListParams::default().limit(3), |_| {
+            ControlFlow::Break(())
+        })
+        .await
+        .expect("listed");
+        assert_eq!(
+            stopped,
+            Listed {
+                pages: 1,
+                complete: false
+            }
+        );
+        // Stopping on the last page leaves nothing unread.
+        let last = each_page(&maps, ListParams::default().limit(10), |_| {
+            ControlFlow::Break(())
+        })
+        .await
+        .expect("listed");
+        assert_eq!(
+            last,
+            Listed {
+                pages: 1,
+                complete: true
+            }
+        );
+    }
 }

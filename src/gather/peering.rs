@@ -99,7 +99,7 @@ pub(crate) async fn gather(
 const DISCOVERY_PAGE: u32 = 5;
 
 /// Pages read per list by discovery: 200 peering objects of a kind and group.
-const DISCOVERY_PAGES: usize = 40;
+const DISCOVERY_PAGES: u64 = 40;
 
 /// The peering objects discovery reads to recognise kopf's pods: the
 /// `ClusterKopfPeering`s, and the `KopfPeering`s of `namespace` (of every namespace:
@@ -124,22 +124,25 @@ pub(crate) async fn for_discovery(client: &Client, namespace: Option<&str>) -> (
 
 /// Reads up to [`DISCOVERY_PAGES`] pages of `api` into `out`; the requests made.
 async fn list_pages(api: &Api<DynamicObject>, out: &mut PeerPods) -> u64 {
-    let mut params = ListParams::default().limit(DISCOVERY_PAGE);
-    let mut requests = 0;
-    for _ in 0..DISCOVERY_PAGES {
-        requests += 1;
-        let Ok(page) = api.list(&params).await else {
-            break;
-        };
-        for item in &page.items {
+    let mut pages: u64 = 0;
+    let params = ListParams::default().limit(DISCOVERY_PAGE);
+    let listed = super::paged::each_page(api, params, |page| {
+        pages += 1;
+        for item in &page {
             out.add(&peering_object(item));
         }
-        match page.metadata.continue_.filter(|t| !t.is_empty()) {
-            Some(token) => params.continue_token = Some(token),
-            None => break,
+        if pages >= DISCOVERY_PAGES {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
         }
+    })
+    .await;
+    // A refused or failed page was a request too; the pages before it are kept.
+    match listed {
+        Ok(listed) => listed.pages,
+        Err(_) => pages + 1,
     }
-    requests
 }
 
 /// `kopf.dev/v1` `clusterkopfpeerings` or `kopfpeerings` (likewise `zalando.org/v1`).

@@ -697,19 +697,12 @@ where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let mut lp = ListParams::default().limit(500);
-        if let Some(t) = &token {
-            lp = lp.continue_token(t);
-        }
-        let page = api.list(&lp).await?;
-        out.extend(page.items);
-        token = page.metadata.continue_.filter(|t| !t.is_empty());
-        if token.is_none() {
-            return Ok(out);
-        }
-    }
+    super::paged::each_page(&api, ListParams::default().limit(500), |page| {
+        out.extend(page);
+        std::ops::ControlFlow::Continue(())
+    })
+    .await?;
+    Ok(out)
 }
 
 /// The SubjectAccessReview asking one permission as the ServiceAccount with its groups.
