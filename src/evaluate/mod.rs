@@ -10,6 +10,7 @@ pub(crate) mod run;
 pub(crate) mod status;
 
 use crate::api::{Finding, KopfAuditSpec, KopfAuditStatus};
+use crate::catalog::CheckId;
 use crate::model::evidence::{AuditFailure, Observation, Stall};
 use crate::model::settings::AuditSettings;
 use events::PlannedEvent;
@@ -42,6 +43,11 @@ pub(crate) struct StatusUpdate {
     pub(crate) changed: bool,
     /// Transition events, empty in a steady state.
     pub(crate) events: Vec<PlannedEvent>,
+    /// The checks that ran and found nothing, by target ([`Evaluation::passed`]): the
+    /// report's passes. Empty when no check ran (a failed, stalled or suspended audit).
+    /// Status does not carry them: its findings are capped, so what is absent there may
+    /// still have been found.
+    pub(crate) passed: Vec<(String, CheckId)>,
 }
 
 /// Merges an outcome into the stored status; `resolve_after` is the hold-down.
@@ -103,10 +109,15 @@ pub(crate) fn next_status(
         status = old.clone();
     }
     let events = events::plan(old, outcome, &desired, &changes, &merged, &status);
+    let passed = match outcome {
+        Outcome::Evaluated(eval) => eval.passed.iter().cloned().collect(),
+        _ => Vec::new(),
+    };
     StatusUpdate {
         status,
         changed,
         events,
+        passed,
     }
 }
 

@@ -79,6 +79,12 @@ pub(crate) struct Evaluation {
     /// Checks with evidence of their own that exists only in a cluster, by target, with
     /// why: from files (`kopf-audit lint`) they are undecided.
     pub(crate) not_in_files: Vec<(String, CheckId, String)>,
+    /// The checks that ran for a target (by its cleaned name) and found nothing: what a
+    /// report lists as passes. Only checks of an area evaluated in full count (not one
+    /// read in part, unavailable or not applying, nor a target without kopf, on which
+    /// only some workload checks run), and not the lint-only source checks; a check
+    /// exempted, disabled, out of reach or whose own evidence was not read is no pass.
+    pub(crate) passed: BTreeSet<(String, CheckId)>,
 }
 
 impl Evaluation {
@@ -142,6 +148,7 @@ pub(crate) fn evaluate(
         .map(|(check, _)| *check)
         .collect();
     apply_spec(spec, &honoured, &mut eval.findings);
+    eval.passed.retain(|(_, check)| !honoured.contains(check));
     eval
 }
 
@@ -193,12 +200,15 @@ fn evaluate_target(
 ) {
     let name = target.name().to_string();
     let mut raised = Vec::new();
+    // The areas whose every check ran on complete evidence.
+    let mut complete: Vec<Area> = Vec::new();
     eval.areas
         .insert((name.clone(), Area::Workload), AreaState::Evaluated);
     match &target.kopf {
         Some(kopf) => {
             eval.targets.push(target_status(target, Some(kopf)));
             raised.extend(checks::run_area(Area::Workload, target, kopf, settings));
+            complete.push(Area::Workload);
             for area in KOPF_AREAS {
                 let state = match evidence_for(area, kopf) {
                     Ok(()) => {
@@ -206,7 +216,11 @@ fn evaluate_target(
                         if let Some(note) = secrets_beside(area, kopf) {
                             eval.notes.entry(area).or_default().insert(note);
                         }
-                        partial(area, kopf)
+                        let state = partial(area, kopf);
+                        if state == AreaState::Evaluated {
+                            complete.push(area);
+                        }
+                        state
                     }
                     Err(why) => {
                         if decided_in_part_from_files(area, kopf, &why) {
@@ -256,9 +270,44 @@ fn evaluate_target(
         .filter(|s| s.honoured)
         .map(|s| s.check)
         .collect();
+    let passed = passed(target, &complete, &raised, &honoured, eval);
+    eval.passed.extend(passed);
     raised.retain(|r| !honoured.contains(&r.finding.check));
     eval.skipped.extend(exemptions);
     eval.findings.extend(one_per_cause(raised));
+}
+
+/// The checks of the `complete` areas that raised nothing for `target` (before one
+/// finding per cause drops any: a check whose finding another explains found something),
+/// less those exempted (`honoured`), out of reach, or whose own evidence was not read.
+fn passed(
+    target: &TargetEvidence,
+    complete: &[Area],
+    raised: &[Raised],
+    honoured: &BTreeSet<CheckId>,
+    eval: &Evaluation,
+) -> Vec<(String, CheckId)> {
+    let name = target.name();
+    let found: BTreeSet<CheckId> = raised.iter().map(|r| r.finding.check).collect();
+    let shown = clean_name(name);
+    let out_of_reach = |check: CheckId| {
+        eval.unread.contains(&(name.to_string(), check))
+            || eval
+                .not_in_files
+                .iter()
+                .any(|(t, c, _)| t == name && *c == check)
+            || eval
+                .skipped
+                .iter()
+                .any(|s| s.honoured && s.check == check && s.target == shown)
+    };
+    CheckId::ALL
+        .iter()
+        .copied()
+        .filter(|c| complete.contains(&c.area()))
+        .filter(|c| !found.contains(c) && !honoured.contains(c) && !out_of_reach(*c))
+        .map(|c| (shown.clone(), c))
+        .collect()
 }
 
 /// The checks that read evidence of their own beyond their area's: peering objects,

@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 const HOLD: Duration = Duration::from_secs(600);
@@ -1073,4 +1074,86 @@ fn exemptions_lapse_after_their_date_in_each_form() {
             .reason
             .contains("only exemptions with an end date")
     );
+}
+
+/// The checks `eval` lists as passed for target `op`.
+fn passed(eval: &Evaluation) -> BTreeSet<CheckId> {
+    eval.passed
+        .iter()
+        .filter(|(target, _)| target == "op")
+        .map(|(_, check)| *check)
+        .collect()
+}
+
+#[test]
+fn passes_are_the_checks_that_ran_in_full_and_found_nothing() {
+    use crate::catalog::Area;
+    let eval = evaluation(read(HEALTHY), &Policy::default());
+    let pass = passed(&eval);
+    let found: BTreeSet<CheckId> = eval.findings.iter().map(|f| f.check).collect();
+    assert!(found.contains(&CheckId::WorkloadLiveness), "{found:?}");
+    assert!(pass.contains(&CheckId::WorkloadOomKilled), "{pass:?}");
+    assert!(pass.contains(&CheckId::RuntimeHandlerFailures), "{pass:?}");
+    assert!(
+        !pass.contains(&CheckId::WorkloadLiveness),
+        "a failure is no pass"
+    );
+    assert!(pass.is_disjoint(&found), "{:?}", pass.intersection(&found));
+    for check in &pass {
+        assert!(
+            matches!(check.area(), Area::Workload | Area::Rbac | Area::Runtime),
+            "{check:?}: no source check, none of an area read in part (no handled resource)"
+        );
+    }
+    for (target, check) in &eval.unread {
+        assert!(
+            !eval.passed.contains(&(target.clone(), *check)),
+            "{check:?}"
+        );
+    }
+    // Disabled and exempted checks are skips, not passes.
+    let mut s = spec();
+    s.checks.disable = vec![CheckId::WorkloadOomKilled];
+    let disabled = run_spec(&s, &read(HEALTHY), &Policy::default());
+    assert!(!passed(&disabled).contains(&CheckId::WorkloadOomKilled));
+    assert!(passed(&disabled).contains(&CheckId::RuntimeHandlerFailures));
+    let key = format!("{SKIP_ANNOTATION_PREFIX}runtime.handler-failures");
+    let mut exempted = read(HEALTHY);
+    exempted.targets[0].deployment.metadata.annotations =
+        Some([(key, "known".to_string())].into_iter().collect());
+    let exempted = evaluation(exempted, &Policy::default());
+    assert!(exempted.skipped.iter().any(|s| s.honoured));
+    assert!(!passed(&exempted).contains(&CheckId::RuntimeHandlerFailures));
+    // An area whose evidence was not read passes nothing; the others still do.
+    let blind = evaluation(
+        unreadable(crate::model::evidence::Obstacle::Forbidden),
+        &Policy::default(),
+    );
+    let blind = passed(&blind);
+    assert!(blind.iter().all(|c| c.area() != Area::Runtime), "{blind:?}");
+    assert!(blind.contains(&CheckId::WorkloadOomKilled), "{blind:?}");
+}
+
+#[test]
+fn an_audit_that_ran_nothing_passes_nothing() {
+    let update = audit(None, read(HEALTHY), 0);
+    assert!(!update.passed.is_empty());
+    let failed = next_status(
+        Some(&update.status),
+        &Outcome::Failed(crate::model::evidence::AuditFailure {
+            cause: crate::model::evidence::FailureCause::Unreachable,
+            message: "the API server did not answer".into(),
+        }),
+        Some(1),
+        &at(30),
+        HOLD,
+    );
+    assert!(failed.passed.is_empty(), "{:?}", failed.passed);
+    // Not known to run kopf: nothing ran in full.
+    let mut ev = evidence(&[], &[]);
+    if let Some(spec) = ev.targets[0].deployment.spec.template.spec.as_mut() {
+        spec.containers[0].command = Some(vec!["nginx".into()]);
+    }
+    ev.targets[0] = TargetEvidence::new(ev.targets[0].deployment.clone(), Vec::new(), None);
+    assert!(audit(None, ev, 10).passed.is_empty());
 }

@@ -1,11 +1,14 @@
 //! Optional report objects, so that Policy Reporter and similar UIs show the findings:
 //! `wgpolicyk8s.io/v1alpha2` PolicyReports and `openreports.io/v1alpha1` Reports (the
 //! API Kyverno, trivy-operator's adapter and Policy Reporter 3 move to), chosen by
-//! `--reports`. One report per KopfAudit and kind, failures only, capped, owned by the
-//! KopfAudit (deleted with it). Written only when its CRD exists and the status changed.
+//! `--reports`. One report per KopfAudit and kind, owned by the KopfAudit (deleted with
+//! it): its failures, capped, and a pass for each check that ran and found nothing, so
+//! that pass rates and trends mean something. Written only when its CRD exists and the
+//! status changed.
 
 use crate::api::{Finding, KopfAudit, KopfAuditStatus};
-use crate::catalog::{FIELD_MANAGER, Severity};
+use crate::catalog::{CheckId, FIELD_MANAGER, Severity};
+use crate::evaluate::status::MAX_TARGETS;
 use crate::model::names::{MAX_OBJECT_NAME, derived};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -72,7 +75,9 @@ impl ReportKind {
     }
 }
 
-/// At most this many results per report.
+/// At most this many failure results per report. Passes come on top, at most one per
+/// check ID ([`CheckId::ALL`]), each naming at most [`MAX_TARGETS`] Deployments: a
+/// report holds at most `MAX_RESULTS + CheckId::ALL.len()` results.
 const MAX_RESULTS: usize = 50;
 
 /// The report's name for a KopfAudit: `kopf-audit-<name>`, or for a name too long for
@@ -103,7 +108,7 @@ fn result(namespace: &str, finding: &Finding) -> serde_json::Value {
         "severity": severity(finding.severity),
         "result": result,
         "message": finding.message,
-        "resources": [{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": finding.target}],
+        "resources": [deployment(namespace, &finding.target)],
     });
     // Absent rather than null: a typed schema refuses a null object.
     if let Some(evidence) = &finding.evidence {
@@ -112,17 +117,72 @@ fn result(namespace: &str, finding: &Finding) -> serde_json::Value {
     out
 }
 
-/// The report of a kind for a status: every finding is a failure to report (info ones
-/// as `warn`). Both kinds share the result and summary shape; a Report also names its
-/// `source` once, at the top.
-fn build(kind: ReportKind, audit: &KopfAudit, status: &KopfAuditStatus) -> serde_json::Value {
+/// The pass results: one per check that ran and found nothing on some target
+/// (`passed`, by target, from [`crate::evaluate::StatusUpdate::passed`]), naming those
+/// targets; its severity is the check's, after the KopfAudit's override, as a finding's
+/// would be. A check that did not run (area unread or not applying, exempted, disabled,
+/// lint-only) is not in `passed`, so it is no pass.
+fn passes(
+    audit: &KopfAudit,
+    namespace: &str,
+    passed: &[(String, CheckId)],
+) -> Vec<serde_json::Value> {
+    CheckId::ALL
+        .iter()
+        .filter_map(|check| {
+            let targets: Vec<serde_json::Value> = passed
+                .iter()
+                .filter(|(_, c)| c == check)
+                .take(MAX_TARGETS)
+                .map(|(target, _)| deployment(namespace, target))
+                .collect();
+            if targets.is_empty() {
+                return None;
+            }
+            let sev = audit
+                .spec
+                .checks
+                .severity
+                .get(check.as_str())
+                .copied()
+                .unwrap_or_else(|| check.default_severity());
+            Some(serde_json::json!({
+                "source": SOURCE,
+                "policy": check.as_str(),
+                "category": check.area().prefix(),
+                "severity": severity(sev),
+                "result": "pass",
+                "message": check.summary(),
+                "resources": targets,
+            }))
+        })
+        .collect()
+}
+
+/// The Deployment a result is about.
+fn deployment(namespace: &str, name: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": name})
+}
+
+/// The report of a kind for a status and the checks that passed: every finding is a
+/// failure to report (info ones as `warn`), every check in `passed` a pass. Both kinds
+/// share the result and summary shape; a Report also names its `source` once, at the top.
+fn build(
+    kind: ReportKind,
+    audit: &KopfAudit,
+    status: &KopfAuditStatus,
+    passed: &[(String, CheckId)],
+) -> serde_json::Value {
     let namespace = audit.namespace().unwrap_or_default();
-    let results: Vec<serde_json::Value> = status
+    let mut results: Vec<serde_json::Value> = status
         .findings
         .iter()
         .take(MAX_RESULTS)
         .map(|f| result(&namespace, f))
         .collect();
+    let passes = passes(audit, &namespace, passed);
+    let pass = passes.len();
+    results.extend(passes);
     let count = |sev: Severity| status.findings.iter().filter(|f| f.severity == sev).count();
     let fail = count(Severity::Error) + count(Severity::Warning);
     let (group, version, kind_name, _) = kind.gvkp();
@@ -136,7 +196,7 @@ fn build(kind: ReportKind, audit: &KopfAudit, status: &KopfAuditStatus) -> serde
             "ownerReferences": [audit.controller_owner_ref(&())],
         },
         "scope": {"apiVersion": KopfAudit::api_version(&()), "kind": KopfAudit::kind(&()), "name": audit.name_any(), "namespace": namespace},
-        "summary": {"pass": 0, "fail": fail, "warn": count(Severity::Info), "error": 0, "skip": status.skipped.len()},
+        "summary": {"pass": pass, "fail": fail, "warn": count(Severity::Info), "error": 0, "skip": status.skipped.len()},
         "results": results,
     });
     if kind == ReportKind::OpenReports {
@@ -154,11 +214,12 @@ pub(crate) async fn write(
     kind: ReportKind,
     audit: &KopfAudit,
     status: &KopfAuditStatus,
+    passed: &[(String, CheckId)],
 ) -> Result<bool, kube::Error> {
     let namespace = audit.namespace().unwrap_or_default();
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &namespace, &kind.resource());
-    let report = build(kind, audit, status);
+    let report = build(kind, audit, status, passed);
     match api
         .patch(
             &report_name(audit),
@@ -176,10 +237,9 @@ pub(crate) async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::CheckId;
 
     #[test]
-    fn failures_only_capped_and_owned_by_the_audit() {
+    fn failures_are_capped_and_the_report_owned_by_the_audit() {
         let mut audit: KopfAudit = serde_json::from_value(serde_json::json!({
             "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
             "metadata": {"name": "op", "namespace": "ns", "uid": "u-1"},
@@ -201,7 +261,7 @@ mod tests {
             findings,
             ..Default::default()
         };
-        let report = build(ReportKind::PolicyReport, &audit, &status);
+        let report = build(ReportKind::PolicyReport, &audit, &status, &[]);
         assert_eq!(
             report["results"].as_array().map(Vec::len),
             Some(MAX_RESULTS)
@@ -227,8 +287,8 @@ mod tests {
             findings: vec![info],
             ..Default::default()
         };
-        let open = build(ReportKind::OpenReports, &audit, &status);
-        let policy = build(ReportKind::PolicyReport, &audit, &status);
+        let open = build(ReportKind::OpenReports, &audit, &status, &[]);
+        let policy = build(ReportKind::PolicyReport, &audit, &status, &[]);
         assert_eq!(open["apiVersion"], "openreports.io/v1alpha1");
         assert_eq!(open["kind"], "Report");
         assert_eq!(open["source"], "kopf-audit");
@@ -243,6 +303,94 @@ mod tests {
             &[ReportKind::PolicyReport, ReportKind::OpenReports]
         );
         assert!(ReportOutput::None.kinds().is_empty());
+    }
+
+    #[test]
+    fn each_check_that_passed_is_one_pass_result_naming_its_targets() {
+        let mut audit: KopfAudit = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+            "metadata": {"name": "op", "namespace": "ns", "uid": "u-1"},
+            "spec": {"target": {"selector": {"matchLabels": {"app": "op"}}},
+                     "checks": {"severity": {"runtime.handler-failures": "error"}}}
+        }))
+        .expect("audit");
+        audit.status = None;
+        let status = KopfAuditStatus {
+            findings: vec![crate::checks::finding(
+                CheckId::WorkloadCpuLimit,
+                "a",
+                "m".into(),
+                None,
+            )],
+            ..Default::default()
+        };
+        let passed = [
+            ("a".to_string(), CheckId::WorkloadOomKilled),
+            ("b".to_string(), CheckId::WorkloadOomKilled),
+            ("b".to_string(), CheckId::WorkloadCpuLimit),
+            ("a".to_string(), CheckId::RuntimeHandlerFailures),
+        ];
+        for kind in [ReportKind::PolicyReport, ReportKind::OpenReports] {
+            let report = build(kind, &audit, &status, &passed);
+            let results = report["results"].as_array().expect("results");
+            let of = |result: &str| -> Vec<&serde_json::Value> {
+                results.iter().filter(|r| r["result"] == result).collect()
+            };
+            let passes = of("pass");
+            assert_eq!(report["summary"]["pass"], passes.len());
+            assert_eq!(report["summary"]["fail"], of("fail").len());
+            assert_eq!(results.len(), 1 + 3);
+            let pass = |policy: &str| passes.iter().find(|r| r["policy"] == policy).copied();
+            let oom = pass("workload.oom-killed").expect("oom-killed passed");
+            assert_eq!(oom["resources"].as_array().map(Vec::len), Some(2));
+            assert_eq!(oom["resources"][1]["name"], "b");
+            assert_eq!(oom["resources"][1]["kind"], "Deployment");
+            assert_eq!(oom["category"], "workload");
+            assert_eq!(oom["source"], "kopf-audit");
+            assert_eq!(oom["severity"], "high");
+            assert_eq!(oom["message"], CheckId::WorkloadOomKilled.summary());
+            // Failed on a, passed on b: one of each.
+            let cpu = pass("workload.cpu-limit").expect("cpu-limit passed on b");
+            assert_eq!(cpu["resources"][0]["name"], "b");
+            let runtime = pass("runtime.handler-failures").expect("overridden");
+            assert_eq!(runtime["severity"], "high", "the KopfAudit's override");
+            assert!(pass("workload.liveness").is_none());
+        }
+    }
+
+    #[test]
+    fn passes_are_at_most_one_per_check_and_max_targets_resources_each() {
+        let audit: KopfAudit = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
+            "metadata": {"name": "op", "namespace": "ns", "uid": "u-1"},
+            "spec": {"target": {"deployment": "op"}}
+        }))
+        .expect("audit");
+        let passed: Vec<(String, CheckId)> = (0..MAX_TARGETS + 3)
+            .flat_map(|t| CheckId::ALL.iter().map(move |c| (format!("t{t}"), *c)))
+            .collect();
+        let report = build(
+            ReportKind::PolicyReport,
+            &audit,
+            &KopfAuditStatus::default(),
+            &passed,
+        );
+        let results = report["results"].as_array().expect("results");
+        assert_eq!(results.len(), CheckId::ALL.len());
+        assert_eq!(report["summary"]["pass"], CheckId::ALL.len());
+        assert!(
+            results
+                .iter()
+                .all(|r| r["resources"].as_array().map(Vec::len) == Some(MAX_TARGETS))
+        );
+        let none = build(
+            ReportKind::PolicyReport,
+            &audit,
+            &KopfAuditStatus::default(),
+            &[],
+        );
+        assert_eq!(none["summary"]["pass"], 0);
+        assert_eq!(none["results"].as_array().map(Vec::len), Some(0));
     }
 
     #[test]
@@ -266,6 +414,7 @@ mod tests {
             ReportKind::PolicyReport,
             &audit,
             &KopfAuditStatus::default(),
+            &[],
         );
         assert_eq!(report["metadata"]["name"], name.as_str());
         assert_eq!(report["scope"]["name"], long.as_str());

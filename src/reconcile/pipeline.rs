@@ -318,7 +318,9 @@ struct Published {
 async fn write_reports(audit: &KopfAudit, update: &StatusUpdate, ctx: &Context) {
     let mut all_written = true;
     for kind in ctx.settings.reports.kinds() {
-        match publish::reports::write(&ctx.client, *kind, audit, &update.status).await {
+        match publish::reports::write(&ctx.client, *kind, audit, &update.status, &update.passed)
+            .await
+        {
             Ok(written) => tracing::debug!(written, kind = kind.name(), "report"),
             Err(e) => {
                 all_written = false;

@@ -137,6 +137,30 @@ async fn every_audit_gets_one_open_report_beside_its_policy_report() {
             && r["resources"][0]["name"] == deployment.as_str()));
         let fail = report.data["summary"]["fail"].as_u64().unwrap_or_default();
         assert!(fail >= 1, "{}", report.data["summary"]);
+        // Passes: the checks that ran and found nothing, counted in the summary.
+        let passes: Vec<&str> = results
+            .iter()
+            .filter(|r| r["result"] == "pass")
+            .filter_map(|r| r["policy"].as_str())
+            .collect();
+        assert_eq!(
+            report.data["summary"]["pass"].as_u64(),
+            Some(passes.len() as u64),
+            "{}",
+            report.data["summary"]
+        );
+        assert!(
+            passes.contains(&"workload.not-kopf"),
+            "the target runs kopf: {passes:?}"
+        );
+        assert!(
+            !passes.contains(&"workload.standalone-replicas"),
+            "{passes:?}"
+        );
+        assert!(
+            passes.iter().all(|p| !p.starts_with("source.")),
+            "{passes:?}"
+        );
         let beside = policy_reports
             .get(&format!("kopf-audit-{name}"))
             .await
