@@ -533,7 +533,7 @@ pub(crate) fn settings_outside_startup(facts: &SourceFacts) -> Vec<SourceFinding
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 /// One kopf decorator with a resource, and the handler whose function it decorates.
 struct Registered<'a> {

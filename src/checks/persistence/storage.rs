@@ -81,24 +81,8 @@ mod tests {
         Handler {
             location: location(10),
             function: "reconcile".into(),
-            decorator: decorator.into(),
-            resource: Some(ResourceSpec {
-                name: "widgets".into(),
-                ..ResourceSpec::default()
-            }),
             text: text.into(),
-            stacked: Vec::new(),
-            is_async: false,
-            has_kwargs: true,
-            filtered: false,
-            blocking_calls: Vec::new(),
-            calls: Vec::new(),
-            module_logger_calls: Vec::new(),
-            kopf_logger_calls: Vec::new(),
-            raises: Vec::new(),
-            posts: Vec::new(),
-            self_patches: Vec::new(),
-            daemon: None,
+            ..crate::checks::source::tests::handler(decorator, Some("widgets"))
         }
     }
 

@@ -4,7 +4,7 @@ use crate::model::source::{Literal, ParseProblem, Registration, ResourceSpec, Se
 
 /// A handler at op.py:10 with no facts but its decorator and resource: the other
 /// source tests start from it.
-pub(super) fn handler(decorator: &str, resource: Option<&str>) -> Handler {
+pub(in crate::checks) fn handler(decorator: &str, resource: Option<&str>) -> Handler {
     Handler {
         location: Location::new("op.py", 10),
         function: "fn".into(),
