@@ -5,7 +5,7 @@ use super::*;
 use crate::api::Finding;
 use crate::model::evidence::{LogEvidence, ObjectSample};
 use crate::model::kopf_marks::{DEFAULT_FINALIZER, DIFFBASE_ANNOTATION};
-use crate::model::source::{Location, ResourceSpec};
+use crate::model::source::Location;
 use std::collections::BTreeSet;
 
 #[test]
@@ -51,28 +51,14 @@ fn stamping_handler() -> SourceFacts {
     let handler = Handler {
         location: at.clone(),
         function: "stamp".into(),
-        decorator: "on.update".into(),
-        resource: Some(ResourceSpec {
-            name: "widgets".into(),
-            ..ResourceSpec::default()
-        }),
         text: "@kopf.on.update('widgets')".into(),
         stacked: vec![crate::model::source::Registration {
             decorator: "timer".into(),
             resource: None,
             text: "@kopf.timer('widgets', interval=60)".into(),
         }],
-        is_async: false,
-        has_kwargs: true,
-        filtered: false,
-        blocking_calls: Vec::new(),
-        calls: Vec::new(),
-        module_logger_calls: Vec::new(),
-        kopf_logger_calls: Vec::new(),
-        raises: Vec::new(),
-        posts: Vec::new(),
         self_patches: vec![("metadata.annotations.at".into(), at, true)],
-        daemon: None,
+        ..crate::checks::source::tests::handler("on.update", Some("widgets"))
     };
     SourceFacts {
         handlers: vec![handler],
