@@ -1,10 +1,12 @@
 //! The gather layer: API I/O only. Targets and pods are read live, a list each (no
-//! cache of the cluster's Deployments and pods); then, per kopf target, its logs, the resources it
-//! handles, its ServiceAccount's permissions, the Events about its objects and a sample
-//! of those objects. A read that fails makes only its area unavailable, with the reason;
+//! cache of the cluster's Deployments and pods; the operator reuses an audit's last
+//! read while its watches show no change, [`changes`]); then, per kopf target, its
+//! logs, the resources it handles, its ServiceAccount's permissions, the Events about
+//! its objects and a sample of those objects. A read that fails makes only its area unavailable, with the reason;
 //! nothing outside the KopfAudit's namespace is read without the cross-namespace
 //! allowance ([`Reach`]).
 
+pub(crate) mod changes;
 pub(crate) mod discover;
 pub(crate) mod events;
 pub(crate) mod files;
@@ -89,6 +91,9 @@ pub(crate) struct Shared {
     pub(crate) objects: objects::ObjectPages,
     /// The kopf operators found per searched scope, for `runtime.operator-conflict`.
     pub(crate) operators: operators::OperatorMemory,
+    /// What the operator's Deployment and pod watches saw change, per namespace: what
+    /// says whether a read of a namespace can be reused (never, in the CLI).
+    pub(crate) changes: changes::WatchedChanges,
 }
 
 /// What has made part of the [`Shared`] caches stale.

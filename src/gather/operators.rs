@@ -13,8 +13,11 @@
 //!
 //! Without `--allow-cross-namespace` only the KopfAudit's namespace is searched. What is
 //! found is remembered per searched scope for [`REMEMBERED_FOR`], so that the audits of
-//! a cluster's operators share one discovery per interval instead of one each.
+//! a cluster's operators share one discovery per interval instead of one each; and for
+//! longer (up to [`KEPT_FOR`]) while the operator's watches show no Deployment or pod
+//! of the scope changed since ([`WatchedChanges`]).
 
+use super::changes::{KEPT_FOR, Mark, WatchedChanges};
 use super::discover::{self, DiscoverError};
 use super::handled::candidates;
 use super::rbac::binding_namespaces;
@@ -35,8 +38,9 @@ use std::time::{Duration, Instant};
 /// about an audit interval.
 pub(crate) const REMEMBERED_FOR: Duration = Duration::from_secs(300);
 
-/// One scope's discovered kopf Deployments and when they were found.
-type Slot = Arc<tokio::sync::Mutex<Option<(Instant, Vec<Discovered>)>>>;
+/// One scope's discovered kopf Deployments, when they were found and the watches' clock
+/// when discovery began.
+type Slot = Arc<tokio::sync::Mutex<Option<(Instant, Mark, Vec<Discovered>)>>>;
 
 /// An operator learned, and when.
 type Learned = (Instant, Option<Operator>);
@@ -63,13 +67,14 @@ impl OperatorMemory {
             .clone()
     }
 
-    /// Drops what was found longer ago than [`REMEMBERED_FOR`]: the memory follows the
-    /// scopes and operators audited.
+    /// Drops the operators learned longer ago than [`REMEMBERED_FOR`], and the scopes
+    /// discovered longer ago than [`KEPT_FOR`]: the memory follows the scopes and
+    /// operators audited.
     pub(crate) fn forget_stale(&self) {
         lock(&self.slots).retain(|_, slot| match slot.try_lock() {
             Ok(held) => held
                 .as_ref()
-                .is_some_and(|(at, _)| at.elapsed() < REMEMBERED_FOR),
+                .is_some_and(|(at, _, _)| at.elapsed() < KEPT_FOR),
             // Being discovered now.
             Err(_) => true,
         });
@@ -189,7 +194,14 @@ async fn patchers(
     })
 }
 
-/// The kopf Deployments of `scope`, discovered at most once per [`REMEMBERED_FOR`].
+/// Whether a discovery of `scope` made `age` ago (the watches' clock then `mark`) is
+/// still its answer: within [`REMEMBERED_FOR`], or while the watches show nothing changed.
+fn still_current(changes: &WatchedChanges, scope: Option<&str>, age: Duration, mark: Mark) -> bool {
+    age < REMEMBERED_FOR || changes.unchanged_since(scope, mark, age)
+}
+
+/// The kopf Deployments of `scope`, discovered at most once per [`REMEMBERED_FOR`], and
+/// not again while the watches show no change in the scope.
 async fn discovered(
     client: &Client,
     shared: &Shared,
@@ -197,11 +209,12 @@ async fn discovered(
 ) -> Gathered<Vec<Discovered>> {
     let slot = shared.operators.slot(scope);
     let mut held = slot.lock().await;
-    if let Some((at, rows)) = held.as_ref()
-        && at.elapsed() < REMEMBERED_FOR
+    if let Some((at, mark, rows)) = held.as_ref()
+        && still_current(&shared.changes, scope, at.elapsed(), *mark)
     {
         return Ok(rows.clone());
     }
+    let mark = shared.changes.mark();
     let discovery = discover::discover(
         client,
         &shared.recognitions,
@@ -212,7 +225,7 @@ async fn discovered(
     )
     .await
     .map_err(discovery_failed)?;
-    *held = Some((Instant::now(), discovery.found.clone()));
+    *held = Some((Instant::now(), mark, discovery.found.clone()));
     Ok(discovery.found)
 }
 

@@ -28,6 +28,9 @@ pub(super) struct Remembered {
     pub(super) owed: Owed,
     /// The targets as the last run read them.
     pub(super) targets: Vec<SeenTarget>,
+    /// The last read of the target's Deployments and pods, reused while the watches
+    /// show no change (`targets`).
+    pub(super) kept: Option<KeptTarget>,
     /// When the last audit started, and for which generation: a request for another
     /// audit of the same generation sooner than the least gap waits (`requests`).
     pub(super) last_run: Option<(std::time::Instant, Option<i64>)>,
@@ -40,6 +43,7 @@ impl Remembered {
             && self.written.is_none()
             && self.owed.is_empty()
             && self.targets.is_empty()
+            && self.kept.is_none()
             && self.last_run.is_none()
     }
 }
@@ -65,6 +69,20 @@ pub(super) struct WrittenStatus {
     pub(super) older: Vec<String>,
     pub(super) last: Option<String>,
     pub(super) status: KopfAuditStatus,
+}
+
+/// The last read of an audit's target Deployments and pods, as JSON (a few KiB per
+/// audit; parsed objects take two to three times that), with what decides whether it
+/// is still what a read would find.
+pub(super) struct KeptTarget {
+    /// The KopfAudit's generation it was read for: a new spec reads again.
+    pub(super) generation: Option<i64>,
+    /// The watches' clock when the read began.
+    pub(super) mark: crate::gather::changes::Mark,
+    /// When it was read.
+    pub(super) at: std::time::Instant,
+    /// The Deployments and pods read, as JSON.
+    pub(super) json: Box<[u8]>,
 }
 
 /// One target Deployment as the last audit read it.

@@ -25,6 +25,7 @@ mod tests;
 
 use crate::api::KopfAudit;
 use crate::evaluate::Policy;
+use crate::gather::changes::WatchedChanges;
 use crate::gather::logs::LogMemory;
 use crate::gather::rbac::{RbacReader, RbacStores, until_synced};
 use crate::gather::{Invalidation, Shared};
@@ -179,6 +180,7 @@ pub(crate) async fn run(
             recognitions: Default::default(),
             objects: Default::default(),
             operators: Default::default(),
+            changes: WatchedChanges::watching(ns.as_deref()),
         }),
         metrics,
         mandate,
@@ -199,11 +201,9 @@ pub(crate) async fn run(
 
     let controller = watches::attach_targets(
         controller,
-        &client,
+        &ctx,
         ns.as_deref(),
         &audit_store,
-        &ctx.memory,
-        ctx.settings.allow_cross_namespace,
         cluster_audits.is_some().then_some(deployment_changes),
     );
     let controller = watches::attach_rbac(

@@ -8,7 +8,7 @@ use super::Context;
 use crate::api::{KopfAudit, KopfAuditSpec, KopfAuditStatus};
 use crate::catalog::{ConditionReason, REQUESTED_AT_ANNOTATION};
 use crate::evaluate::{self, Outcome, Policy, StatusUpdate};
-use crate::gather::{self, Candidates, GatherError, Reach, Resolution, Shared};
+use crate::gather::{self, Candidates, GatherError, Reach, Resolution, ResolvedTarget, Shared};
 use crate::model::evidence::Stall;
 use crate::model::evidence::{AuditFailure, Observation};
 use crate::model::settings::AuditSettings;
@@ -127,6 +127,34 @@ fn panicked(message: &str) -> Stall {
     }
 }
 
+/// Whether `requested` (the `kopfaudit.dev/requested-at` annotation) asks for an audit
+/// that `stored` has not answered yet.
+fn new_request(stored: &KopfAuditStatus, requested: Option<&str>) -> bool {
+    requested.is_some_and(|r| {
+        stored.last_handled_requested_at.as_deref() != Some(&crate::model::bounded::clean_name(r))
+    })
+}
+
+/// The target's Deployments and pods: what the audit's last run read, while the watches
+/// show nothing in their namespace changed since and no audit was asked for
+/// (`audit-now` reads everything again); otherwise read now, and kept.
+async fn read_target(
+    audit: &KopfAudit,
+    target: &ResolvedTarget,
+    asked: bool,
+    ctx: &Context,
+) -> Result<Candidates, GatherError> {
+    let changes = &ctx.shared.changes;
+    if !asked && let Some(kept) = ctx.memory.kept_target(audit, &target.namespace, changes) {
+        tracing::debug!("target unchanged since it was read: reused");
+        return Ok(kept);
+    }
+    let mark = changes.mark();
+    let read = gather::read_candidates(&ctx.client, target).await?;
+    ctx.memory.keep_target(audit, mark, &read);
+    Ok(read)
+}
+
 /// Reconciles one KopfAudit.
 #[tracing::instrument(skip_all, fields(audit = %format!("{}/{}", audit.namespace().unwrap_or_default(), audit.name_any())))]
 pub(crate) async fn reconcile(
@@ -159,8 +187,9 @@ pub(crate) async fn reconcile(
         reader: format!("{namespace}/{}", audit.name_any()),
     };
     let resolution = gather::resolve(&audit.spec, &reach);
+    let asked = new_request(&stored, requested);
     let candidates = match &resolution {
-        Resolution::Target(target) => gather::read_candidates(&ctx.client, target).await,
+        Resolution::Target(target) => read_target(&audit, target, asked, &ctx).await,
         Resolution::Suspended | Resolution::Stalled(_) => Ok(Candidates::default()),
     };
     if let Ok(candidates) = &candidates {

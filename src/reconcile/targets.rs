@@ -1,11 +1,18 @@
 //! What each audit's last run found of its targets: their namespace, pod selector,
-//! ServiceAccount and the namespaces whose RoleBindings can change its audit. The watches map a pod change or an RBAC change to the audits it can
-//! affect with this, so the auditor needs no cache of the cluster's Deployments and pods:
-//! its memory follows the number of audits, not the size of the cluster. An audit not
-//! yet run has no entry, and needs none: it is about to run anyway.
+//! ServiceAccount and the namespaces whose RoleBindings can change its audit. The
+//! watches map a pod change or an RBAC change to the audits it can affect with this, so
+//! the auditor needs no cache of the cluster's Deployments and pods: its memory follows
+//! the number of audits, not the size of the cluster. An audit not yet run has no entry,
+//! and needs none: it is about to run anyway.
+//!
+//! It also keeps the last read of each audit's target Deployments and pods (as JSON, a
+//! few KiB), which the next run reuses instead of two lists while the watches show no
+//! change in the target's namespace ([`WatchedChanges`]).
 
-use super::memory::{AuditMemory, SeenTarget};
+use super::memory::{AuditMemory, KeptTarget, SeenTarget};
 use crate::api::KopfAudit;
+use crate::gather::Candidates;
+use crate::gather::changes::{Mark, WatchedChanges};
 use crate::model::kopf_run::{find_kopf, template_containers};
 use crate::model::needs;
 use crate::model::rbac::{BindingKind, ServiceAccountRef};
@@ -15,6 +22,7 @@ use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::reflector::ObjectRef;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
 impl SeenTarget {
     /// A target as read, its kopf found in `container` (any container when `None`).
@@ -53,6 +61,50 @@ impl AuditMemory {
             .map(|d| SeenTarget::of(d, container))
             .collect();
         self.with(audit, |m| m.targets = seen);
+    }
+
+    /// Keeps what an audit just read of its target, the watches' clock at `mark` when
+    /// the read began, to be reused while nothing of it changes. A target read only in
+    /// part (over its byte limit) is not kept.
+    pub(crate) fn keep_target(&self, audit: &KopfAudit, mark: Mark, read: &Candidates) {
+        let json = match read.too_large {
+            None => serde_json::to_vec(&(&read.deployments, &read.pods)).ok(),
+            Some(_) => None,
+        };
+        let kept = json.map(|json| KeptTarget {
+            generation: audit.metadata.generation,
+            mark,
+            at: Instant::now(),
+            json: json.into_boxed_slice(),
+        });
+        self.with(audit, |m| m.kept = kept);
+    }
+
+    /// What the audit's last run read of its target in `namespace`, when `changes` shows
+    /// that a read now would find the same: the same spec, and no Deployment or pod of
+    /// the namespace changed since. Otherwise it is dropped.
+    pub(crate) fn kept_target(
+        &self,
+        audit: &KopfAudit,
+        namespace: &str,
+        changes: &WatchedChanges,
+    ) -> Option<Candidates> {
+        let json = self.with(audit, |m| {
+            let kept = m.kept.as_ref()?;
+            let current = kept.generation == audit.metadata.generation
+                && changes.unchanged_since(Some(namespace), kept.mark, kept.at.elapsed());
+            if !current {
+                m.kept = None;
+                return None;
+            }
+            Some(kept.json.clone())
+        })?;
+        let (deployments, pods) = serde_json::from_slice(&json).ok()?;
+        Some(Candidates {
+            deployments,
+            pods,
+            too_large: None,
+        })
     }
 
     /// The audits with a target whose pods this pod is one of.
@@ -148,6 +200,35 @@ mod tests {
         assert_eq!(names(seen.audits_for_pod(&pod("a", "op"))), vec!["a"]);
         assert!(seen.audits_for_pod(&pod("a", "other")).is_empty());
         assert!(seen.audits_for_pod(&pod("c", "op")).is_empty());
+    }
+
+    #[test]
+    fn a_target_read_whole_is_kept_until_a_change_and_one_read_in_part_never() {
+        use crate::gather::changes::Watched;
+        let memory = AuditMemory::default();
+        let changes = WatchedChanges::default();
+        changes.listed(Watched::Deployments);
+        changes.listed(Watched::Pods);
+        let op = audit("a", "op");
+        let read = Candidates {
+            deployments: vec![deployment("a", "op", Some("sa"))],
+            pods: vec![pod("a", "op")],
+            too_large: None,
+        };
+        memory.keep_target(&op, changes.mark(), &read);
+        let kept = memory.kept_target(&op, "a", &changes).expect("kept");
+        assert_eq!(kept.deployments, read.deployments);
+        assert_eq!(kept.pods, read.pods);
+        changes.changed(Watched::Deployments, "a");
+        assert!(memory.kept_target(&op, "a", &changes).is_none());
+        assert_eq!(memory.len(), 0, "dropped once spoilt");
+
+        let partial = Candidates {
+            too_large: Some("over 16 MiB".into()),
+            ..read
+        };
+        memory.keep_target(&op, changes.mark(), &partial);
+        assert!(memory.kept_target(&op, "a", &changes).is_none());
     }
 
     #[test]

@@ -6,11 +6,17 @@
 use super::pipeline::reconcile;
 use super::{Context, Settings};
 use crate::api::{KopfAudit, KopfAuditStatus};
+use crate::catalog::REQUESTED_AT_ANNOTATION;
+use crate::gather::Shared;
+use crate::gather::changes::Watched;
+use crate::gather::rbac::{RbacReader, RbacStores};
+use crate::testing::synced_store;
 use crate::testing::{FakeApi, Seen};
 use http::{Method, Response, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
+use kube::ResourceExt;
 use kube::client::Body;
 use std::sync::Arc;
 
@@ -212,7 +218,7 @@ fn events(seen: &[Seen]) -> Vec<&Seen> {
 #[tokio::test]
 async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothing() {
     let (client, api) = FakeApi::start(NS, answer);
-    let ctx = context(client);
+    let ctx = watched_context(client);
 
     let first = reconcile(audit_with(None), ctx.clone()).await;
     assert!(first.is_ok(), "{first:?}");
@@ -279,7 +285,16 @@ async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothi
             .any(|s| s.is(&Method::POST, "/subjectaccessreviews")),
         "the answers are remembered: {seen:#?}"
     );
-    assert!(seen.len() <= 8, "a steady audit asks little: {seen:#?}");
+    // The target and its pods are what the first run read (the watches saw no change),
+    // the other operators what it discovered: the log, the Events and the handled
+    // objects are all a steady audit asks for.
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.path.contains("/deployments") || s.path.contains("/pods?")),
+        "the target is not read again: {seen:#?}"
+    );
+    assert!(seen.len() <= 4, "a steady audit asks little: {seen:#?}");
     let log = seen
         .iter()
         .find(|s| s.path.contains("/log"))
@@ -289,6 +304,90 @@ async fn a_new_audit_writes_twice_and_emits_one_headline_then_a_steady_one_nothi
         "from where it stopped: {}",
         log.path
     );
+}
+
+/// A context as the operator runs it: its RBAC watch caches synced (with what the fake
+/// API lists: no bindings), its Deployment and pod watches listed and telling changes;
+/// an audit may be asked for at any time.
+fn watched_context(client: Client) -> Arc<Context> {
+    let mut ctx = Context::for_test(
+        client,
+        Settings {
+            instance: "test".into(),
+            audit_now_min_gap: std::time::Duration::ZERO,
+            ..Default::default()
+        },
+    );
+    let stores = RbacStores {
+        cluster_role_bindings: Some(synced_store(Vec::new())),
+        cluster_roles: Some(synced_store(Vec::new())),
+        role_bindings: Some((synced_store(Vec::new()), None)),
+        roles: Some((synced_store(Vec::new()), None)),
+    };
+    let shared = Shared {
+        rbac: RbacReader::new(stores),
+        ..Shared::default()
+    };
+    shared.changes.listed(Watched::Deployments);
+    shared.changes.listed(Watched::Pods);
+    ctx.shared = Arc::new(shared);
+    Arc::new(ctx)
+}
+
+/// The paths of the target's reads (its Deployment by name, its pods by selector).
+fn target_reads(seen: &[Seen]) -> Vec<&str> {
+    seen.iter()
+        .map(|s| s.path.as_str())
+        .filter(|p| p.contains("fieldSelector=metadata.name%3Dop") || p.contains("/pods?"))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_target_is_read_again_after_a_change_in_its_namespace_a_request_or_a_new_spec() {
+    let (client, api) = FakeApi::start(NS, answer);
+    let ctx = watched_context(client);
+    let first = reconcile(audit_with(None), ctx.clone()).await;
+    assert!(first.is_ok(), "{first:?}");
+    assert_eq!(target_reads(&api.take()).len(), 2, "read at first");
+
+    ctx.shared.changes.changed(Watched::Pods, "elsewhere");
+    let _ = reconcile(audit_with(None), ctx.clone()).await;
+    assert!(target_reads(&api.take()).is_empty(), "another namespace");
+
+    ctx.shared.changes.changed(Watched::Pods, NS);
+    let _ = reconcile(audit_with(None), ctx.clone()).await;
+    assert_eq!(target_reads(&api.take()).len(), 2, "a pod changed");
+
+    let _ = reconcile(audit_with(None), ctx.clone()).await;
+    assert!(target_reads(&api.take()).is_empty(), "and kept again");
+
+    let mut asked = (*audit_with(None)).clone();
+    asked.annotations_mut().insert(
+        REQUESTED_AT_ANNOTATION.into(),
+        "2026-12-07T10:00:00Z".into(),
+    );
+    let _ = reconcile(Arc::new(asked), ctx.clone()).await;
+    assert_eq!(target_reads(&api.take()).len(), 2, "audit-now reads anew");
+
+    let mut respecced = (*audit_with(None)).clone();
+    respecced.metadata.generation = Some(2);
+    let _ = reconcile(Arc::new(respecced), ctx.clone()).await;
+    assert_eq!(target_reads(&api.take()).len(), 2, "a new spec reads anew");
+
+    ctx.shared.changes.restarted(Watched::Deployments);
+    let _ = reconcile(audit_with(None), ctx.clone()).await;
+    assert_eq!(target_reads(&api.take()).len(), 2, "the watch lists again");
+}
+
+#[tokio::test]
+async fn without_listed_watches_every_audit_reads_its_target() {
+    let (client, api) = FakeApi::start(NS, answer);
+    let ctx = context(client);
+    for _ in 0..2 {
+        let run = reconcile(audit_with(None), ctx.clone()).await;
+        assert!(run.is_ok(), "{run:?}");
+        assert_eq!(target_reads(&api.take()).len(), 2);
+    }
 }
 
 #[tokio::test]

@@ -17,10 +17,12 @@
 //! - the RBAC changes of one namespace re-run an audit at most once per
 //!   [`CHURN_PERIOD`](super::churn::CHURN_PERIOD), the last of them at its end.
 
+use super::Context;
 use super::churn::{ChurnBound, Source};
 use super::deployment_changes::DeploymentChanges;
 use super::memory::AuditMemory;
 use crate::api::KopfAudit;
+use crate::gather::changes::{Watched, WatchedChanges};
 use crate::gather::rbac::{RbacStores, reaches};
 use crate::gather::{Invalidation, Shared};
 use crate::model::rbac::BindingKind;
@@ -54,7 +56,9 @@ fn hash_of(value: &impl serde::Serialize) -> Option<u64> {
 }
 
 /// What of a pod can change an audit: its labels, phase and container states (restart
-/// counts, waiting and terminated reasons), not probes' timestamps or readiness churn.
+/// counts, waiting and terminated reasons, when the running one started), not probes'
+/// timestamps or readiness churn. An audit reuses what it read of its target's pods
+/// while none of this changes ([`WatchedChanges`]).
 fn pod_predicate(p: &Pod) -> Option<u64> {
     let states: Vec<_> = p
         .status
@@ -76,6 +80,10 @@ fn pod_predicate(p: &Pod) -> Option<u64> {
                     .as_ref()
                     .and_then(|s| s.terminated.as_ref())
                     .and_then(|t| t.reason.as_ref()),
+                cs.state
+                    .as_ref()
+                    .and_then(|s| s.running.as_ref())
+                    .and_then(|r| r.started_at.as_ref()),
             )
         })
         .collect();
@@ -608,21 +616,24 @@ pub(super) fn rbac_watches(client: &Client, namespace: Option<&str>) -> (RbacSto
 }
 
 /// Adds the target watches (Deployments, pods) that map to KopfAudits; the Deployment
-/// watch also tells `changes` (the ClusterKopfAudit controller's). They cache
-/// nothing: only objects in a namespace some KopfAudit may target pass, and only when
-/// what the checks read of them changed. A KopfAudit whose target is refused (another
-/// namespace without `cross_namespace`) is never re-run by that namespace's changes:
-/// its audit count and timestamps would tell a tenant when a guessed Deployment there
-/// changes.
+/// watch also tells `changes` (the ClusterKopfAudit controller's), and both tell the
+/// shared [`WatchedChanges`] what changed where, so that an audit can reuse its last
+/// read of an unchanged target. They cache nothing: only objects in a namespace some
+/// KopfAudit may target pass, and only when what the checks read of them changed. A
+/// KopfAudit whose target is refused (another namespace without `cross_namespace`) is
+/// never re-run by that namespace's changes: its audit count and timestamps would tell
+/// a tenant when a guessed Deployment there changes.
 pub(super) fn attach_targets(
     controller: Controller<KopfAudit>,
-    client: &Client,
+    ctx: &Arc<Context>,
     namespace: Option<&str>,
     audits: &Store<KopfAudit>,
-    targets: &Arc<AuditMemory>,
-    cross_namespace: bool,
     changes: Option<Arc<DeploymentChanges>>,
 ) -> Controller<KopfAudit> {
+    let client = &ctx.client;
+    let targets = &ctx.memory;
+    let cross_namespace = ctx.settings.allow_cross_namespace;
+    let shared = &ctx.shared;
     let config = watcher::Config::default();
     let deployments = warn_on_error(
         "deployments",
@@ -632,9 +643,13 @@ pub(super) fn attach_targets(
         )
         .default_backoff(),
     )
-    .inspect(move |event| {
-        if let (Some(changes), Ok(event)) = (&changes, event) {
-            changes.observe(event);
+    .inspect({
+        let shared = shared.clone();
+        move |event| {
+            tell(&shared.changes, Watched::Deployments, event, true);
+            if let (Some(changes), Ok(event)) = (&changes, event) {
+                changes.observe(event);
+            }
         }
     })
     .touched_objects();
@@ -648,7 +663,12 @@ pub(super) fn attach_targets(
         )
         .default_backoff(),
     )
+    .inspect({
+        let shared = shared.clone();
+        move |event| tell(&shared.changes, Watched::Pods, event, false)
+    })
     .touched_objects();
+    let pods_changed = shared.clone();
     controller
         .watches_stream(
             in_audited_namespaces(audits, deployments, cross_namespace)
@@ -662,12 +682,40 @@ pub(super) fn attach_targets(
         )
         .watches_stream(
             in_audited_namespaces(audits, pods, cross_namespace)
-                .predicate_filter(pod_predicate, Default::default()),
+                .predicate_filter(pod_predicate, Default::default())
+                .inspect(move |pod| {
+                    if let Ok(pod) = pod {
+                        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+                        pods_changed.changes.changed(Watched::Pods, namespace);
+                    }
+                }),
             {
                 let targets = targets.clone();
                 move |p: Pod| targets.audits_for_pod(&p)
             },
         )
+}
+
+/// Tells `changes` what one event of a target watch says: a re-list starts or ends, the
+/// watch failed, or (with `objects`; the pods' changes are told after their predicate,
+/// deletions here) an object changed.
+fn tell<K: Resource>(
+    changes: &WatchedChanges,
+    which: Watched,
+    event: &Result<watcher::Event<K>, watcher::Error>,
+    objects: bool,
+) {
+    let namespace = |o: &K| o.meta().namespace.clone().unwrap_or_default();
+    match event {
+        Err(_) => changes.failed(),
+        Ok(watcher::Event::Init) => changes.restarted(which),
+        Ok(watcher::Event::InitDone) => changes.listed(which),
+        Ok(watcher::Event::Delete(o)) => changes.changed(which, &namespace(o)),
+        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) if objects => {
+            changes.changed(which, &namespace(o));
+        }
+        Ok(_) => {}
+    }
 }
 
 /// Pods per page of the pod watch's lists: 50 pods of the API server's largest (1.5 MiB)

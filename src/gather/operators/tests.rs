@@ -315,3 +315,33 @@ async fn who_may_patch_objects_in_dispute_is_read_from_the_bindings_in_reach() {
         "no RBAC read without a dispute"
     );
 }
+
+#[test]
+fn a_discovery_is_reused_past_its_interval_only_while_the_watches_show_no_change() {
+    use crate::gather::changes::Watched;
+    let changes = WatchedChanges::default();
+    changes.listed(Watched::Deployments);
+    changes.listed(Watched::Pods);
+    let mark = changes.mark();
+    let long_ago = REMEMBERED_FOR * 2;
+    let now = Duration::ZERO;
+    assert!(still_current(&changes, Some("a"), now, mark));
+    assert!(still_current(&changes, Some("a"), long_ago, mark));
+    assert!(still_current(&changes, None, long_ago, mark));
+    changes.changed(Watched::Pods, "a");
+    assert!(!still_current(&changes, Some("a"), long_ago, mark));
+    assert!(
+        still_current(&changes, Some("a"), now, mark),
+        "within the interval, as before"
+    );
+    assert!(still_current(&changes, None, long_ago, mark), "pods only");
+    changes.changed(Watched::Deployments, "b");
+    assert!(!still_current(&changes, None, long_ago, mark));
+    let unwatched = WatchedChanges::default();
+    assert!(!still_current(
+        &unwatched,
+        Some("a"),
+        long_ago,
+        unwatched.mark()
+    ));
+}
