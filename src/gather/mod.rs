@@ -403,12 +403,16 @@ pub(crate) async fn read_candidates(
             )
         })
         .await?;
-        for pod in pods {
+        for mut pod in pods {
             if !candidates
                 .pods
                 .iter()
                 .any(|p| p.metadata.uid == pod.metadata.uid)
             {
+                // The checks read a target pod's identity, labels and status: its spec
+                // (the template's copy, with volumes and tolerations) is more than half
+                // of it, and is not kept between audits.
+                pod.spec = None;
                 candidates.pods.push(pod);
             }
         }
