@@ -154,6 +154,7 @@ pub(crate) async fn run(
 
     let (rbac_stores, rbac_streams) = watches::rbac_watches(&client, ns.as_deref());
 
+    let memory: Arc<AuditMemory> = Arc::default();
     let (audit_store, audit_writer) = reflector::store();
     let audit_stream = watches::warn_on_error(
         "kopfaudits",
@@ -165,6 +166,14 @@ pub(crate) async fn run(
     )
     .modify(|a: &mut KopfAudit| a.managed_fields_mut().clear())
     .reflect(audit_writer)
+    .inspect({
+        let memory = memory.clone();
+        move |event| {
+            if let Ok(watcher::Event::Apply(audit)) = event {
+                memory.delivered(audit);
+            }
+        }
+    })
     .applied_objects()
     // A status write (ours) changes no generation: it must not trigger an audit. A new
     // `kopfaudit.dev/requested-at` value does.
@@ -173,7 +182,7 @@ pub(crate) async fn run(
     let ctx = Arc::new(Context {
         client: client.clone(),
         events: EventPublisher::new(client.clone(), settings.instance.clone()),
-        memory: Arc::default(),
+        memory,
         shared: Arc::new(Shared {
             rbac: RbacReader::new(rbac_stores.clone()),
             logs: LogMemory::new(metrics.log_bytes_read(), settings.log_memory_bytes),
