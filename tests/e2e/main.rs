@@ -13,6 +13,7 @@ mod delivery;
 mod discover;
 mod discover_like;
 mod evidence;
+mod faults;
 mod harness;
 mod helm;
 mod hostile;

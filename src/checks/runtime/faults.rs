@@ -190,7 +190,7 @@ pub(super) fn credentials_lost_finding(target: &str, logs: &LogEvidence) -> Opti
         CheckId::RuntimeCredentialsLost,
         target,
         format!(
-            "kopf lost its credentials: {how}, so {what}. {} A login handler must return fresh credentials on every call: read the token file again (a projected ServiceAccount token is rotated every hour), not a token cached at startup, and check that the ServiceAccount and its token still exist.",
+            "kopf lost its credentials, as {how}, so {what}. {} A login handler must return fresh credentials on every call: read the token file again (a projected ServiceAccount token is rotated every hour), not a token cached at startup, and check that the ServiceAccount and its token still exist.",
             login_path(logs)
         ),
         Some(evidence),

@@ -275,3 +275,32 @@ fn parse_gathered(lines: &[&str]) -> LogEvidence {
     logs.records.retain(|r| !r.is_routine());
     logs
 }
+
+/// What the status shows passes the redactor (model/bounded.rs): a message or fix that
+/// reads like `credentials: VALUE` loses its middle. Seen on the credentials-lost
+/// fixture's live finding, whose message read `kopf lost its credentials: ***) and ...`.
+#[test]
+fn messages_and_fixes_pass_the_redactor_whole() {
+    let logs = [
+        gathered("kopf-1.45.2-creds.full.log"),
+        gathered("kopf-1.45.2-tls.full.log"),
+        gathered("kopf-1.45.2-threads.full.log"),
+        parse_gathered(&[
+            "[2026-12-07 04:14:08,441] kopf.activities.auth [INFO    ] Activity 'login_via_client' succeeded.",
+            "[2026-12-07 04:14:11,236] kopf._core.engines.a [WARNING ] Re-authentication has failed: no credentials were retrieved from the login handlers.",
+        ]),
+        parse_gathered(&[
+            "[2026-12-07 04:14:08,441] kopf._core.engines.a [WARNING ] Initial authentication has failed: no credentials were retrieved from the login handlers.",
+        ]),
+    ];
+    let mut checked = 0;
+    for logs in &logs {
+        for f in faults(logs) {
+            assert_eq!(kopf_log::redact(&f.message), f.message, "{:?}", f.check);
+            let fix = f.fix.as_deref().unwrap_or_default();
+            assert_eq!(kopf_log::redact(fix), fix, "{:?}", f.check);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, logs.len(), "one finding per log");
+}
