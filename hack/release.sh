@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and checks a release's artifacts, into one directory, with no registry and no
-# upload (publishing them is a separate, manual step):
+# upload (.github/workflows/release.yml runs this on a tag, then publishes and signs them):
 #
 #   hack/release.sh VERSION [OUTDIR]      OUTDIR defaults to target/release-artifacts/VERSION
 #

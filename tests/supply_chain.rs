@@ -125,7 +125,19 @@ fn the_action_runs_the_release_binary_it_verifies() {
         scripts.contains("name=\"kopf-audit-$VERSION-linux-$arch\""),
         "{scripts}"
     );
-    assert!(scripts.contains("releases/download/v$VERSION"), "{scripts}");
+    assert_eq!(
+        action["inputs"]["release-url"]["default"].as_str(),
+        Some("https://github.com/kopfaudit/kopf-audit/releases/download"),
+        "by default, the project's GitHub releases"
+    );
+    assert!(
+        scripts.contains("base=\"${RELEASE_URL%/}/v$VERSION\""),
+        "{scripts}"
+    );
+    assert!(
+        scripts.contains("proto='=https'"),
+        "https unless a local copy"
+    );
     assert!(
         scripts.contains("sha256sum --check --strict"),
         "the binary is checked against SHA256SUMS before it runs"

@@ -231,9 +231,10 @@ struct DiscoverArgs {
     /// Look in every namespace.
     #[arg(short = 'A', long)]
     all_namespaces: bool,
-    /// Only Deployments matching this label selector (`kubectl -l` syntax).
-    #[arg(short = 'l', long)]
-    selector: Option<String>,
+    /// Only Deployments matching this label selector (`kubectl -l` syntax: `a=b`,
+    /// `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`), read as `audit-now -l` reads it.
+    #[arg(short = 'l', long, value_parser = kubectl_args::selector)]
+    selector: Option<kube::core::Selector>,
     /// Discover as the ClusterKopfAudit of this name does: its namespaceSelector,
     /// selector and exclusions are the scope, and `-o yaml` prints the KopfAudits it
     /// generates (its names, its spec.defaults) without the label and owner reference
@@ -905,11 +906,12 @@ async fn discover_and_print(args: DiscoverArgs) -> Result<String, String> {
     };
     let namespace = (!args.all_namespaces && like.is_none())
         .then(|| args.namespace.clone().unwrap_or(default_ns));
+    let selector = args.selector.as_ref().map(ToString::to_string);
     let scope = Scope {
         namespace: namespace.as_deref(),
         selector: match &like {
             Some(l) => l.scope.deployment_selector.as_deref(),
-            None => args.selector.as_deref(),
+            None => selector.as_deref(),
         },
     };
     let keep = |ns: &str, name: &str| {
@@ -1389,6 +1391,71 @@ mod tests {
             help.contains("--timeout") && !help.contains("--wait-seconds"),
             "{help}"
         );
+    }
+
+    fn discover_args(argv: &[&str]) -> Result<DiscoverArgs, String> {
+        let argv: Vec<&str> = ["kopf-audit", "discover"]
+            .into_iter()
+            .chain(argv.iter().copied())
+            .collect();
+        match Cli::try_parse_from(argv) {
+            Ok(Cli {
+                command: Command::Discover(args),
+                ..
+            }) => Ok(args),
+            Ok(_) => Err("another command".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The error clap prints for `-l TEXT`, from its first line (clap names the command
+    /// in the usage lines that follow).
+    fn selector_error(e: &str) -> &str {
+        e.lines().next().unwrap_or_default()
+    }
+
+    #[test]
+    fn discover_and_audit_now_read_selectors_alike() {
+        for text in [
+            "app=op",
+            "app==op,tier!=test",
+            "team in (a,b),env notin (dev)",
+            "kopf,!legacy",
+            "app.kubernetes.io/name=widget-operator",
+        ] {
+            let discover = discover_args(&["-l", text]).expect(text).selector;
+            let audit_now = audit_now_args(&["-l", text]).expect(text).selector;
+            assert!(discover.is_some(), "{text}");
+            assert_eq!(
+                discover.map(|s| s.to_string()),
+                audit_now.map(|s| s.to_string()),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            discover_args(&["-l", "team in (a,b)"])
+                .expect("a set")
+                .selector
+                .map(|s| s.to_string())
+                .as_deref(),
+            Some("team in (a,b)")
+        );
+        for bad in ["app=o p", "app in (a", "", "=x", "a in (x),)", "app=op,,"] {
+            let discover = discover_args(&["-l", bad]).err();
+            let audit_now = audit_now_args(&["-l", bad]).err();
+            let (Some(discover), Some(audit_now)) = (discover, audit_now) else {
+                panic!("{bad:?} is refused by both");
+            };
+            assert!(
+                selector_error(&discover).contains("selector"),
+                "{bad:?}: {discover}"
+            );
+            assert_eq!(
+                selector_error(&discover),
+                selector_error(&audit_now),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
