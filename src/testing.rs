@@ -198,12 +198,6 @@ pub(crate) fn heap_peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, usize::try_from(peak - base).unwrap_or(0))
 }
 
-/// A KopfAudit `namespace/name` of the Deployment `op`, as the tests of the
-/// reconciler's memory take one.
-pub(crate) fn audit(namespace: &str, name: &str) -> crate::api::KopfAudit {
-    audit_of(namespace, name, "op", Some(&format!("uid-{name}")))
-}
-
 /// A KopfAudit `namespace/name` whose target is the Deployment `deployment`, with the
 /// `uid` given (none otherwise): the one KopfAudit the unit tests build theirs from.
 pub(crate) fn audit_of(

@@ -13,6 +13,7 @@ use crate::checks::registry;
 use crate::gather::files::Linted;
 use crate::gather::files::manifests::Manifests;
 use crate::model::evidence::TargetEvidence;
+use crate::model::exemption::{self, Exemption, Form};
 use crate::model::rbac::{BindingKind, RoleKind};
 use crate::model::settings::AuditSettings;
 use crate::model::source::{Location, Unread};
@@ -135,25 +136,17 @@ pub(crate) fn lint(linted: &Linted, policy: &Policy) -> LintReport {
         }
     }
     let ignores = ignores(&linted.python);
-    let today = crate::model::exemption::today(linted.evidence.now);
+    let today = exemption::today(linted.evidence.now);
     for found in registry::source_findings(&linted.source) {
         let exemption = ignored(&ignores, &found.location, found.finding.check);
         let mut honoured = false;
         if let Some(text) = exemption {
-            let decision = crate::model::exemption::decide(
-                &text,
-                crate::model::exemption::Form::Comment,
-                policy.exemptions(),
-                today,
-                |t| crate::model::bounded::clean(t, crate::model::bounded::MAX_REASON_BYTES),
-            );
+            let decision =
+                Exemption::written(Form::Comment, &text).decide(policy.exemptions(), today);
             honoured = decision.honoured();
-            report.skipped.push(SkippedCheck {
-                check: found.finding.check,
-                target: found.finding.target.clone(),
-                honoured,
-                reason: decision.text().to_string(),
-            });
+            report
+                .skipped
+                .push(decision.skipped(found.finding.check, &found.finding.target));
         }
         if !honoured {
             report.findings.push(LintFinding {

@@ -6,13 +6,13 @@ use crate::catalog::{Area, CheckId, ConditionReason, SKIP_ANNOTATION_PREFIX};
 use crate::checks::{self, Cause, Raised, workload};
 use crate::model::bounded::{
     MAX_CONDITION_MESSAGE_BYTES, MAX_EVIDENCE_BYTES, MAX_LISTED, MAX_MESSAGE_BYTES, MAX_NAME_BYTES,
-    MAX_QUOTED_REASON_BYTES, MAX_REASON_BYTES, clean, clean_lines, clean_list, clean_name,
+    MAX_REASON_BYTES, clean, clean_lines, clean_list, clean_name,
 };
 use crate::model::evidence::Obstacle;
 use crate::model::evidence::{
     Evidence, Gathered, HandledResource, KopfEvidence, TargetEvidence, Unavailable,
 };
-use crate::model::exemption::{self, Decision, ExemptionPolicy, Form};
+use crate::model::exemption::{self, Decision, Exemption, ExemptionPolicy, Form};
 use crate::model::kopf_run::{Peering, RunOrigin, Scope};
 use crate::model::settings::{AuditSettings, CheckSettings};
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,8 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Operator-wide rules that a KopfAudit cannot change.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Policy {
-    /// Ignore exemption annotations and a KopfAudit's `spec.checks.disable` (both are
-    /// reported as refused, and the checks run): a tenant then cannot switch a check off.
+    /// Ignore every exemption: annotations, a KopfAudit's `spec.checks.disable` and
+    /// lint's comments (each is reported as refused, and the checks run): a tenant then
+    /// cannot switch a check off.
     pub(crate) refuse_exemptions: bool,
     /// Honour only exemptions with an end date (`until YYYY-MM-DD: reason`,
     /// `spec.checks.disabledUntil`); the others are reported as refused.
@@ -165,15 +166,9 @@ fn decided_disables(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .map(|check| {
-            let until = spec
-                .checks
-                .disabled_until
-                .get(check.as_str())
-                .and_then(|d| d.parse().ok());
-            (
-                *check,
-                exemption::decide_disable(until, policy.exemptions(), today),
-            )
+            let until = spec.checks.disabled_until.get(check.as_str());
+            let exemption = Exemption::disabled(until.map(String::as_str));
+            (*check, exemption.decide(policy.exemptions(), today))
         })
         .collect()
 }
@@ -187,7 +182,7 @@ fn unhonoured_disables(
     disables
         .iter()
         .filter(|(_, d)| !d.honoured())
-        .map(|(check, d)| skipped(*check, target, d.text(), false))
+        .map(|(check, d)| d.skipped(*check, target.name()))
         .collect()
 }
 
@@ -341,12 +336,9 @@ fn out_of_reach(target: &TargetEvidence, kopf: &KopfEvidence, eval: &mut Evaluat
                 eval.not_in_files
                     .push((target.name().to_string(), check, why.message.clone()))
             }
-            Obstacle::Forbidden | Obstacle::OutsideNamespace => eval.skipped.push(skipped(
-                check,
-                target,
-                &format!("not run: {}", why.message),
-                true,
-            )),
+            Obstacle::Forbidden | Obstacle::OutsideNamespace => eval
+                .skipped
+                .push(out_of_reach_skipped(check, target, &why.message)),
         }
     }
 }
@@ -505,14 +497,15 @@ fn one_per_cause(mut raised: Vec<Raised>) -> Vec<Finding> {
     out
 }
 
-/// A skipped check as status shows it: the reason (an annotation's value, or what the
-/// check would need) [`clean`]ed, the target's name bounded.
-fn skipped(check: CheckId, target: &TargetEvidence, reason: &str, honoured: bool) -> SkippedCheck {
+/// A check out of the auditor's reach, as status lists it among the skipped: what the
+/// check would need [`clean`]ed, the target's name bounded. (Exemptions are listed by
+/// [`Decision::skipped`].)
+fn out_of_reach_skipped(check: CheckId, target: &TargetEvidence, why: &str) -> SkippedCheck {
     SkippedCheck {
         check,
         target: clean_name(target.name()),
-        reason: clean(reason, MAX_REASON_BYTES),
-        honoured,
+        reason: clean(&format!("not run: {why}"), MAX_REASON_BYTES),
+        honoured: true,
     }
 }
 
@@ -634,7 +627,7 @@ fn recognition(run: &crate::model::kopf_run::KopfRun, own: &str) -> (Recognition
 }
 
 /// Reads the exemption annotations of a target, decided on `today`. Their values are
-/// the tenant's text, up to 256 KiB: status shows them [`clean`]ed.
+/// the tenant's text, up to 256 KiB: [`Decision::skipped`] cleans what status shows.
 fn exemptions(
     target: &TargetEvidence,
     policy: &Policy,
@@ -644,14 +637,9 @@ fn exemptions(
     annotations
         .filter_map(|(key, value)| {
             let check = CheckId::parse(key.strip_prefix(SKIP_ANNOTATION_PREFIX)?)?;
-            let decision = exemption::decide(
-                value,
-                Form::Annotation,
-                policy.exemptions(),
-                today,
-                |text| clean(text, MAX_QUOTED_REASON_BYTES),
-            );
-            Some(skipped(check, target, decision.text(), decision.honoured()))
+            let decision =
+                Exemption::written(Form::Annotation, value).decide(policy.exemptions(), today);
+            Some(decision.skipped(check, target.name()))
         })
         .collect()
 }

@@ -1026,12 +1026,17 @@ fn handled_secrets_are_never_sampled_nor_called_healthy_nor_a_permission_to_gran
 }
 
 /// An exemption annotation or a disabled check holds through its last day and lapses
-/// the day after: the check's findings come back, and status says it lapsed. The
-/// evidence is read on 1970-01-01.
+/// the day after: the check's findings come back, and status says it lapsed, in the
+/// words lint uses for a comment (`lint::tests`). The evidence is read on 1970-01-01.
 #[test]
 fn exemptions_lapse_after_their_date_in_each_form() {
     let liveness = format!("{SKIP_ANNOTATION_PREFIX}workload.liveness");
     let raised = |eval: &Evaluation, id: CheckId| eval.findings.iter().any(|f| f.check == id);
+    let lapsed = |reason: &str| {
+        format!(
+            "lapsed on 1969-12-31: the check runs again; renew the date, or fix what it finds (given: \"{reason}\")"
+        )
+    };
     for (until, holds) in [("1970-01-01", true), ("1969-12-31", false)] {
         let text = format!("until {until}: probed by the mesh");
         let ev = evidence(&[], &[(liveness.as_str(), text.as_str())]);
@@ -1040,39 +1045,116 @@ fn exemptions_lapse_after_their_date_in_each_form() {
         let skipped = &eval.skipped[0];
         assert_eq!(skipped.honoured, holds);
         if !holds {
-            assert!(
-                skipped.reason.starts_with("lapsed on 1969-12-31"),
-                "{}",
-                skipped.reason
-            );
+            assert_eq!(skipped.reason, lapsed("probed by the mesh"));
         }
 
-        let mut disabling = spec();
-        disabling.checks.disable = vec![CheckId::WorkloadLiveness];
+        let eval = run_spec(
+            &disabling(Some(until)),
+            &evidence(&[], &[]),
+            &Policy::default(),
+        );
+        assert_eq!(!raised(&eval, CheckId::WorkloadLiveness), holds, "{until}");
+        let unhonoured: Vec<&str> = eval
+            .skipped
+            .iter()
+            .filter(|s| !s.honoured)
+            .map(|s| s.reason.as_str())
+            .collect();
+        if holds {
+            assert!(unhonoured.is_empty(), "{unhonoured:?}");
+        } else {
+            assert_eq!(
+                unhonoured,
+                [lapsed("disabled in spec.checks.disable").as_str()]
+            );
+        }
+    }
+}
+
+/// `spec.checks.disable` of workload.liveness, until `until` if given.
+fn disabling(until: Option<&str>) -> KopfAuditSpec {
+    let mut disabling = spec();
+    disabling.checks.disable = vec![CheckId::WorkloadLiveness];
+    if let Some(until) = until {
         disabling
             .checks
             .disabled_until
             .insert("workload.liveness".into(), until.into());
-        let eval = run_spec(&disabling, &evidence(&[], &[]), &Policy::default());
-        assert_eq!(!raised(&eval, CheckId::WorkloadLiveness), holds, "{until}");
-        assert_eq!(eval.skipped.iter().any(|s| !s.honoured), !holds);
     }
-    // An undated one holds, unless the policy requires a date.
+    disabling
+}
+
+/// An undated exemption holds, unless the policy requires a date: then an annotation
+/// and a disabled check are refused in the same words (lint's comment too,
+/// `lint::tests`), and their checks run.
+#[test]
+fn a_policy_requiring_an_end_date_refuses_an_undated_exemption_in_each_form() {
+    let liveness = format!("{SKIP_ANNOTATION_PREFIX}workload.liveness");
+    let raised = |eval: &Evaluation| {
+        eval.findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadLiveness)
+    };
     let strict = Policy {
         require_exemption_expiry: true,
         ..Policy::default()
     };
+    let refused = |how: &str, reason: &str| {
+        format!(
+            "refused: the auditor accepts only exemptions with an end date; give one as {how} (given: \"{reason}\")"
+        )
+    };
     let ev = || evidence(&[], &[(liveness.as_str(), "probed by the mesh")]);
-    assert!(!raised(
-        &evaluation(ev(), &Policy::default()),
-        CheckId::WorkloadLiveness
-    ));
+    assert!(!raised(&evaluation(ev(), &Policy::default())));
     let eval = evaluation(ev(), &strict);
-    assert!(raised(&eval, CheckId::WorkloadLiveness));
+    assert!(raised(&eval));
+    assert!(!eval.skipped[0].honoured);
+    assert_eq!(
+        eval.skipped[0].reason,
+        refused("`until YYYY-MM-DD: reason`", "probed by the mesh")
+    );
+
+    let undated = disabling(None);
+    assert!(!raised(&run_spec(
+        &undated,
+        &evidence(&[], &[]),
+        &Policy::default()
+    )));
+    let eval = run_spec(&undated, &evidence(&[], &[]), &strict);
+    assert!(raised(&eval));
+    let reasons: Vec<&str> = eval.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        [refused(
+            "a date in spec.checks.disabledUntil",
+            "disabled in spec.checks.disable"
+        )
+        .as_str()]
+    );
+    // A dated one holds.
+    let dated = run_spec(&disabling(Some("1970-01-01")), &evidence(&[], &[]), &strict);
+    assert!(!raised(&dated));
+}
+
+/// A `spec.checks.disabledUntil` entry the CRD's pattern lets through but that is no
+/// date (2027-13-45) is refused as such, as `until tomorrow` is in an annotation, not
+/// taken as undated (which would hold for ever).
+#[test]
+fn a_disabled_until_that_is_no_date_is_refused() {
+    let eval = run_spec(
+        &disabling(Some("2027-13-45")),
+        &evidence(&[], &[]),
+        &Policy::default(),
+    );
     assert!(
-        eval.skipped[0]
-            .reason
-            .contains("only exemptions with an end date")
+        eval.findings
+            .iter()
+            .any(|f| f.check == CheckId::WorkloadLiveness)
+    );
+    assert_eq!(eval.skipped.len(), 1, "{:?}", eval.skipped);
+    assert_eq!(
+        eval.skipped[0].reason,
+        "refused: spec.checks.disabledUntil needs a date as YYYY-MM-DD, not \"2027-13-45\" (given: \"disabled in spec.checks.disable\")"
     );
 }
 

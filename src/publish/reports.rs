@@ -237,16 +237,11 @@ pub(crate) async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::audit_of;
 
     #[test]
     fn failures_are_capped_and_the_report_owned_by_the_audit() {
-        let mut audit: KopfAudit = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-            "metadata": {"name": "op", "namespace": "ns", "uid": "u-1"},
-            "spec": {"target": {"deployment": "op"}}
-        }))
-        .expect("audit");
-        audit.status = None;
+        let audit = audit_of("ns", "op", "op", Some("u-1"));
         let findings = (0..60)
             .map(|i| {
                 crate::checks::finding(
@@ -275,12 +270,7 @@ mod tests {
 
     #[test]
     fn an_open_report_has_the_same_results_and_names_its_source() {
-        let audit: KopfAudit = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-            "metadata": {"name": "op", "namespace": "ns", "uid": "u-1"},
-            "spec": {"target": {"deployment": "op"}}
-        }))
-        .expect("audit");
+        let audit = audit_of("ns", "op", "op", Some("u-1"));
         let mut info = crate::checks::finding(CheckId::WorkloadCpuRequest, "op", "m".into(), None);
         info.evidence = Some("no request".into());
         let status = KopfAuditStatus {
@@ -360,12 +350,7 @@ mod tests {
 
     #[test]
     fn passes_are_at_most_one_per_check_and_max_targets_resources_each() {
-        let audit: KopfAudit = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-            "metadata": {"name": "op", "namespace": "ns", "uid": "u-1"},
-            "spec": {"target": {"deployment": "op"}}
-        }))
-        .expect("audit");
+        let audit = audit_of("ns", "op", "op", Some("u-1"));
         let passed: Vec<(String, CheckId)> = (0..MAX_TARGETS + 3)
             .flat_map(|t| CheckId::ALL.iter().map(move |c| (format!("t{t}"), *c)))
             .collect();
@@ -396,12 +381,7 @@ mod tests {
     #[test]
     fn a_253_character_audit_gets_a_valid_stable_report_name() {
         let long = format!("{}end", "long-name-".repeat(25));
-        let audit: KopfAudit = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-            "metadata": {"name": long, "namespace": "ns", "uid": "u-1"},
-            "spec": {"target": {"deployment": "op"}}
-        }))
-        .expect("audit");
+        let audit = audit_of("ns", &long, "op", Some("u-1"));
         let name = report_name(&audit);
         assert!(
             crate::model::names::is_dns_subdomain(&name),

@@ -36,10 +36,7 @@ pub(crate) fn delay(attempts: u32, jitter: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn audit(name: &str) -> KopfAudit {
-        crate::testing::audit_of("ns", name, "op", None)
-    }
+    use crate::testing::audit_of;
 
     #[test]
     fn delay_grows_and_is_capped() {
@@ -52,7 +49,10 @@ mod tests {
     #[test]
     fn counts_reset_on_success_and_are_pruned_on_delete() {
         let b = AuditMemory::default();
-        let (a, c) = (audit("a"), audit("c"));
+        let (a, c) = (
+            audit_of("ns", "a", "op", None),
+            audit_of("ns", "c", "op", None),
+        );
         assert_eq!(b.failed(&a).0, 1);
         assert_eq!(b.failed(&a).0, 2);
         b.succeeded(&a);

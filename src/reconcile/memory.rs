@@ -159,18 +159,15 @@ impl AuditMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn audit(uid: &str) -> KopfAudit {
-        crate::testing::audit_of("ns", "audit", "op", Some(uid))
-    }
+    use crate::testing::audit_of;
 
     #[test]
     fn a_namesake_inherits_nothing_and_a_deleted_audit_is_forgotten_at_once() {
         let memory = AuditMemory::default();
-        let first = audit("u-1");
+        let first = audit_of("ns", "audit", "op", Some("u-1"));
         memory.failed(&first);
         memory.owe_policy_report(&first, true);
-        let namesake = audit("u-2");
+        let namesake = audit_of("ns", "audit", "op", Some("u-2"));
         assert_eq!(memory.failed(&namesake).0, 1, "no back-off inherited");
         assert!(
             !memory.policy_report_owed(&namesake),

@@ -66,6 +66,7 @@ mod tests {
     use super::*;
     use crate::catalog::EventReason;
     use crate::evaluate::events::PlannedEvent;
+    use crate::testing::audit_of;
 
     fn event(i: usize) -> OutgoingEvent {
         let at = jiff::Timestamp::from_second(1_800_000_000).expect("a valid time");
@@ -77,14 +78,10 @@ mod tests {
         OutgoingEvent::new("audit", planned, at, i)
     }
 
-    fn audit(uid: &str) -> KopfAudit {
-        crate::testing::audit_of("ns", "audit", "op", Some(uid))
-    }
-
     #[test]
     fn owed_events_keep_their_order_and_the_oldest_go_beyond_the_bound() {
         let outbox = AuditMemory::default();
-        let a = audit("u-1");
+        let a = audit_of("ns", "audit", "op", Some("u-1"));
         assert_eq!(outbox.queue(&a, (0..30).map(event)), 0);
         assert_eq!(outbox.queue(&a, (30..60).map(event)), 10);
         assert_eq!(outbox.events_owed(&a), MAX_OWED_EVENTS);
@@ -96,11 +93,11 @@ mod tests {
     #[test]
     fn what_is_owed_stays_with_its_audit_until_delivered_or_deleted() {
         let outbox = AuditMemory::default();
-        let first = audit("u-1");
+        let first = audit_of("ns", "audit", "op", Some("u-1"));
         outbox.queue(&first, [event(0)]);
         outbox.owe_policy_report(&first, true);
         assert!(outbox.policy_report_owed(&first));
-        let namesake = audit("u-2");
+        let namesake = audit_of("ns", "audit", "op", Some("u-2"));
         assert_eq!(
             (
                 outbox.events_owed(&namesake),

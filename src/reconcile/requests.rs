@@ -57,10 +57,10 @@ fn wait(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::audit;
+    use crate::testing::audit_of;
 
     fn requested(value: &str) -> KopfAudit {
-        let mut a = audit("ns", "a");
+        let mut a = audit_of("ns", "a", "op", Some("uid-a"));
         a.metadata.generation = Some(1);
         a.metadata.annotations = Some(
             [(
@@ -125,7 +125,7 @@ mod tests {
             memory.request_wait(&a, &stored, Some("t2"), gap, start),
             None
         );
-        let other = audit("ns", "b");
+        let other = audit_of("ns", "b", "op", Some("uid-b"));
         assert_eq!(
             memory.request_wait(&other, &stored, Some("t2"), gap, start),
             None

@@ -160,6 +160,7 @@ impl AuditMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::audit_of;
 
     fn deployment(ns: &str, name: &str, sa: Option<&str>) -> Deployment {
         let mut spec = serde_json::json!({"containers": [{"name": "operator"}]});
@@ -175,10 +176,6 @@ mod tests {
         .expect("deployment")
     }
 
-    fn audit(ns: &str, name: &str) -> KopfAudit {
-        crate::testing::audit_of(ns, name, name, None)
-    }
-
     fn pod(ns: &str, app: &str) -> Pod {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "Pod",
@@ -190,8 +187,14 @@ mod tests {
     #[test]
     fn a_pod_maps_to_the_audits_whose_target_selects_it_in_its_namespace() {
         let seen = AuditMemory::default();
-        seen.remember(&audit("a", "op"), &[deployment("a", "op", Some("sa"))]);
-        seen.remember(&audit("b", "op"), &[deployment("b", "op", None)]);
+        seen.remember(
+            &audit_of("a", "op", "op", None),
+            &[deployment("a", "op", Some("sa"))],
+        );
+        seen.remember(
+            &audit_of("b", "op", "op", None),
+            &[deployment("b", "op", None)],
+        );
         let names = |refs: Vec<ObjectRef<KopfAudit>>| -> Vec<String> {
             refs.into_iter()
                 .map(|r| r.namespace.unwrap_or_default())
@@ -234,8 +237,14 @@ mod tests {
     #[test]
     fn accounts_default_to_the_namespace_default_and_deleted_audits_are_forgotten() {
         let seen = AuditMemory::default();
-        seen.remember(&audit("a", "op"), &[deployment("a", "op", None)]);
-        seen.remember(&audit("b", "op"), &[deployment("b", "op", Some("sa"))]);
+        seen.remember(
+            &audit_of("a", "op", "op", None),
+            &[deployment("a", "op", None)],
+        );
+        seen.remember(
+            &audit_of("b", "op", "op", None),
+            &[deployment("b", "op", Some("sa"))],
+        );
         let defaults = |sa: &ServiceAccountRef| {
             if sa.name == "default" {
                 BTreeSet::from([BindingKind::ClusterRoleBinding])
@@ -253,7 +262,7 @@ mod tests {
             }]
         );
         seen.retain(&std::collections::HashSet::from([ObjectRef::from_obj(
-            &audit("b", "op"),
+            &audit_of("b", "op", "op", None),
         )]));
         assert_eq!(seen.len(), 1);
         assert!(seen.audits_reached(defaults).0.is_empty());

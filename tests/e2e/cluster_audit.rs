@@ -282,21 +282,13 @@ async fn a_cluster_audit_keeps_one_audit_per_kopf_operator_in_its_namespaces() {
         Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
 
     let api: Api<ClusterKopfAudit> = Api::all(client.clone());
-    let cka: ClusterKopfAudit = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "ClusterKopfAudit",
-        "metadata": {"name": cka_name},
-        "spec": {
-            "namespaceSelector": {"matchExpressions": [{
-                "key": "kubernetes.io/metadata.name", "operator": "In", "values": ours
-            }]},
-            "defaults": {"interval": "30s", "logs": {"window": "5m"}}
-        }
-    }))
-    .expect("ClusterKopfAudit JSON");
-    let cka = api
-        .create(&PostParams::default(), &cka)
-        .await
-        .expect("creating the ClusterKopfAudit");
+    let cka = support::create_cluster_audit(
+        &client,
+        &cka_name,
+        &ours,
+        serde_json::json!({"interval": "30s", "logs": {"window": "5m"}}),
+    )
+    .await;
     let uid = cka.uid().expect("a uid");
 
     // All four found (kopf's first lines arrive a moment after it starts; discovery
@@ -556,20 +548,13 @@ async fn a_cluster_audit_finds_only_kopf_among_thousands_of_deployments() {
     let auditor =
         Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
     let api: Api<ClusterKopfAudit> = Api::all(client.clone());
-    let cka: ClusterKopfAudit = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "ClusterKopfAudit",
-        "metadata": {"name": cka_name},
-        "spec": {
-            "namespaceSelector": {"matchExpressions": [{
-                "key": "kubernetes.io/metadata.name", "operator": "In", "values": ours
-            }]},
-            "defaults": {"interval": "30s"}
-        }
-    }))
-    .expect("ClusterKopfAudit JSON");
-    api.create(&PostParams::default(), &cka)
-        .await
-        .expect("creating the ClusterKopfAudit");
+    support::create_cluster_audit(
+        &client,
+        &cka_name,
+        &ours,
+        serde_json::json!({"interval": "30s"}),
+    )
+    .await;
 
     let status = summary_when(
         &api,
@@ -641,20 +626,13 @@ async fn an_operator_installed_later_is_audited_long_before_the_interval() {
     let auditor =
         Auditor::start_cluster_wide(&scoped.kubeconfig, &home.name, &["--cluster-audits"]);
     let api: Api<ClusterKopfAudit> = Api::all(client.clone());
-    let cka: ClusterKopfAudit = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "ClusterKopfAudit",
-        "metadata": {"name": cka_name},
-        "spec": {
-            "namespaceSelector": {"matchExpressions": [{
-                "key": "kubernetes.io/metadata.name", "operator": "In", "values": ours
-            }]},
-            "defaults": {"interval": "1h"}
-        }
-    }))
-    .expect("ClusterKopfAudit JSON");
-    api.create(&PostParams::default(), &cka)
-        .await
-        .expect("creating the ClusterKopfAudit");
+    support::create_cluster_audit(
+        &client,
+        &cka_name,
+        &ours,
+        serde_json::json!({"interval": "1h"}),
+    )
+    .await;
     summary_when(&api, &cka_name, "a first discovery finding nothing", |s| {
         s["discovered"] == 0
     })

@@ -6,7 +6,7 @@
 //! evidence.
 
 use crate::operator::{
-    audit_events, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
+    Setup, audit_events, condition, create_audit, ensure_crd, fixture_deployment, found_checks,
     wait_status,
 };
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
@@ -31,22 +31,14 @@ fn audit(name: &str, deployment: &str, extra: serde_json::Value) -> serde_json::
 
 #[tokio::test]
 async fn an_operator_without_running_pods_keeps_its_findings_and_is_not_healthy() {
-    let client = support::admin_client().await;
-    ensure_crd(&client).await;
-    let ns = TestNamespace::create(&client, "no-pods").await;
-    let kopf = Fixture::start("silent-failures", &ns.name, None);
-    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
-    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(
-        &client,
-        &ns.name,
-        audit("audit", &deployment, serde_json::json!({})),
-    )
-    .await
-    .expect("creating the KopfAudit");
-    wait_status(
-        &client,
-        &ns.name,
+    let t = Setup::new("no-pods")
+        .fixture("silent-failures")
+        .start()
+        .await;
+    let (client, ns, deployment) = (t.client.clone(), &t.ns, t.deployment.clone());
+    t.create_audit(audit("audit", &deployment, serde_json::json!({})))
+        .await;
+    t.wait_status(
         "audit",
         "runtime.handler-failures",
         Duration::from_secs(180),
@@ -55,9 +47,7 @@ async fn an_operator_without_running_pods_keeps_its_findings_and_is_not_healthy(
     .await;
     support::scale_to_zero(&client, &ns.name, &deployment).await;
     say("scaled to 0: the log is gone, and with it the evidence");
-    wait_status(
-        &client,
-        &ns.name,
+    t.wait_status(
         "audit",
         "RuntimeHealthy Unknown, reason NoRunningPod",
         Duration::from_secs(120),
@@ -97,7 +87,7 @@ async fn an_operator_without_running_pods_keeps_its_findings_and_is_not_healthy(
         resolved.is_empty(),
         "nothing resolved by not looking: {resolved:#?}"
     );
-    drop(kopf);
+    drop(t.kopf);
 }
 
 #[tokio::test]

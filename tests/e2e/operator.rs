@@ -63,6 +63,116 @@ pub fn audit_for(name: &str, deployment: &str, interval: &str) -> serde_json::Va
     })
 }
 
+/// The usual set-up of a test of the auditor: the KopfAudit CRD, a namespace of the
+/// test's own, a kopf fixture in it (optional), and the auditor watching the namespace
+/// (as the admin). Built by steps, as the
+/// tests differ only in these:
+/// `Setup::new("cli").fixture("bad-resources").start().await`.
+pub struct Setup {
+    prefix: String,
+    fixture: Option<String>,
+    log_format: Option<String>,
+    options: Vec<String>,
+}
+
+impl Setup {
+    /// A namespace named after `prefix`, and nothing running in it yet.
+    pub fn new(prefix: &str) -> Setup {
+        Setup {
+            prefix: prefix.to_string(),
+            fixture: None,
+            log_format: None,
+            options: Vec::new(),
+        }
+    }
+
+    /// Runs the kopf fixture `name` in the namespace before the auditor starts.
+    pub fn fixture(mut self, name: &str) -> Setup {
+        self.fixture = Some(name.to_string());
+        self
+    }
+
+    /// The fixture's kopf `--log-format`.
+    pub fn log_format(mut self, format: Option<&str>) -> Setup {
+        self.log_format = format.map(str::to_string);
+        self
+    }
+
+    /// More hack/fixture.py options for the fixture ([`Fixture::start_with`]).
+    pub fn fixture_options(mut self, options: &[&str]) -> Setup {
+        self.options = options.iter().map(|o| o.to_string()).collect();
+        self
+    }
+
+    /// Does it all, in the order the tests did: CRD, namespace, fixture (and its
+    /// Deployment's name), auditor.
+    pub async fn start(self) -> Audited {
+        let client = support::admin_client().await;
+        ensure_crd(&client).await;
+        let ns = TestNamespace::create(&client, &self.prefix).await;
+        let options: Vec<&str> = self.options.iter().map(String::as_str).collect();
+        let kopf = self.fixture.as_deref().map(|fixture| {
+            Fixture::start_with(fixture, &ns.name, self.log_format.as_deref(), &options)
+        });
+        let deployment = if kopf.is_some() {
+            fixture_deployment(&client, &ns.name).await.name_any()
+        } else {
+            String::new()
+        };
+        let auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+        Audited {
+            auditor,
+            kopf,
+            deployment,
+            client,
+            ns,
+        }
+    }
+}
+
+/// What [`Setup::start`] set up. Its fields drop in the order the tests' locals did:
+/// the auditor first, then the fixture, then the namespace.
+pub struct Audited {
+    /// The auditor, watching [`Audited::ns`].
+    pub auditor: Auditor,
+    /// The fixture, if one was asked for.
+    pub kopf: Option<Fixture>,
+    /// The fixture's Deployment (empty without a fixture).
+    pub deployment: String,
+    /// The admin client.
+    pub client: Client,
+    /// The test's namespace.
+    pub ns: TestNamespace,
+}
+
+impl Audited {
+    /// Creates the KopfAudit `body` in the namespace; panics if the API server refuses it.
+    pub async fn create_audit(&self, body: serde_json::Value) -> KopfAudit {
+        create_audit(&self.client, &self.ns.name, body)
+            .await
+            .expect("creating the KopfAudit")
+    }
+
+    /// Creates the default KopfAudit `name` of the fixture's Deployment, audited every
+    /// `interval` ([`audit_for`]).
+    pub async fn audit_fixture(&self, name: &str, interval: &str) -> KopfAudit {
+        self.create_audit(audit_for(name, &self.deployment, interval))
+            .await
+    }
+
+    /// Waits until the status of the KopfAudit `name` satisfies `ok`
+    /// ([`wait_status`]).
+    pub async fn wait_status(
+        &self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        ok: impl Fn(&KopfAuditStatus) -> bool,
+    ) -> KopfAudit {
+        wait_status(&self.client, &self.ns.name, name, what, timeout, ok).await
+    }
+}
+
 /// A condition's (status, reason).
 pub fn condition<'a>(status: &'a KopfAuditStatus, type_: &str) -> Option<(&'a str, &'a str)> {
     status
@@ -155,15 +265,13 @@ pub async fn audit_fixture_with(
     log_format: Option<&str>,
     options: &[&str],
 ) -> KopfAuditStatus {
-    let client = support::admin_client().await;
-    ensure_crd(&client).await;
-    let ns = TestNamespace::create(&client, fixture).await;
-    let _kopf = Fixture::start_with(fixture, &ns.name, log_format, options);
-    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
-    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
-        .await
-        .expect("creating the KopfAudit");
+    let t = Setup::new(fixture)
+        .fixture(fixture)
+        .log_format(log_format)
+        .fixture_options(options)
+        .start()
+        .await;
+    t.audit_fixture("audit", "30s").await;
     let expect = expectations(fixture);
     let in_scope = |c: &String| prefixes.iter().any(|p| c.starts_with(p));
     let must: BTreeSet<String> = expect
@@ -176,18 +284,12 @@ pub async fn audit_fixture_with(
         "{fixture} ({}): findings {must:?}",
         log_format.unwrap_or("full")
     );
-    let audit = wait_status(
-        &client,
-        &ns.name,
-        "audit",
-        &what,
-        Duration::from_secs(180),
-        |s| {
+    let audit = t
+        .wait_status("audit", &what, Duration::from_secs(180), |s| {
             condition(s, "Ready") == Some(("True", "AuditSucceeded"))
                 && must.is_subset(&found_checks(s))
-        },
-    )
-    .await;
+        })
+        .await;
     let status = audit.status.expect("status");
     let found = found_checks(&status);
     for id in expect.must_not.iter().filter(|c| in_scope(c)) {
@@ -243,38 +345,30 @@ async fn a_crash_at_import_quotes_python_s_traceback_from_the_previous_log() {
     // `kopf run` dies importing the operator's module: Python's traceback on stderr is
     // the whole log, no kopf line. The crash-loop finding quotes its exception.
     let fixture = "import-error";
-    let client = support::admin_client().await;
-    ensure_crd(&client).await;
-    let ns = TestNamespace::create(&client, fixture).await;
-    let _kopf = Fixture::start(fixture, &ns.name, None);
-    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
-    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(&client, &ns.name, audit_for("audit", &deployment, "30s"))
-        .await
-        .expect("creating the KopfAudit");
+    let t = Setup::new(fixture).fixture(fixture).start().await;
+    t.audit_fixture("audit", "30s").await;
     let crash = |s: &KopfAuditStatus| {
         s.findings
             .iter()
             .find(|f| f.check.as_str() == "workload.crash-loop")
             .cloned()
     };
-    let audit = wait_status(
-        &client,
-        &ns.name,
-        "audit",
-        "workload.crash-loop quoting the ImportError",
-        Duration::from_secs(180),
-        |s| {
-            crash(s).is_some_and(|f| {
-                f.evidence.as_deref().is_some_and(|e| {
-                    e.contains(
-                        "ImportError: cannot import name 'StatusDiffbaseStorage' from 'kopf'",
-                    )
+    let audit = t
+        .wait_status(
+            "audit",
+            "workload.crash-loop quoting the ImportError",
+            Duration::from_secs(180),
+            |s| {
+                crash(s).is_some_and(|f| {
+                    f.evidence.as_deref().is_some_and(|e| {
+                        e.contains(
+                            "ImportError: cannot import name 'StatusDiffbaseStorage' from 'kopf'",
+                        )
+                    })
                 })
-            })
-        },
-    )
-    .await;
+            },
+        )
+        .await;
     let status = audit.status.expect("status");
     let f = crash(&status).expect("crash-loop");
     let evidence = f.evidence.unwrap_or_default();
@@ -534,24 +628,14 @@ async fn invalid_kopfaudits_are_refused_by_the_api_server_with_the_schema_messag
 
 #[tokio::test]
 async fn check_cli_prints_the_same_findings_as_the_status() {
-    let client = support::admin_client().await;
-    ensure_crd(&client).await;
-    let ns = TestNamespace::create(&client, "cli").await;
-    let _kopf = Fixture::start("bad-resources", &ns.name, None);
-    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
-    let auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(&client, &ns.name, audit_for("cli", &deployment, "30s"))
-        .await
-        .expect("create");
-    let audit = wait_status(
-        &client,
-        &ns.name,
-        "cli",
-        "the first audit",
-        Duration::from_secs(90),
-        |s| condition(s, "Ready") == Some(("True", "AuditSucceeded")),
-    )
-    .await;
+    let t = Setup::new("cli").fixture("bad-resources").start().await;
+    let (ns, deployment, auditor) = (&t.ns, t.deployment.clone(), &t.auditor);
+    t.audit_fixture("cli", "30s").await;
+    let audit = t
+        .wait_status("cli", "the first audit", Duration::from_secs(90), |s| {
+            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
+        })
+        .await;
     assert!(audit.status.is_some(), "the first audit wrote a status");
     let series = format!(
         r#"kopf_audit_findings{{namespace="{}",name="cli",check="workload.standalone-replicas",severity="error"}} 1"#,
@@ -618,15 +702,14 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
     // ready, so the operator's first audit can predate them while `check`, run later,
     // sees them (persistence.orphaned-finalizers): the operator's next audit (interval
     // 30s) must then show what `check` printed.
-    let agreed = wait_status(
-        &client,
-        &ns.name,
-        "cli",
-        "the operator's status to hold the findings check printed",
-        Duration::from_secs(75),
-        |s| strip(s) == strip(&printed),
-    )
-    .await;
+    let agreed = t
+        .wait_status(
+            "cli",
+            "the operator's status to hold the findings check printed",
+            Duration::from_secs(75),
+            |s| strip(s) == strip(&printed),
+        )
+        .await;
     assert_eq!(
         strip(&printed),
         strip(agreed.status.as_ref().expect("status")),
@@ -657,27 +740,22 @@ async fn check_cli_prints_the_same_findings_as_the_status() {
 
 #[tokio::test]
 async fn cross_namespace_targets_are_refused_and_exemptions_are_reported() {
-    let client = support::admin_client().await;
-    ensure_crd(&client).await;
-    let ns = TestNamespace::create(&client, "tenancy").await;
-    let _kopf = Fixture::start("bad-resources", &ns.name, None);
-    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
-    let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
+    let t = Setup::new("tenancy").fixture("bad-resources").start().await;
+    let (client, ns, deployment) = (t.client.clone(), &t.ns, t.deployment.clone());
 
     let mut elsewhere = audit_for("elsewhere", &deployment, "30s");
     elsewhere["spec"]["target"]["namespace"] = serde_json::json!("kube-system");
     create_audit(&client, &ns.name, elsewhere)
         .await
         .expect("create");
-    let refused = wait_status(
-        &client,
-        &ns.name,
-        "elsewhere",
-        "CrossNamespaceRefused",
-        Duration::from_secs(60),
-        |s| condition(s, "Stalled") == Some(("True", "CrossNamespaceRefused")),
-    )
-    .await;
+    let refused = t
+        .wait_status(
+            "elsewhere",
+            "CrossNamespaceRefused",
+            Duration::from_secs(60),
+            |s| condition(s, "Stalled") == Some(("True", "CrossNamespaceRefused")),
+        )
+        .await;
     assert!(
         refused.status.expect("status").findings.is_empty(),
         "nothing of another namespace is read"
@@ -694,19 +772,18 @@ async fn cross_namespace_targets_are_refused_and_exemptions_are_reported() {
     create_audit(&client, &ns.name, audit_for("exempt", &deployment, "30s"))
         .await
         .expect("create");
-    let audit = wait_status(
-        &client,
-        &ns.name,
-        "exempt",
-        "the exemption reported",
-        Duration::from_secs(60),
-        |s| {
-            s.skipped
-                .iter()
-                .any(|k| k.check.as_str() == "workload.cpu-limit" && k.honoured)
-        },
-    )
-    .await;
+    let audit = t
+        .wait_status(
+            "exempt",
+            "the exemption reported",
+            Duration::from_secs(60),
+            |s| {
+                s.skipped
+                    .iter()
+                    .any(|k| k.check.as_str() == "workload.cpu-limit" && k.honoured)
+            },
+        )
+        .await;
     let status = audit.status.expect("status");
     assert!(
         !found_checks(&status).contains("workload.cpu-limit"),

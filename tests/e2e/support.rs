@@ -856,3 +856,29 @@ impl Drop for Unfinalize {
         }
     }
 }
+
+/// Creates the ClusterKopfAudit `name` that selects exactly the `namespaces` (other
+/// tests run at once: it must select no one else's) with `defaults` for the KopfAudits
+/// it generates (e.g. `{"interval": "30s"}`): the one place the tests write one.
+pub async fn create_cluster_audit(
+    client: &Client,
+    name: &str,
+    namespaces: &[&str],
+    defaults: serde_json::Value,
+) -> kopf_audit::api::ClusterKopfAudit {
+    let cka: kopf_audit::api::ClusterKopfAudit = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "ClusterKopfAudit",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {"matchExpressions": [{
+                "key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces
+            }]},
+            "defaults": defaults
+        }
+    }))
+    .expect("ClusterKopfAudit JSON");
+    Api::<kopf_audit::api::ClusterKopfAudit>::all(client.clone())
+        .create(&PostParams::default(), &cka)
+        .await
+        .expect("creating the ClusterKopfAudit")
+}

@@ -4,6 +4,11 @@ use std::collections::BTreeSet;
 
 /// Writes a small operator repository and lints it.
 fn lint_repo(files: &[(&str, &str)]) -> LintReport {
+    lint_repo_with(files, &Policy::default())
+}
+
+/// Writes a small operator repository and lints it under `policy`.
+fn lint_repo_with(files: &[(&str, &str)], policy: &Policy) -> LintReport {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("kopf-audit-lint-{}-{n}", std::process::id()));
@@ -19,7 +24,7 @@ fn lint_repo(files: &[(&str, &str)]) -> LintReport {
         ..FilesInput::default()
     })
     .expect("reads");
-    let report = lint(&linted, &Policy::default());
+    let report = lint(&linted, policy);
     let _ = std::fs::remove_dir_all(&dir);
     report
 }
@@ -130,40 +135,94 @@ fn a_deployment_that_runs_no_kopf_is_told_where_lint_looked() {
     );
 }
 
-/// A `# kopf-audit: ignore[...]` comment with a past date no longer exempts; one with a
-/// future date does.
-#[test]
-fn an_ignore_comment_lapses_after_its_date() {
-    let with = |until: &str| {
-        MAIN.replace(
-            "# kopf-audit: ignore[source.blocking-call] measured",
-            &format!("# kopf-audit: ignore[source.blocking-call] until {until}: measured"),
-        )
-    };
-    let ids = |report: &LintReport| -> Vec<CheckId> {
-        report.findings.iter().map(|f| f.finding.check).collect()
-    };
-    let lapsed = lint_repo(&[
-        ("deploy.yaml", DEPLOYMENT),
-        ("app/main.py", &with("2000-01-01")),
-    ]);
-    assert!(ids(&lapsed).contains(&CheckId::SourceBlockingCall));
-    let skipped = lapsed
+/// `MAIN` with its `ignore[source.blocking-call]` comment's text `text`.
+fn main_ignoring(text: &str) -> String {
+    MAIN.replace(
+        "# kopf-audit: ignore[source.blocking-call] measured: 1 ms in tests",
+        &format!("# kopf-audit: ignore[source.blocking-call] {text}"),
+    )
+}
+
+/// What lint says of `source.blocking-call`'s exemption, and whether it still found it.
+fn blocking_call_exemption(report: &LintReport) -> (SkippedCheck, bool) {
+    let skipped = report
         .skipped
         .iter()
         .find(|s| s.check == CheckId::SourceBlockingCall)
-        .expect("reported");
+        .expect("reported")
+        .clone();
+    let found = report
+        .findings
+        .iter()
+        .any(|f| f.finding.check == CheckId::SourceBlockingCall);
+    (skipped, found)
+}
+
+/// A `# kopf-audit: ignore[...]` comment with a past date no longer exempts, and lint
+/// says it lapsed in the words status uses for an annotation or a disabled check
+/// (`evaluate::tests::exemptions_lapse_after_their_date_in_each_form`); one with a
+/// future date does.
+#[test]
+fn an_ignore_comment_lapses_after_its_date() {
+    let lapsed = lint_repo(&[
+        ("deploy.yaml", DEPLOYMENT),
+        (
+            "app/main.py",
+            &main_ignoring("until 1969-12-31: probed by the mesh"),
+        ),
+    ]);
+    let (skipped, found) = blocking_call_exemption(&lapsed);
+    assert!(found);
     assert!(!skipped.honoured);
-    assert!(
-        skipped.reason.starts_with("lapsed on 2000-01-01"),
-        "{}",
-        skipped.reason
+    assert_eq!(
+        skipped.reason,
+        "lapsed on 1969-12-31: the check runs again; renew the date, or fix what it finds (given: \"probed by the mesh\")"
     );
     let holds = lint_repo(&[
         ("deploy.yaml", DEPLOYMENT),
-        ("app/main.py", &with("2999-12-31")),
+        ("app/main.py", &main_ignoring("until 2999-12-31: measured")),
     ]);
-    assert!(!ids(&holds).contains(&CheckId::SourceBlockingCall));
+    let (skipped, found) = blocking_call_exemption(&holds);
+    assert!(!found);
+    assert!(skipped.honoured);
+}
+
+/// Under `--require-exemption-expiry`, an undated comment is refused in the words status
+/// uses for an annotation (`evaluate::tests::a_policy_requiring_an_end_date_...`), and
+/// its check is reported; a dated one holds.
+#[test]
+fn a_policy_requiring_an_end_date_refuses_an_undated_comment() {
+    let strict = Policy {
+        require_exemption_expiry: true,
+        ..Policy::default()
+    };
+    let undated = lint_repo_with(
+        &[
+            ("deploy.yaml", DEPLOYMENT),
+            ("app/main.py", &main_ignoring("probed by the mesh")),
+        ],
+        &strict,
+    );
+    let (skipped, found) = blocking_call_exemption(&undated);
+    assert!(found);
+    assert!(!skipped.honoured);
+    assert_eq!(
+        skipped.reason,
+        "refused: the auditor accepts only exemptions with an end date; give one as `until YYYY-MM-DD: reason` (given: \"probed by the mesh\")"
+    );
+    let dated = lint_repo_with(
+        &[
+            ("deploy.yaml", DEPLOYMENT),
+            (
+                "app/main.py",
+                &main_ignoring("until 2999-12-31: probed by the mesh"),
+            ),
+        ],
+        &strict,
+    );
+    let (skipped, found) = blocking_call_exemption(&dated);
+    assert!(!found);
+    assert!(skipped.honoured);
 }
 
 /// A blocking call in a helper that an async handler calls, in the same module or in

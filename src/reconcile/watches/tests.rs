@@ -3,11 +3,7 @@
 //! read of them.
 
 use super::*;
-use crate::testing::synced_store;
-
-fn audit(ns: &str, name: &str, deployment: &str) -> KopfAudit {
-    crate::testing::audit_of(ns, name, deployment, None)
-}
+use crate::testing::{audit_of, synced_store};
 
 /// An operator Deployment serving every namespace (`kopf run -A`).
 fn deployment(ns: &str, name: &str, sa: &str) -> Deployment {
@@ -64,11 +60,11 @@ fn cluster_role(name: &str, labels: serde_json::Value, aggregates: Option<&str>)
 fn mapper() -> RbacMapper {
     let targets = Arc::new(AuditMemory::default());
     targets.remember(
-        &audit("ns-a", "a", "op-a"),
+        &audit_of("ns-a", "a", "op-a", None),
         &[deployment("ns-a", "op-a", "sa-a")],
     );
     targets.remember(
-        &audit("ns-b", "b", "op-b"),
+        &audit_of("ns-b", "b", "op-b", None),
         &[deployment("ns-b", "op-b", "sa-b")],
     );
     let stores = RbacStores {
@@ -211,7 +207,7 @@ fn mapper_with_tenants() -> RbacMapper {
     ];
     for (ns, name, args) in operators {
         m.targets.remember(
-            &audit(ns, name, name),
+            &audit_of(ns, name, name, None),
             &[operator(ns, name, "default", args)],
         );
     }
@@ -378,12 +374,12 @@ fn pod_churn_that_no_check_reads_does_not_re_trigger() {
 
 #[test]
 fn a_deployment_maps_to_the_audits_that_target_it_in_their_target_namespace() {
-    let mut cross = audit("team", "cross", "op");
+    let mut cross = audit_of("team", "cross", "op", None);
     cross.spec.target.namespace = Some("ops".into());
     let audits = synced_store(vec![
-        audit("ops", "own", "op"),
+        audit_of("ops", "own", "op", None),
         cross,
-        audit("ops", "other", "x"),
+        audit_of("ops", "other", "x", None),
     ]);
     let meta: PartialObjectMeta<Deployment> = serde_json::from_value(serde_json::json!({
         "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
