@@ -19,19 +19,17 @@ use crate::model::kopf_run::{KopfRun, Peering};
 use crate::model::names::path_segment;
 use crate::model::needs;
 use crate::model::rbac::{
-    Binding, BindingKind, PeeringCrds, Permission, RoleKind, Rule, ServiceAccountRef, Subject,
+    Binding, BindingKind, BoundRole, PeeringCrds, Permission, Reached, RoleKind, Rule,
+    ServiceAccountRef, bound_role, reached, rules_of, service_accounts,
 };
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
-use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef,
-};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrBool,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -334,7 +332,13 @@ impl RbacReader {
         namespaces: &BTreeSet<String>,
     ) -> Result<Vec<Binding>, Unavailable> {
         let crb_reaching = |b: &ClusterRoleBinding| {
-            reached(None, &b.metadata, &b.role_ref, b.subjects.as_ref(), sa)
+            reached(
+                &BindingKind::ClusterRoleBinding,
+                &b.metadata,
+                &b.role_ref,
+                b.subjects.as_ref(),
+                sa,
+            )
         };
         let mut found: Vec<Reached> = match synced(self.stores.cluster_role_bindings.as_ref()) {
             Some(cached) => cached.iter().filter_map(|b| crb_reaching(b)).collect(),
@@ -352,14 +356,9 @@ impl RbacReader {
                 .collect(),
         };
         for ns in namespaces {
+            let scope = BindingKind::RoleBinding(ns.clone());
             let rb_reaching = |b: &RoleBinding| {
-                reached(
-                    Some(ns.as_str()),
-                    &b.metadata,
-                    &b.role_ref,
-                    b.subjects.as_ref(),
-                    sa,
-                )
+                reached(&scope, &b.metadata, &b.role_ref, b.subjects.as_ref(), sa)
             };
             match synced(covers(&self.stores.role_bindings, ns)) {
                 Some(cached) => found.extend(
@@ -386,9 +385,7 @@ impl RbacReader {
         let mut out = Vec::with_capacity(found.len());
         for (kind, name, role_ref, via) in found {
             let role_kind = RoleKind::parse(&role_ref.kind);
-            let role = self
-                .role_of(client, role_kind, &kind, &role_ref.name)
-                .await?;
+            let role = self.role_of(client, bound_role(&kind, &role_ref)).await?;
             let (rules, missing, aggregated) = match role {
                 Some((rules, aggregated)) => (rules, false, aggregated),
                 None => (Vec::new(), true, false),
@@ -489,12 +486,7 @@ impl RbacReader {
                 Some(granted) => *granted,
                 None => {
                     let rules = self
-                        .role_of(
-                            client,
-                            RoleKind::parse(&role_ref.kind),
-                            &kind,
-                            &role_ref.name,
-                        )
+                        .role_of(client, bound_role(&kind, &role_ref))
                         .await?
                         .map(|(rules, _)| rules)
                         .unwrap_or_default();
@@ -510,16 +502,18 @@ impl RbacReader {
         Ok(out)
     }
 
-    /// The rules of a bound role and whether it is aggregated; `None` when it is missing.
+    /// The rules of a bound role and whether it is aggregated; `None` when it is missing
+    /// (or the roleRef resolves to no role, which the API server refuses to store).
     async fn role_of(
         &self,
         client: &Client,
-        kind: Option<RoleKind>,
-        binding: &BindingKind,
-        name: &str,
+        role: Option<BoundRole<'_>>,
     ) -> Result<Option<(Vec<Rule>, bool)>, Unavailable> {
-        match (kind, binding) {
-            (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => {
+        match role {
+            Some(BoundRole::Role {
+                namespace: ns,
+                name,
+            }) => {
                 let role = match covers(&self.stores.roles, ns).filter(|s| is_synced(s)) {
                     Some(store) => store.get(&ObjectRef::new(name).within(ns)),
                     None => Api::<Role>::namespaced(client.clone(), &path_segment(ns))
@@ -536,7 +530,7 @@ impl RbacReader {
                 };
                 Ok(role.map(|r| (rules_of(r.rules.as_ref()), false)))
             }
-            (Some(RoleKind::ClusterRole), _) => {
+            Some(BoundRole::ClusterRole(name)) => {
                 let role = match self.stores.cluster_roles.as_ref().filter(|s| is_synced(s)) {
                     Some(store) => store.get(&ObjectRef::new(name)),
                     None => Api::<ClusterRole>::all(client.clone())
@@ -553,7 +547,7 @@ impl RbacReader {
                 };
                 Ok(role.map(|r| (rules_of(r.rules.as_ref()), r.aggregation_rule.is_some())))
             }
-            _ => Ok(None),
+            None => Ok(None),
         }
     }
 
@@ -737,114 +731,6 @@ pub(crate) fn binding_namespaces(
     needs::binding_namespaces(run, own)
         .into_iter()
         .partition(|ns| reach.may_read(Some(ns.as_str())))
-}
-
-/// How a binding subject reaches the ServiceAccount, if it does.
-pub(crate) fn reaches(
-    subject: &k8s_openapi::api::rbac::v1::Subject,
-    sa: &ServiceAccountRef,
-    binding_namespace: Option<&str>,
-) -> Option<Subject> {
-    match subject.kind.as_str() {
-        "ServiceAccount" => {
-            let ns = subject.namespace.as_deref().or(binding_namespace);
-            (subject.name == sa.name && ns == Some(sa.namespace.as_str()))
-                .then(|| Subject::ServiceAccount(sa.clone()))
-        }
-        "User" => (subject.name == sa.username()).then(|| Subject::User(subject.name.clone())),
-        "Group" => sa
-            .groups()
-            .contains(&subject.name)
-            .then(|| Subject::Group(subject.name.clone())),
-        _ => None,
-    }
-}
-
-/// A binding that reaches the ServiceAccount: its kind, name, role and the subject
-/// that reaches.
-pub(crate) type Reached = (BindingKind, String, RoleRef, Subject);
-
-/// The binding (a RoleBinding in `namespace`, or a ClusterRoleBinding), when one of
-/// its subjects reaches the ServiceAccount; only then is anything copied out of the
-/// cache.
-pub(crate) fn reached(
-    namespace: Option<&str>,
-    meta: &ObjectMeta,
-    role_ref: &RoleRef,
-    subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>,
-    sa: &ServiceAccountRef,
-) -> Option<Reached> {
-    let via = reaching(subjects, sa, namespace)?;
-    let kind = namespace.map_or(BindingKind::ClusterRoleBinding, |ns| {
-        BindingKind::RoleBinding(ns.to_string())
-    });
-    Some((
-        kind,
-        meta.name.clone().unwrap_or_default(),
-        role_ref.clone(),
-        via,
-    ))
-}
-
-/// The first subject of a binding that reaches the ServiceAccount.
-fn reaching(
-    subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>,
-    sa: &ServiceAccountRef,
-    ns: Option<&str>,
-) -> Option<Subject> {
-    subjects
-        .into_iter()
-        .flatten()
-        .filter_map(|s| reaches(s, sa, ns))
-        .min()
-}
-
-/// The ServiceAccounts a binding names: `ServiceAccount` subjects (in the binding's
-/// namespace when they name none) and `User` subjects spelled as a ServiceAccount's
-/// user name (`system:serviceaccount:NS:NAME`).
-pub(crate) fn service_accounts(
-    subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>,
-    binding_namespace: Option<&str>,
-) -> Vec<ServiceAccountRef> {
-    subjects
-        .into_iter()
-        .flatten()
-        .filter_map(|s| match s.kind.as_str() {
-            "ServiceAccount" => {
-                let namespace = s.namespace.as_deref().or(binding_namespace)?;
-                Some(ServiceAccountRef {
-                    namespace: namespace.to_string(),
-                    name: s.name.clone(),
-                })
-            }
-            "User" => {
-                let rest = s.name.strip_prefix("system:serviceaccount:")?;
-                let (namespace, name) = rest.split_once(':')?;
-                (!namespace.is_empty() && !name.is_empty() && !name.contains(':')).then(|| {
-                    ServiceAccountRef {
-                        namespace: namespace.to_string(),
-                        name: name.to_string(),
-                    }
-                })
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// The resource rules of a role (non-resource URL rules dropped).
-pub(crate) fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
-    rules
-        .into_iter()
-        .flatten()
-        .filter(|r| r.resources.as_ref().is_some_and(|x| !x.is_empty()))
-        .map(|r| Rule {
-            api_groups: r.api_groups.clone().unwrap_or_default(),
-            resources: r.resources.clone().unwrap_or_default(),
-            verbs: r.verbs.clone(),
-            resource_names: r.resource_names.clone().unwrap_or_default(),
-        })
-        .collect()
 }
 
 /// Which of kopf's peering CRDs exist.

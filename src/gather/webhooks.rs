@@ -8,6 +8,7 @@
 use super::{Reach, obstacle};
 use crate::model::ca_bundle::CaBundle;
 use crate::model::evidence::{Gathered, Webhook, WebhookConfig, WebhookKind};
+use crate::model::labels;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhookConfiguration,
     WebhookClientConfig,
@@ -15,6 +16,8 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Client;
 use kube::api::{Api, ListParams};
+use kube::core::SelectorExt;
+use std::collections::BTreeMap;
 
 /// The label every namespace carries with its own name (Kubernetes 1.21+).
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -131,24 +134,13 @@ pub(crate) fn webhook(
     }
 }
 
-/// Whether a namespaceSelector leaves kube-system out: it selects by labels
-/// (kube-system carries only its name label), or excludes kube-system by name.
+/// Whether a namespaceSelector leaves kube-system out: it does not match kube-system's
+/// labels (kube-system carries only its name label). A selector the API server would
+/// refuse (it refuses to store one) matches nothing, so spares it too.
 fn spares_kube_system(selector: &LabelSelector) -> bool {
-    let by_labels = selector.match_labels.as_ref().is_some_and(|l| {
-        l.keys().any(|k| k != NAMESPACE_NAME_LABEL)
-            || l.get(NAMESPACE_NAME_LABEL)
-                .is_some_and(|v| v != "kube-system")
-    });
-    let by_expressions = selector.match_expressions.iter().flatten().any(|e| {
-        let names_kube_system = e.values.iter().flatten().any(|v| v == "kube-system");
-        match (e.key.as_str(), e.operator.as_str()) {
-            (NAMESPACE_NAME_LABEL, "NotIn") => names_kube_system,
-            (NAMESPACE_NAME_LABEL, "In") => !names_kube_system,
-            (_, "In" | "Exists") => true,
-            _ => false,
-        }
-    });
-    by_labels || by_expressions
+    let kube_system =
+        BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), "kube-system".to_string())]);
+    labels::selector(selector).is_none_or(|s| !s.matches(&kube_system))
 }
 
 #[cfg(test)]
@@ -207,6 +199,33 @@ mod tests {
             (
                 serde_json::json!({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}),
                 false,
+            ),
+            (
+                serde_json::json!({"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": ["default", "ops"]}]}),
+                true,
+            ),
+            (
+                serde_json::json!({"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "Exists"}]}),
+                false,
+            ),
+            (
+                serde_json::json!({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}),
+                false,
+            ),
+            (
+                serde_json::json!({"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}}),
+                false,
+            ),
+            // Matches no namespace at all (each carries its name label): the
+            // hand-written reading took it for one that keeps kube-system in.
+            (
+                serde_json::json!({"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "DoesNotExist"}]}),
+                true,
+            ),
+            // Refused by the API server: matches nothing.
+            (
+                serde_json::json!({"matchExpressions": [{"key": "team", "operator": "In"}]}),
+                true,
             ),
         ] {
             assert_eq!(

@@ -16,6 +16,7 @@ pub(crate) mod exemption;
 pub(crate) mod handled;
 pub(crate) mod kopf_marks;
 pub(crate) mod kopf_run;
+pub(crate) mod labels;
 pub(crate) mod names;
 pub(crate) mod needs;
 pub(crate) mod operators;

@@ -2,6 +2,13 @@
 //! (SubjectAccessReviews), and the RBAC objects that reach it (read only to explain the
 //! answers and to find over-privilege; the answers themselves are never re-computed).
 
+mod resolve;
+
+pub(crate) use resolve::{
+    BoundRole, Reached, aggregation_selectors, bound_role, reached, reaches, rules_of,
+    service_accounts,
+};
+
 use std::collections::BTreeSet;
 use std::fmt;
 

@@ -212,7 +212,7 @@ mod tests {
         let changes = WatchedChanges::default();
         changes.listed(Watched::Deployments);
         changes.listed(Watched::Pods);
-        let op = crate::testing::audit_of("a", "op", "op", None);
+        let op = audit_of("a", "op", "op", None);
         let read = Candidates {
             deployments: vec![deployment("a", "op", Some("sa"))],
             pods: vec![pod("a", "op")],

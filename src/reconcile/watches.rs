@@ -23,9 +23,9 @@ use super::deployment_changes::DeploymentChanges;
 use super::memory::AuditMemory;
 use crate::api::KopfAudit;
 use crate::gather::changes::{Watched, WatchedChanges};
-use crate::gather::rbac::{RbacStores, reaches};
+use crate::gather::rbac::RbacStores;
 use crate::gather::{Invalidation, Shared};
-use crate::model::rbac::BindingKind;
+use crate::model::rbac::{BindingKind, aggregation_selectors, reaches};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -338,10 +338,9 @@ impl RbacMapper {
             .filter(|r| {
                 r.aggregation_rule
                     .as_ref()
-                    .and_then(|a| a.cluster_role_selectors.as_ref())
+                    .map(aggregation_selectors)
                     .into_iter()
                     .flatten()
-                    .filter_map(|s| Selector::try_from(s.clone()).ok())
                     .any(|s| s.matches(labels))
             })
             .map(|r| r.name_any())
@@ -424,7 +423,7 @@ impl RbacMapper {
         let (refs, accounts) = self.targets.audits_reached(|sa| {
             grants
                 .iter()
-                .filter(|(scope, s)| reaches(s, sa, namespace_of(scope)).is_some())
+                .filter(|(scope, s)| reaches(s, sa, scope.namespace()).is_some())
                 .map(|(scope, _)| scope.clone())
                 .collect::<BTreeSet<_>>()
         });
@@ -470,14 +469,6 @@ impl RbacMapper {
             subjects: subjects.map(Vec::as_slice).unwrap_or_default(),
             deleted,
         })
-    }
-}
-
-/// The namespace a binding grants in (`None`: a ClusterRoleBinding).
-fn namespace_of(scope: &BindingKind) -> Option<&str> {
-    match scope {
-        BindingKind::RoleBinding(ns) => Some(ns),
-        BindingKind::ClusterRoleBinding => None,
     }
 }
 

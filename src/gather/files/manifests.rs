@@ -216,9 +216,13 @@ impl Manifests {
             kind.as_str(),
             "Deployment" | "ServiceAccount" | "Role" | "RoleBinding"
         );
+        // kubectl places an object whose namespace is absent, null or empty alike.
         if namespaced
             && let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
-            && !meta.contains_key("namespace")
+            && meta
+                .get("namespace")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
         {
             meta.insert("namespace".into(), Value::String(namespace.to_string()));
         }
@@ -410,6 +414,23 @@ mod tests {
             m.location("Deployment", Some("ops"), "op"),
             Some(&Location::new("deploy.yaml", 6))
         );
+    }
+
+    #[test]
+    fn an_empty_or_null_namespace_is_placed_as_an_absent_one() {
+        let mut m = Manifests::default();
+        m.read(
+            "rbac.yaml",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: a, namespace: \"\"}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: op}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: b, namespace: null}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: op}\n",
+            "ops",
+        );
+        assert!(m.problems.is_empty(), "{:?}", m.problems);
+        let namespaces: Vec<_> = m
+            .role_bindings
+            .iter()
+            .map(|b| b.metadata.namespace.as_deref())
+            .collect();
+        assert_eq!(namespaces, vec![Some("ops"), Some("ops")]);
     }
 
     #[test]

@@ -5,13 +5,13 @@
 //! namespace (RoleBinding) or everywhere (ClusterRoleBinding).
 
 use super::manifests::Manifests;
-use crate::gather::rbac::{reached, rules_of};
 use crate::model::evidence::{Obstacle, Unavailable};
 use crate::model::rbac::{
-    Binding, BindingKind, CLUSTER_ADMIN, Permission, RoleKind, Rule, ServiceAccountRef,
+    Binding, BindingKind, BoundRole, CLUSTER_ADMIN, Permission, RoleKind, Rule, ServiceAccountRef,
+    aggregation_selectors, bound_role, reached, rules_of,
 };
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::core::SelectorExt;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The bindings in the files that reach the ServiceAccount, with their roles' rules.
@@ -24,17 +24,21 @@ pub(crate) fn bindings(
     let mut found = Vec::new();
     for b in &files.cluster_role_bindings {
         found.extend(reached(
-            None,
+            &BindingKind::ClusterRoleBinding,
             &b.metadata,
             &b.role_ref,
             b.subjects.as_ref(),
             sa,
         ));
     }
+    // Reading the files places every RoleBinding in a namespace (its own or the one
+    // linted for); one without any has no metadata, which the API server refuses.
     for b in &files.role_bindings {
-        let ns = b.metadata.namespace.as_deref();
+        let Some(ns) = b.metadata.namespace.as_deref().filter(|ns| !ns.is_empty()) else {
+            continue;
+        };
         found.extend(reached(
-            ns,
+            &BindingKind::RoleBinding(ns.to_string()),
             &b.metadata,
             &b.role_ref,
             b.subjects.as_ref(),
@@ -45,7 +49,7 @@ pub(crate) fn bindings(
     let mut absent = BTreeSet::new();
     for (kind, name, role_ref, via) in found {
         let role_kind = RoleKind::parse(&role_ref.kind);
-        let (rules, aggregated) = match role_rules(files, role_kind, &kind, &role_ref.name) {
+        let (rules, aggregated) = match role_rules(files, bound_role(&kind, &role_ref)) {
             Some(found) => found,
             None => {
                 absent.insert(format!(
@@ -104,22 +108,20 @@ pub(crate) fn answers(
 
 /// The rules of a bound role and whether it is aggregated; `None` when the files do not
 /// define it.
-fn role_rules(
-    files: &Manifests,
-    kind: Option<RoleKind>,
-    binding: &BindingKind,
-    name: &str,
-) -> Option<(Vec<Rule>, bool)> {
-    match (kind, binding) {
-        (Some(RoleKind::Role), BindingKind::RoleBinding(ns)) => files
+fn role_rules(files: &Manifests, role: Option<BoundRole<'_>>) -> Option<(Vec<Rule>, bool)> {
+    match role {
+        Some(BoundRole::Role {
+            namespace: ns,
+            name,
+        }) => files
             .roles
             .iter()
             .find(|r| {
                 r.metadata.name.as_deref() == Some(name)
-                    && r.metadata.namespace.as_deref() == Some(ns.as_str())
+                    && r.metadata.namespace.as_deref() == Some(ns)
             })
             .map(|r| (rules_of(r.rules.as_ref()), false)),
-        (Some(RoleKind::ClusterRole), _) if name == CLUSTER_ADMIN => Some((
+        Some(BoundRole::ClusterRole(name)) if name == CLUSTER_ADMIN => Some((
             vec![Rule {
                 api_groups: vec!["*".into()],
                 resources: vec!["*".into()],
@@ -128,7 +130,7 @@ fn role_rules(
             }],
             false,
         )),
-        (Some(RoleKind::ClusterRole), _) => {
+        Some(BoundRole::ClusterRole(name)) => {
             let role = files
                 .cluster_roles
                 .iter()
@@ -137,48 +139,27 @@ fn role_rules(
         }
         // A roleRef of another kind, or a Role under a ClusterRoleBinding: the API
         // server grants nothing for it.
-        _ => Some((Vec::new(), false)),
+        None => Some((Vec::new(), false)),
     }
 }
 
-/// A ClusterRole's rules: its own, and for an aggregated one, those of every ClusterRole
-/// its selectors match (what the controller-manager fills in).
+/// A ClusterRole's rules: its own, and for an aggregated one, those of every other
+/// ClusterRole its selectors match (what the controller-manager fills in; nothing when
+/// a selector is invalid, see [`aggregation_selectors`]).
 fn cluster_role_rules(files: &Manifests, role: &ClusterRole) -> (Vec<Rule>, bool) {
     let mut rules = rules_of(role.rules.as_ref());
     let Some(aggregation) = &role.aggregation_rule else {
         return (rules, false);
     };
-    let selectors = aggregation.cluster_role_selectors.iter().flatten();
-    for selector in selectors {
+    for selector in aggregation_selectors(aggregation) {
         for other in &files.cluster_roles {
             let labels = other.metadata.labels.clone().unwrap_or_default();
-            if other.metadata.name != role.metadata.name && matches(selector, &labels) {
+            if other.metadata.name != role.metadata.name && selector.matches(&labels) {
                 rules.extend(rules_of(other.rules.as_ref()));
             }
         }
     }
     (rules, true)
-}
-
-/// Whether labels match a label selector (`matchLabels` and `matchExpressions`).
-fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let by_label = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let by_expression = selector.match_expressions.iter().flatten().all(|e| {
-        let value = labels.get(&e.key);
-        let values = e.values.as_deref().unwrap_or(&[]);
-        match e.operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
-    });
-    by_label && by_expression
 }
 
 #[cfg(test)]

@@ -6,34 +6,6 @@ use crate::model::kopf_run::Scope;
 use crate::model::rbac::Verb;
 use crate::model::testing::run;
 
-fn subject(kind: &str, name: &str, ns: Option<&str>) -> k8s_openapi::api::rbac::v1::Subject {
-    k8s_openapi::api::rbac::v1::Subject {
-        kind: kind.into(),
-        name: name.into(),
-        namespace: ns.map(str::to_string),
-        api_group: None,
-    }
-}
-
-#[test]
-fn subjects_that_reach_a_service_account() {
-    let sa = ServiceAccountRef {
-        namespace: "ns".into(),
-        name: "op".into(),
-    };
-    let r = |s: k8s_openapi::api::rbac::v1::Subject, ns| reaches(&s, &sa, ns);
-    assert!(r(subject("ServiceAccount", "op", Some("ns")), None).is_some());
-    assert!(r(subject("ServiceAccount", "op", None), Some("ns")).is_some());
-    assert!(r(subject("ServiceAccount", "op", Some("other")), None).is_none());
-    assert!(r(subject("ServiceAccount", "other", Some("ns")), None).is_none());
-    assert_eq!(
-        r(subject("Group", "system:serviceaccounts:ns", None), None),
-        Some(Subject::Group("system:serviceaccounts:ns".into()))
-    );
-    assert!(r(subject("Group", "system:serviceaccounts:other", None), None).is_none());
-    assert!(r(subject("User", "system:serviceaccount:ns:op", None), None).is_some());
-}
-
 #[test]
 fn a_review_asks_as_the_service_account_with_its_groups() {
     let sa = ServiceAccountRef {
@@ -325,29 +297,4 @@ fn a_schema_keeps_kopf_s_status_whichever_way_it_says_so() {
         serde_json::json!({"type": "object", "properties": {"status": {
         "type": "object", "properties": {"kopf": declared}}}})
     ));
-}
-
-#[test]
-fn a_binding_names_service_accounts_as_such_or_by_their_user_name() {
-    let subjects = vec![
-        subject("ServiceAccount", "beta", Some("ops")),
-        subject("ServiceAccount", "local", None),
-        subject("User", "system:serviceaccount:far:gamma", None),
-        subject("User", "alice", None),
-        subject("User", "system:serviceaccount:broken", None),
-        subject("Group", "system:serviceaccounts:ops", None),
-    ];
-    let sa = |ns: &str, name: &str| ServiceAccountRef {
-        namespace: ns.into(),
-        name: name.into(),
-    };
-    assert_eq!(
-        service_accounts(Some(&subjects), Some("team")),
-        vec![sa("ops", "beta"), sa("team", "local"), sa("far", "gamma")]
-    );
-    // A ClusterRoleBinding's ServiceAccount subject without a namespace names no one.
-    assert_eq!(
-        service_accounts(Some(&subjects), None),
-        vec![sa("ops", "beta"), sa("far", "gamma")]
-    );
 }

@@ -120,3 +120,45 @@ fn bindings_of_other_service_accounts_grant_nothing() {
     let bindings = bindings(&m, &sa()).expect("nothing undefined");
     assert!(bindings.is_empty());
 }
+
+/// The controller-manager gives up on a ClusterRole whose aggregation has an invalid
+/// selector, so it aggregates nothing, the valid selectors' matches included.
+#[test]
+fn an_invalid_aggregation_selector_aggregates_nothing() {
+    let m = manifests(&RBAC.replace(
+        "  - matchLabels: {op.example.com/aggregate: \"true\"}\n",
+        "  - matchLabels: {op.example.com/aggregate: \"true\"}\n  - matchExpressions: [{key: tier, operator: In}]\n",
+    ));
+    let bindings = bindings(&m, &sa()).expect("all roles are in the files");
+    let aggregate = bindings
+        .iter()
+        .find(|b| b.role_name == "op-aggregate")
+        .expect("the aggregated ClusterRole is bound");
+    assert!(aggregate.aggregated);
+    assert!(aggregate.rules.is_empty(), "{:?}", aggregate.rules);
+    assert!(!allows(
+        &bindings,
+        &permission(
+            Verb::List,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None
+        )
+    ));
+}
+
+/// `namespace: ""` on a ServiceAccount subject (a value the template left empty) is no
+/// namespace: the RoleBinding's applies, as the API server reads it.
+#[test]
+fn an_empty_subject_namespace_is_the_role_binding_s() {
+    let m = manifests(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: op, namespace: ops}\nrules: [{apiGroups: [\"\"], resources: [events], verbs: [create]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: op, namespace: ops}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: op}\nsubjects: [{kind: ServiceAccount, name: op, namespace: \"\"}]\n",
+    );
+    let found = bindings(&m, &sa()).expect("the Role is in the files");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].kind, BindingKind::RoleBinding("ops".into()));
+    assert!(allows(
+        &found,
+        &permission(Verb::Create, "", "events", Some("ops"))
+    ));
+}
