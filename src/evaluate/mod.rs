@@ -121,6 +121,18 @@ pub(crate) fn next_status(
     }
 }
 
+/// The value of the `kopfaudit.dev/requested-at` annotation, cleaned as status echoes
+/// it, when `stored` has not answered it yet: a request for an audit now. The
+/// annotation is the tenant's to write, up to the API server's 256 KiB: status echoes
+/// it cleaned and bounded, as it shows names.
+pub(crate) fn unanswered_request(
+    stored: &KopfAuditStatus,
+    requested: Option<&str>,
+) -> Option<String> {
+    let requested = crate::model::bounded::clean_name(requested?);
+    (stored.last_handled_requested_at.as_ref() != Some(&requested)).then_some(requested)
+}
+
 /// Records in `update` that the audit ran for the `requested` value of the
 /// `kopfaudit.dev/requested-at` annotation: a new value is echoed in
 /// `status.lastHandledRequestedAt`, which is a change worth writing (the requester
@@ -131,13 +143,10 @@ pub(crate) fn acknowledge_request(
     requested: Option<&str>,
     now: &Time,
 ) {
-    // The annotation is the tenant's to write, up to the API server's 256 KiB: status
-    // echoes it cleaned and bounded, as it shows names.
-    let requested = requested.map(crate::model::bounded::clean_name);
-    if requested.is_none() || stored.last_handled_requested_at == requested {
+    let Some(requested) = unanswered_request(stored, requested) else {
         return;
-    }
-    update.status.last_handled_requested_at = requested;
+    };
+    update.status.last_handled_requested_at = Some(requested);
     // The deferred request (if any) is answered now.
     update.status.request_deferred_until = None;
     if !update.changed {

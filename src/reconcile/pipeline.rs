@@ -127,14 +127,6 @@ fn panicked(message: &str) -> Stall {
     }
 }
 
-/// Whether `requested` (the `kopfaudit.dev/requested-at` annotation) asks for an audit
-/// that `stored` has not answered yet.
-fn new_request(stored: &KopfAuditStatus, requested: Option<&str>) -> bool {
-    requested.is_some_and(|r| {
-        stored.last_handled_requested_at.as_deref() != Some(&crate::model::bounded::clean_name(r))
-    })
-}
-
 /// The target's Deployments and pods: what the audit's last run read, while the watches
 /// show nothing in their namespace changed since and no audit was asked for
 /// (`audit-now` reads everything again); otherwise read now, and kept.
@@ -187,7 +179,7 @@ pub(crate) async fn reconcile(
         reader: format!("{namespace}/{}", audit.name_any()),
     };
     let resolution = gather::resolve(&audit.spec, &reach);
-    let asked = new_request(&stored, requested);
+    let asked = evaluate::unanswered_request(&stored, requested).is_some();
     let candidates = match &resolution {
         Resolution::Target(target) => read_target(&audit, target, asked, &ctx).await,
         Resolution::Suspended | Resolution::Stalled(_) => Ok(Candidates::default()),

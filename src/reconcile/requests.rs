@@ -28,10 +28,7 @@ impl AuditMemory {
         gap: Duration,
         now: Instant,
     ) -> Option<Duration> {
-        let requested = requested.map(crate::model::bounded::clean_name);
-        if requested.is_none() || requested == stored.last_handled_requested_at {
-            return None;
-        }
+        crate::evaluate::unanswered_request(stored, requested)?;
         let generation = audit.metadata.generation;
         let last = self.with(audit, |r| r.last_run)?;
         wait(last, generation, gap, now)
