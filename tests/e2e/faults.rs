@@ -4,10 +4,8 @@
 //! (`runtime.api-tls-failure`), and sync daemons in a process that can start no thread
 //! (`runtime.thread-exhaustion`).
 
-use crate::operator::{
-    condition, create_audit, ensure_crd, fixture_deployment, found_checks, wait_status,
-};
-use crate::support::{self, Auditor, Fixture, TestNamespace, expectations, say, wait_for};
+use crate::operator::{audit_running_fixture, ensure_crd, found_checks};
+use crate::support::{self, Fixture, TestNamespace, expectations, say, wait_for};
 use kopf_audit::api::{Finding, KopfAuditStatus};
 use kopf_audit::catalog::Severity;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -244,28 +242,14 @@ fn rewrite_token(path: &Path, token: &str) {
 async fn audit_as_expected(client: &Client, namespace: &str, fixture: &str) -> KopfAuditStatus {
     let expect = expectations(fixture);
     let must: BTreeSet<String> = expect.must.iter().cloned().collect();
-    let deployment = fixture_deployment(client, namespace).await.name_any();
-    let _auditor = Auditor::start(&support::kubeconfig_path(), namespace, &[]);
-    create_audit(
+    let status = audit_running_fixture(
         client,
         namespace,
-        crate::operator::audit_for("audit", &deployment, "30s"),
-    )
-    .await
-    .expect("creating the KopfAudit");
-    let audit = wait_status(
-        client,
-        namespace,
-        "audit",
         &format!("an audit of {fixture} finding {must:?}"),
         Duration::from_secs(180),
-        |s| {
-            condition(s, "Ready") == Some(("True", "AuditSucceeded"))
-                && must.is_subset(&found_checks(s))
-        },
+        |s| must.is_subset(&found_checks(s)),
     )
     .await;
-    let status = audit.status.expect("status");
     let found = found_checks(&status);
     say(format!("{fixture}: {found:?}"));
     assert!(

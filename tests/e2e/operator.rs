@@ -246,6 +246,28 @@ pub async fn fixture_deployment(client: &Client, ns: &str) -> Deployment {
         .expect("the fixture's Deployment")
 }
 
+/// Audits the fixture already running in `namespace`: starts an auditor and the
+/// KopfAudit `audit` of the fixture's Deployment (every 30 s), and waits up to `timeout`
+/// for a successful audit whose status `done` accepts. The auditor stops on return.
+pub async fn audit_running_fixture(
+    client: &Client,
+    namespace: &str,
+    what: &str,
+    timeout: Duration,
+    done: impl Fn(&KopfAuditStatus) -> bool,
+) -> KopfAuditStatus {
+    let deployment = fixture_deployment(client, namespace).await.name_any();
+    let _auditor = Auditor::start(&support::kubeconfig_path(), namespace, &[]);
+    create_audit(client, namespace, audit_for("audit", &deployment, "30s"))
+        .await
+        .expect("creating the KopfAudit");
+    let audit = wait_status(client, namespace, "audit", what, timeout, |s| {
+        condition(s, "Ready") == Some(("True", "AuditSucceeded")) && done(s)
+    })
+    .await;
+    audit.status.expect("status")
+}
+
 /// Audits a fixture and checks the findings its expect.yaml declares for the areas
 /// named by `prefixes` (e.g. `["workload."]`), with kopf's `--log-format` overridden
 /// when `log_format` is given.
