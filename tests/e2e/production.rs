@@ -10,7 +10,7 @@ use crate::operator::{
 };
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use kopf_audit::api::{Finding, KopfAuditStatus};
+use kopf_audit::api::{Finding, KopfAudit, KopfAuditStatus};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, ResourceExt};
@@ -760,6 +760,39 @@ async fn kopf_managed_webhooks_failing_closed_on_one_replica_are_a_blast_radius(
     );
 }
 
+/// Writes the expired bundle over every webhook of `configuration` whose bundle is
+/// another (kopf wrote its own again).
+async fn keep_expired_bundle(
+    configs: &Api<ValidatingWebhookConfiguration>,
+    configuration: &str,
+    webhooks: &[String],
+) {
+    let Ok(current) = configs.get(configuration).await else {
+        return;
+    };
+    let replaced = current.webhooks.iter().flatten().any(|w| {
+        w.client_config.ca_bundle.as_ref().map(|b| b.0.as_slice()) != Some(EXPIRED_CA_BUNDLE)
+    });
+    if !replaced {
+        return;
+    }
+    say(format!("writing the expired caBundle over {configuration}"));
+    let bundle = serde_json::to_value(k8s_openapi::ByteString(EXPIRED_CA_BUNDLE.to_vec()))
+        .expect("a base64 caBundle");
+    let hooks: Vec<serde_json::Value> = webhooks
+        .iter()
+        .map(|name| serde_json::json!({"name": name, "clientConfig": {"caBundle": bundle}}))
+        .collect();
+    configs
+        .patch(
+            configuration,
+            &PatchParams::default(),
+            &Patch::Strategic(serde_json::json!({"webhooks": hooks})),
+        )
+        .await
+        .expect("writing the expired caBundle");
+}
+
 /// kopf's self-signed certificate, expired (`tests/fixtures/ca_bundle/make.py`).
 const EXPIRED_CA_BUNDLE: &[u8] = include_bytes!("../fixtures/ca_bundle/kopf-expired.pem");
 
@@ -787,23 +820,11 @@ async fn an_expired_ca_bundle_of_kopf_s_webhook_is_an_error() {
     )
     .await;
 
-    // kopf patches the configuration only when its own client config changes: an
-    // expired bundle written over it stays.
-    let bundle = serde_json::to_value(k8s_openapi::ByteString(EXPIRED_CA_BUNDLE.to_vec()))
-        .expect("a base64 caBundle");
-    let hooks: Vec<serde_json::Value> = webhooks
-        .iter()
-        .map(|name| serde_json::json!({"name": name, "clientConfig": {"caBundle": bundle}}))
-        .collect();
-    configs
-        .patch(
-            &configuration,
-            &PatchParams::default(),
-            &Patch::Strategic(serde_json::json!({"webhooks": hooks})),
-        )
-        .await
-        .expect("writing the expired caBundle");
-
+    // kopf patches the configuration again whenever its client config changes and
+    // whenever its insights change (a CRD or namespace appears anywhere in the
+    // cluster: kopf 1.45.2 `_core/engines/admission.py` `configuration_manager`), and
+    // the other tests create CRDs. So the expired bundle is written again each time
+    // kopf has written its own, until an audit reports it.
     let _auditor = Auditor::start(
         &support::kubeconfig_path(),
         &ns.name,
@@ -812,13 +833,26 @@ async fn an_expired_ca_bundle_of_kopf_s_webhook_is_an_error() {
     create_audit(&client, &ns.name, audit(&deployment, "10m"))
         .await
         .expect("creating the KopfAudit");
-    let audit = wait_status(
-        &client,
-        &ns.name,
-        "audit",
-        "runtime.webhook-certificate",
-        Duration::from_secs(120),
-        |s| found_checks(s).contains("runtime.webhook-certificate"),
+    let audits: Api<KopfAudit> = Api::namespaced(client.clone(), &ns.name);
+    let audit = wait_for(
+        "runtime.webhook-certificate on the expired bundle",
+        Duration::from_secs(180),
+        || {
+            let (configs, configuration, audits) =
+                (configs.clone(), configuration.clone(), audits.clone());
+            let webhooks = &webhooks;
+            async move {
+                keep_expired_bundle(&configs, &configuration, webhooks).await;
+                let audit = audits.get("audit").await.ok()?;
+                let expired = audit.status.as_ref().is_some_and(|s| {
+                    s.findings.iter().any(|f| {
+                        f.check.as_str() == "runtime.webhook-certificate"
+                            && f.message.contains("expired at")
+                    })
+                });
+                expired.then_some(audit)
+            }
+        },
     )
     .await;
     let status = audit.status.expect("status");
