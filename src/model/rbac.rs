@@ -6,7 +6,7 @@ mod resolve;
 
 pub(crate) use resolve::{
     BoundRole, Reached, aggregation_selectors, bound_role, reached, reaches, rules_of,
-    service_accounts,
+    service_accounts, valid_aggregation_selectors,
 };
 
 use std::collections::BTreeSet;

@@ -8,7 +8,7 @@ use super::manifests::Manifests;
 use crate::model::evidence::{Obstacle, Unavailable};
 use crate::model::rbac::{
     Binding, BindingKind, BoundRole, CLUSTER_ADMIN, Permission, RoleKind, Rule, ServiceAccountRef,
-    aggregation_selectors, bound_role, reached, rules_of,
+    bound_role, reached, rules_of, valid_aggregation_selectors,
 };
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::core::SelectorExt;
@@ -143,15 +143,22 @@ fn role_rules(files: &Manifests, role: Option<BoundRole<'_>>) -> Option<(Vec<Rul
     }
 }
 
-/// A ClusterRole's rules: its own, and for an aggregated one, those of every other
-/// ClusterRole its selectors match (what the controller-manager fills in; nothing when
-/// a selector is invalid, see [`aggregation_selectors`]).
+/// A ClusterRole's rules as the authorizer will read them, and whether it is
+/// aggregated. An aggregated one's rules are replaced by the controller-manager with
+/// those of every other ClusterRole its selectors match; its own are overwritten, not
+/// kept (Kubernetes 1.31 `pkg/controller/clusterroleaggregation`, `syncClusterRole`).
+/// When a selector is invalid the controller gives up on it and the rules written in
+/// the files stay (see [`valid_aggregation_selectors`]).
 fn cluster_role_rules(files: &Manifests, role: &ClusterRole) -> (Vec<Rule>, bool) {
-    let mut rules = rules_of(role.rules.as_ref());
+    let own = rules_of(role.rules.as_ref());
     let Some(aggregation) = &role.aggregation_rule else {
-        return (rules, false);
+        return (own, false);
     };
-    for selector in aggregation_selectors(aggregation) {
+    let Some(selectors) = valid_aggregation_selectors(aggregation) else {
+        return (own, true);
+    };
+    let mut rules = Vec::new();
+    for selector in selectors {
         for other in &files.cluster_roles {
             let labels = other.metadata.labels.clone().unwrap_or_default();
             if other.metadata.name != role.metadata.name && selector.matches(&labels) {

@@ -173,12 +173,17 @@ pub(crate) fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
 /// (and retries), so none selects anything. A ClusterRole selected by any of them
 /// lends its rules, the aggregated ClusterRole itself excepted.
 pub(crate) fn aggregation_selectors(rule: &AggregationRule) -> Vec<Selector> {
+    valid_aggregation_selectors(rule).unwrap_or_default()
+}
+
+/// The selectors of an aggregation rule; `None` when one is invalid, so the controller
+/// never writes the ClusterRole's rules and those it was created with stay.
+pub(crate) fn valid_aggregation_selectors(rule: &AggregationRule) -> Option<Vec<Selector>> {
     rule.cluster_role_selectors
         .iter()
         .flatten()
         .map(labels::selector)
-        .collect::<Option<Vec<_>>>()
-        .unwrap_or_default()
+        .collect()
 }
 
 #[cfg(test)]

@@ -147,6 +147,35 @@ fn an_invalid_aggregation_selector_aggregates_nothing() {
     ));
 }
 
+/// The aggregation controller replaces an aggregated ClusterRole's rules with those it
+/// selects: rules written in the role itself grant nothing once it has synced. With an
+/// invalid selector it never syncs, and the written rules stay.
+#[test]
+fn an_aggregated_role_s_own_rules_are_replaced_unless_a_selector_is_invalid() {
+    let own = "rules:\n- apiGroups: [\"\"]\n  resources: [secrets]\n  verbs: [get]\n---";
+    let secrets = permission(Verb::Get, "", "secrets", None);
+    let crds = permission(
+        Verb::List,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        None,
+    );
+    let synced = manifests(&RBAC.replacen("rules: []\n---", own, 1));
+    let granted = bindings(&synced, &sa()).expect("all roles are in the files");
+    assert!(!allows(&granted, &secrets), "{granted:?}");
+    assert!(allows(&granted, &crds));
+
+    let stuck = manifests(
+        &RBAC.replacen("rules: []\n---", own, 1).replace(
+            "  - matchLabels: {op.example.com/aggregate: \"true\"}\n",
+            "  - matchLabels: {op.example.com/aggregate: \"true\"}\n  - matchExpressions: [{key: tier, operator: In}]\n",
+        ),
+    );
+    let granted = bindings(&stuck, &sa()).expect("all roles are in the files");
+    assert!(allows(&granted, &secrets), "{granted:?}");
+    assert!(!allows(&granted, &crds));
+}
+
 /// `namespace: ""` on a ServiceAccount subject (a value the template left empty) is no
 /// namespace: the RoleBinding's applies, as the API server reads it.
 #[test]
