@@ -7,7 +7,7 @@
 
 use super::{Reach, obstacle};
 use crate::model::ca_bundle::CaBundle;
-use crate::model::evidence::{Gathered, Webhook, WebhookConfig, WebhookKind};
+use crate::model::evidence::{Gathered, Webhook, WebhookConfig, WebhookKind, webhook_host};
 use crate::model::labels;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhookConfiguration,
@@ -129,6 +129,13 @@ pub(crate) fn webhook(
         spares_kube_system: namespace_selector.is_some_and(spares_kube_system),
         url: client.url.clone(),
         service_namespace: client.service.as_ref().map(|s| s.namespace.clone()),
+        host: webhook_host(
+            client.url.as_deref(),
+            client
+                .service
+                .as_ref()
+                .map(|s| (s.name.as_str(), s.namespace.as_str())),
+        ),
         resources,
         ca_bundle: CaBundle::parse(client.ca_bundle.as_ref().map(|b| b.0.as_slice())),
     }

@@ -13,10 +13,14 @@
 use super::bounded::clean;
 use jiff::{SignedDuration, Timestamp};
 use memchr::memmem;
+use std::net::IpAddr;
 use x509_cert::Certificate;
 use x509_cert::der::DecodePem;
 use x509_cert::der::oid::ObjectIdentifier;
-use x509_cert::ext::pkix::{BasicConstraints, ExtendedKeyUsage, KeyUsage, KeyUsages};
+use x509_cert::ext::pkix::name::GeneralName;
+use x509_cert::ext::pkix::{
+    BasicConstraints, ExtendedKeyUsage, KeyUsage, KeyUsages, SubjectAltName,
+};
 
 /// Above this many bytes a bundle is not read: a bundle of a few CAs is a few KiB.
 pub(crate) const MAX_BUNDLE_BYTES: usize = 64 * 1024;
@@ -24,6 +28,11 @@ pub(crate) const MAX_BUNDLE_BYTES: usize = 64 * 1024;
 pub(crate) const MAX_CERTS: usize = 8;
 /// Longest subject kept, cleaned.
 const MAX_SUBJECT_BYTES: usize = 200;
+/// At most this many subject alternative names of a certificate are kept; a
+/// certificate with more is not judged for the host it covers.
+pub(crate) const MAX_SANS: usize = 32;
+/// Longest DNS name kept (RFC 1035: 253 characters).
+const MAX_DNS_NAME_BYTES: usize = 253;
 /// How long `certbuilder` makes a certificate valid when kopf does not say
 /// (`certbuilder` 0.14 `CertificateBuilder.build`: `begin_date + timedelta(365)`).
 const KOPF_VALIDITY: SignedDuration = SignedDuration::from_hours(365 * 24);
@@ -80,6 +89,54 @@ pub(crate) struct BundleCert {
     /// Whether it has the shape of the certificate kopf generates when the webhook
     /// server is given no `certfile` (see [`kopf_generated`]).
     pub(crate) kopf_generated: bool,
+    /// Whether it is a CA (basicConstraints `CA:TRUE`): one that is not can only be
+    /// trusted as the very certificate the server presents.
+    pub(crate) is_ca: bool,
+    /// The hosts it is valid for; `None` when it names more than [`MAX_SANS`].
+    pub(crate) names: Option<SubjectNames>,
+}
+
+/// A certificate's subject alternative names: the hosts a TLS client (Go's, in the API
+/// server) accepts it for. The common name is not one of them: Go 1.15 and later
+/// ignore it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SubjectNames {
+    /// DNS names, lowercase (`*.` wildcards kept).
+    pub(crate) dns: Vec<String>,
+    /// IP addresses.
+    pub(crate) ips: Vec<IpAddr>,
+}
+
+impl SubjectNames {
+    /// Whether a client verifying `host` (a DNS name or an IP address, as in a URL
+    /// without brackets) accepts the certificate: an IP matches IP names only; a DNS
+    /// name matches a name equal to it (any case) or a `*.` wildcard covering its
+    /// first label (crypto/x509 `VerifyHostname`).
+    pub(crate) fn cover(&self, host: &str) -> bool {
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return self.ips.contains(&ip);
+        }
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.dns.iter().any(|name| {
+            let name = name.trim_end_matches('.');
+            match name.strip_prefix("*.") {
+                Some(parent) => host
+                    .split_once('.')
+                    .is_some_and(|(label, rest)| !label.is_empty() && rest == parent),
+                None => name == host,
+            }
+        })
+    }
+
+    /// The names, for a message: DNS names then IPs, at most `max`.
+    pub(crate) fn listed(&self, max: usize) -> Vec<String> {
+        self.dns
+            .iter()
+            .cloned()
+            .chain(self.ips.iter().map(IpAddr::to_string))
+            .take(max)
+            .collect()
+    }
 }
 
 impl CaBundle {
@@ -157,7 +214,51 @@ fn read_cert(block: &[u8]) -> Result<BundleCert, String> {
         not_before,
         not_after,
         kopf_generated: kopf_generated(&cert, not_before, not_after),
+        is_ca: matches!(
+            tbs.get_extension::<BasicConstraints>(),
+            Ok(Some((_, bc))) if bc.ca
+        ),
+        names: subject_names(&cert),
     })
+}
+
+/// The certificate's subject alternative names, bounded; an empty set when it has
+/// none; `None` when it has more than [`MAX_SANS`] or one is not readable.
+fn subject_names(cert: &Certificate) -> Option<SubjectNames> {
+    let Ok(found) = cert.tbs_certificate().get_extension::<SubjectAltName>() else {
+        return None;
+    };
+    let Some((_, san)) = found else {
+        return Some(SubjectNames::default());
+    };
+    if san.0.len() > MAX_SANS {
+        return None;
+    }
+    let mut names = SubjectNames::default();
+    for name in &san.0 {
+        match name {
+            GeneralName::DnsName(dns) => {
+                let dns = dns.to_string();
+                if dns.len() > MAX_DNS_NAME_BYTES || !dns.is_ascii() {
+                    return None;
+                }
+                names
+                    .dns
+                    .push(clean(&dns.to_ascii_lowercase(), MAX_DNS_NAME_BYTES));
+            }
+            GeneralName::IpAddress(ip) => match *ip.as_bytes() {
+                [a, b, c, d] => names.ips.push(IpAddr::from([a, b, c, d])),
+                ref v6 if v6.len() == 16 => {
+                    let mut octets = [0u8; 16];
+                    octets.copy_from_slice(v6);
+                    names.ips.push(IpAddr::from(octets));
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    Some(names)
 }
 
 /// Whether a certificate has the shape `WebhookServer.build_certificate` gives it

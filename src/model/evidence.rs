@@ -616,6 +616,24 @@ pub(crate) struct WebhookConfig {
     pub(crate) webhooks: Vec<Webhook>,
 }
 
+/// The host the API server verifies a webhook server's certificate for (Kubernetes
+/// `k8s.io/apiserver/pkg/util/webhook`): the host of `clientConfig.url` (an IPv6
+/// address without its brackets), else `<name>.<namespace>.svc` of
+/// `clientConfig.service`. `None` when neither gives one.
+pub(crate) fn webhook_host(url: Option<&str>, service: Option<(&str, &str)>) -> Option<String> {
+    if let Some(url) = url {
+        let uri = url.parse::<http::Uri>().ok()?;
+        let host = uri.host()?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        return (!host.is_empty()).then(|| host.to_ascii_lowercase());
+    }
+    let (name, namespace) = service?;
+    Some(format!("{name}.{namespace}.svc"))
+}
+
 /// One webhook of a configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Webhook {
@@ -629,6 +647,9 @@ pub(crate) struct Webhook {
     pub(crate) url: Option<String>,
     /// `clientConfig.service` namespace, if it calls a Service.
     pub(crate) service_namespace: Option<String>,
+    /// The host the API server verifies the webhook server's certificate for: the URL's
+    /// host, or `<service>.<namespace>.svc` ([`webhook_host`]).
+    pub(crate) host: Option<String>,
     /// `(apiGroup, resource)` pairs of its rules, subresources stripped.
     pub(crate) resources: Vec<(String, String)>,
     /// `clientConfig.caBundle`, read within bounds (`runtime.webhook-certificate`).

@@ -26,7 +26,7 @@ use crate::catalog::{CheckId, Severity};
 use crate::checks::finding;
 use crate::checks::workload::{dev_tunnel, serves_this_operator};
 use crate::model::bounded::{MAX_EVIDENCE_BYTES, MAX_LISTED, clean, listed};
-use crate::model::ca_bundle::{BundleCert, BundleProblem, CaBundle, MAX_BUNDLE_BYTES};
+use crate::model::ca_bundle::{BundleCert, BundleProblem, CaBundle, MAX_BUNDLE_BYTES, MAX_SANS};
 use crate::model::evidence::{KopfEvidence, TargetEvidence, Webhook, WebhookConfig};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
@@ -51,6 +51,9 @@ enum Verdict {
     OlderThanInstances(BundleCert),
     /// kopf's self-signed certificate while several instances run, each with its own.
     ManyInstances(BundleCert, usize),
+    /// The bundle is the very certificate the server presents (kopf's self-signed one,
+    /// or one that is no CA), and it is not valid for the host the API server calls.
+    HostNotCovered(BundleCert, String),
     /// Every certificate is past its notAfter.
     Expired(BundleCert),
     /// No certificate is valid yet (notBefore in the future).
@@ -72,6 +75,7 @@ impl Verdict {
             Verdict::ExpiresSoon(c)
             | Verdict::OlderThanInstances(c)
             | Verdict::ManyInstances(c, _)
+            | Verdict::HostNotCovered(c, _)
             | Verdict::Expired(c)
             | Verdict::NotYetValid(c) => Some(c),
             Verdict::TooLarge(_) | Verdict::Unreadable(_) => None,
@@ -138,6 +142,9 @@ fn verdict(webhook: &Webhook, starts: &[Timestamp], now: Timestamp) -> Option<Ve
                 .map(|c| Verdict::Expired(c.clone())),
         };
     };
+    if let Some(uncovered) = host_not_covered(webhook, certs) {
+        return Some(uncovered);
+    }
     if let Some(stale) = mismatch(webhook, certs, starts) {
         return Some(stale);
     }
@@ -164,6 +171,26 @@ fn mismatch(webhook: &Webhook, certs: &[BundleCert], starts: &[Timestamp]) -> Op
     } else {
         None
     }
+}
+
+/// A bundle of one certificate that must be the one the server presents, not valid for
+/// the host the API server calls. A CA may have signed a server certificate with other
+/// names, so only kopf's self-signed certificate (kopf serves the one it generated) and
+/// a certificate that is no CA (Go's verifier trusts it only as the leaf itself) are
+/// judged. kopf's generated certificate names `host=` (or the address it listens on),
+/// so this is a URL or Service changed after kopf wrote it, or a `certfile=` issued
+/// for another name.
+fn host_not_covered(webhook: &Webhook, certs: &[BundleCert]) -> Option<Verdict> {
+    let [cert] = certs else {
+        return None;
+    };
+    let tunnel = webhook.url.as_deref().and_then(dev_tunnel).is_some();
+    if tunnel || (cert.is_ca && !cert.kopf_generated) {
+        return None;
+    }
+    let host = webhook.host.as_deref()?;
+    let names = cert.names.as_ref()?;
+    (!names.cover(host)).then(|| Verdict::HostNotCovered(cert.clone(), host.to_string()))
 }
 
 /// The finding for one configuration: its worst verdict, the webhooks that have it.
@@ -219,9 +246,25 @@ fn message(verdict: &Verdict, object: &str, hooks: &str) -> String {
             "The caBundle of {object} (webhooks {hooks}) is a self-signed certificate kopf generated at {}, before every running instance of the operator started; kopf generates a new one at each start, so the running webhook server serves a certificate the caBundle does not hold: {BREAKS}. The configuration was not patched since (settings.admission.managed unset, or the patch refused).",
             c.not_before
         ),
+        Verdict::HostNotCovered(c, host) => format!(
+            "The caBundle of {object} (webhooks {hooks}) is the certificate the webhook server presents, and it is not valid for {host}, the host the API server calls ({}): the API server's TLS verification fails, so every create or update of the handled kind fails cluster-wide while failurePolicy is Fail (kopf's default).",
+            covered_names(c)
+        ),
         Verdict::ManyInstances(_, n) => format!(
             "The caBundle of {object} (webhooks {hooks}) is a self-signed certificate kopf generated, while {n} instances of the operator run: each generates its own at start and patches it in, so the caBundle matches at most one of them and the API server's calls to the others fail verification (failing the writes they admit while failurePolicy is Fail)."
         ),
+    }
+}
+
+/// The names a certificate is valid for, as a message says them.
+fn covered_names(cert: &BundleCert) -> String {
+    match &cert.names {
+        Some(names) if names.dns.is_empty() && names.ips.is_empty() => "it names no subject alternative name, and Go's TLS client ignores the common name since Go 1.15".into(),
+        Some(names) => format!(
+            "it is valid for {}",
+            listed(&names.listed(MAX_SANS), ", ", MAX_LISTED)
+        ),
+        None => "it names more subject alternative names than the auditor reads".into(),
     }
 }
 
@@ -270,6 +313,12 @@ fn fix(verdict: &Verdict, target: &TargetEvidence) -> String {
     let kopf_made = verdict.cert().is_some_and(|c| c.kopf_generated);
     match verdict {
         Verdict::ManyInstances(..) => "Give every instance the same certificate: a cert-manager Certificate mounted from its Secret and passed to kopf.WebhookServer as certfile=/pkeyfile= (and cafile= its CA), or run one replica.".into(),
+        Verdict::HostNotCovered(_, host) if kopf_made => format!(
+            "kopf puts the webhook server's host= (else the address it listens on) and extra_sans= into the certificate it generates: pass kopf.WebhookServer(host=\"{host}\") or extra_sans=[\"{host}\"], or call the webhook at a host the certificate names, then restart the operator ({restart})."
+        ),
+        Verdict::HostNotCovered(_, host) => format!(
+            "Reissue the certificate passed as certfile= with {host} in its subjectAltName (cert-manager: the Certificate's dnsNames or ipAddresses), or call the webhook at a host it names; kopf 1.44.6 and newer re-read certfile= every 60 s, older versions need a restart ({restart})."
+        ),
         Verdict::TooLarge(_) | Verdict::Unreadable(_) => format!(
             "Let kopf write the caBundle again: with settings.admission.managed set it patches it at start ({restart}); a configuration kopf does not manage needs the PEM CA of the webhook server's certificate in every webhook's clientConfig.caBundle (cert-manager's cainjector: the cert-manager.io/inject-ca-from annotation)."
         ),

@@ -477,6 +477,7 @@ fn kopf_webhook(fails_closed: bool, url: Option<&str>, service_namespace: Option
         spares_kube_system: false,
         url: url.map(str::to_string),
         service_namespace: service_namespace.map(str::to_string),
+        host: None,
         resources: vec![("example.com".into(), "widgets".into())],
         ca_bundle: crate::model::ca_bundle::CaBundle::Absent,
     }

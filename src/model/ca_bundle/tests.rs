@@ -1,7 +1,9 @@
 use super::*;
+use std::net::IpAddr;
 
 const KOPF_EXPIRED: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/kopf-expired.pem");
 const CA_VALID: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/ca-valid.pem");
+const LEAF_VALID: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/leaf-valid.pem");
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("a timestamp")
@@ -87,4 +89,51 @@ fn at_most_max_certs_are_decoded() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn subject_alternative_names_and_ca_are_read() {
+    let kopf = &certs(CaBundle::parse(Some(KOPF_EXPIRED)))[0];
+    assert!(kopf.is_ca);
+    let names = kopf.names.as_ref().expect("names read");
+    assert_eq!(names.dns, ["webhooks.operators.svc"]);
+    assert!(names.ips.is_empty());
+
+    let leaf = &certs(CaBundle::parse(Some(LEAF_VALID)))[0];
+    assert!(!leaf.is_ca && !leaf.kopf_generated);
+    let names = leaf.names.as_ref().expect("names read");
+    assert_eq!(names.dns, ["webhooks.operators.svc"]);
+    assert_eq!(names.ips, [IpAddr::from([10, 0, 0, 7])]);
+    assert_eq!(names.listed(5), ["webhooks.operators.svc", "10.0.0.7"]);
+}
+
+/// As Go's crypto/x509 `VerifyHostname` matches: IPs against IP names only, DNS names
+/// in any case, a wildcard for exactly one leading label.
+#[test]
+fn which_hosts_the_names_cover() {
+    let names = SubjectNames {
+        dns: vec!["webhooks.operators.svc".into(), "*.example.com".into()],
+        ips: vec![IpAddr::from([10, 0, 0, 7]), "::1".parse().expect("an IPv6")],
+    };
+    for (host, covered) in [
+        ("webhooks.operators.svc", true),
+        ("Webhooks.Operators.SVC", true),
+        ("webhooks.operators.svc.", true),
+        ("webhooks.other.svc", false),
+        ("hook.example.com", true),
+        ("a.hook.example.com", false),
+        ("example.com", false),
+        ("10.0.0.7", true),
+        ("10.0.0.8", false),
+        ("::1", true),
+        ("127.0.0.1", false),
+    ] {
+        assert_eq!(names.cover(host), covered, "{host}");
+    }
+    // An IP written as a DNS name covers no IP host.
+    let dns_ip = SubjectNames {
+        dns: vec!["127.0.0.1".into()],
+        ips: Vec::new(),
+    };
+    assert!(!dns_ip.cover("127.0.0.1"));
 }

@@ -15,6 +15,7 @@ const KOPF_CURRENT: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle
 const KOPF_SOON: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/kopf-soon.pem");
 const CA_VALID: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/ca-valid.pem");
 const CA_EXPIRED: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/ca-expired.pem");
+const LEAF_VALID: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/leaf-valid.pem");
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("a timestamp")
@@ -54,6 +55,7 @@ fn webhook(bundle: Option<&[u8]>) -> Webhook {
         spares_kube_system: false,
         url: Some("https://webhooks.operators.svc:443/validate-widget".into()),
         service_namespace: None,
+        host: Some("webhooks.operators.svc".into()),
         resources: vec![("example.com".into(), "widgets".into())],
         ca_bundle: CaBundle::parse(bundle),
     }
@@ -266,4 +268,77 @@ fn the_worst_webhook_of_a_configuration_is_reported_once() {
     theirs.resources = vec![("example.com".into(), "gadgets".into())];
     let (t, k) = evidence(vec![pod("2026-11-02T09:29:00Z")], vec![theirs]);
     assert!(live(&t, &k, now()).is_empty());
+}
+
+/// The webhook of `bundle` called at `url`, its host as the gatherer derives it.
+fn called_at(bundle: &[u8], url: &str) -> Webhook {
+    let mut hook = webhook(Some(bundle));
+    hook.url = Some(url.into());
+    hook.host = crate::model::evidence::webhook_host(Some(url), None);
+    hook
+}
+
+#[test]
+fn a_served_certificate_not_valid_for_the_called_host_is_an_error() {
+    let pods = || vec![pod("2026-11-02T09:29:00Z")];
+    // kopf's own certificate, the URL changed to an address it does not name.
+    let (t, k) = evidence(
+        pods(),
+        vec![called_at(
+            KOPF_CURRENT,
+            "https://10.0.0.9:443/validate-widget",
+        )],
+    );
+    let f = one(live(&t, &k, now()));
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.message.contains("not valid for 10.0.0.9, the host the API server calls (it is valid for webhooks.operators.svc)"),
+        "{}",
+        f.message
+    );
+    let fix = f.fix.expect("a fix");
+    assert!(
+        fix.contains(r#"kopf.WebhookServer(host="10.0.0.9")"#),
+        "{fix}"
+    );
+
+    // A certificate that is no CA is the served one: its IP name covers the IP host.
+    let (t, k) = evidence(
+        pods(),
+        vec![called_at(LEAF_VALID, "https://10.0.0.7:8443/validate")],
+    );
+    assert!(live(&t, &k, now()).is_empty());
+    let (t, k) = evidence(
+        pods(),
+        vec![called_at(LEAF_VALID, "https://[fd00::7]:8443/validate")],
+    );
+    let f = one(live(&t, &k, now()));
+    assert!(f.message.contains("not valid for fd00::7"), "{}", f.message);
+    assert!(f.fix.is_some_and(|fix| fix.contains("subjectAltName")));
+
+    // A CA may have signed a server certificate for any name: not judged.
+    let (t, k) = evidence(
+        pods(),
+        vec![called_at(CA_VALID, "https://10.0.0.9:443/validate")],
+    );
+    assert!(live(&t, &k, now()).is_empty());
+}
+
+#[test]
+fn the_host_is_the_url_s_or_the_service_s() {
+    use crate::model::evidence::webhook_host;
+    assert_eq!(
+        webhook_host(Some("https://Hooks.Example.com:8443/x?y=1"), None).as_deref(),
+        Some("hooks.example.com")
+    );
+    assert_eq!(
+        webhook_host(Some("https://[fd00::7]/x"), None).as_deref(),
+        Some("fd00::7")
+    );
+    assert_eq!(
+        webhook_host(None, Some(("webhooks", "operators"))).as_deref(),
+        Some("webhooks.operators.svc")
+    );
+    assert_eq!(webhook_host(Some("not a url"), None), None);
+    assert_eq!(webhook_host(None, None), None);
 }
