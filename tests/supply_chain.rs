@@ -181,3 +181,33 @@ fn the_pre_commit_hooks_run_the_same_lint() {
         assert_eq!(rust[key], system[key], "{key}");
     }
 }
+
+/// The version a `NAME=value` line of a shell script sets.
+fn shell_var(text: &str, name: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}=")))
+        .map(str::to_string)
+}
+
+#[test]
+fn the_signing_tools_are_the_versions_their_go_mod_pins() {
+    let script = read("hack/build-cosign.sh");
+    let go_mod = read("hack/cosign/go.mod");
+    for (var, module) in [
+        ("COSIGN_VERSION", "github.com/sigstore/cosign/v2"),
+        ("CRANE_VERSION", "github.com/google/go-containerregistry"),
+    ] {
+        let version = shell_var(&script, var).unwrap_or_else(|| panic!("{var}= in the script"));
+        assert!(
+            go_mod.contains(&format!("\t{module} {version}\n")),
+            "hack/cosign/go.mod requires {module} {version}"
+        );
+    }
+    let tools = read("hack/cosign/tools.go");
+    for package in [
+        "github.com/sigstore/cosign/v2/cmd/cosign",
+        "github.com/google/go-containerregistry/cmd/crane",
+    ] {
+        assert!(tools.contains(&format!("_ \"{package}\"")), "{package}");
+    }
+}
