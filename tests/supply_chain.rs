@@ -211,3 +211,30 @@ fn the_signing_tools_are_the_versions_their_go_mod_pins() {
         assert!(tools.contains(&format!("_ \"{package}\"")), "{package}");
     }
 }
+
+#[test]
+fn the_release_script_verifies_what_it_signs_and_refuses_a_forgery() {
+    let release = read("hack/release.sh");
+    let sums = release
+        .find("sha256sum -c --strict SHA256SUMS")
+        .expect("the sums checked");
+    let signed = release
+        .find("\"$cosign\" sign-blob")
+        .expect("SHA256SUMS signed");
+    assert!(sums < signed, "signed once written and checked");
+    for needle in [
+        "--tlog-upload=false",
+        "\"$cosign\" verify-blob \"${pub[@]}\"",
+        "refused \"a tampered SHA256SUMS\"",
+        "\"$crane\" registry serve --address 127.0.0.1:0",
+        "\"$cosign\" sign \"${key[@]}\"",
+        "--type cyclonedx --predicate \"$OUTDIR/$sbom_file\"",
+        "--type slsaprovenance1 --predicate",
+        "\"$cosign\" verify \"${pub[@]}\"",
+        "verify-attestation \"${pub[@]}\" \"${insecure[@]}\" --type cyclonedx",
+        "verify-attestation \"${pub[@]}\" \"${insecure[@]}\" --type slsaprovenance1",
+        "refused \"the image under another key\"",
+    ] {
+        assert!(release.contains(needle), "hack/release.sh: {needle}");
+    }
+}
