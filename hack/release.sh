@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and checks a release's artifacts, into one directory, with no registry and no
-# upload (.github/workflows/release.yml runs this on a tag, then publishes and signs them):
+# Builds, checks and signs a release's artifacts, into one directory, with no upload (a
+# registry only in memory on 127.0.0.1, for the image's signatures) and a throwaway key
+# (.github/workflows/release.yml runs this on a tag, then publishes them, signed keyless):
 #
 #   hack/release.sh VERSION [OUTDIR]      OUTDIR defaults to target/release-artifacts/VERSION
 #
@@ -14,6 +15,10 @@
 #   kubectl-kopf_audit-VERSION-linux-{amd64,arm64}.tar.gz   the kubectl plugin's archives
 #   kopf-audit.krew.yaml                   the krew plugin manifest, with their sha256
 #   SHA256SUMS                             over all of the above
+#   signed-locally/                        signatures made with a key pair of this run
+#     cosign.pub                           (thrown away at its end; not published: the
+#     SHA256SUMS.sig                       workflow signs keyless): its public key, the
+#     provenance.slsa.json                 signature of SHA256SUMS, the image's provenance
 #
 # Every artifact is checked here, and any failed check fails the script (hack/test.sh
 # runs it): the image's labels with `podman inspect` of the archive loaded into an empty
@@ -22,6 +27,16 @@
 # and its `--version` (arm64 under qemu-user); the chart's version and image; the krew
 # manifest's sha256 against its archives, and the plugin in each archive runs;
 # `sha256sum -c SHA256SUMS`.
+#
+# Then signed and verified with cosign, offline (no transparency log, no network but
+# 127.0.0.1): SHA256SUMS as a blob (`cosign sign-blob`, `verify-blob`); the image pushed
+# from its archive to a registry in memory on 127.0.0.1 (`crane registry serve`, stopped
+# on exit) and, by its digest, signed (`cosign sign`), with the SBOM attested (`cosign
+# attest --type cyclonedx`) and an SLSA v1 provenance of this script, commit and version
+# (`--type slsaprovenance1`); then `cosign verify` and `verify-attestation` of each, which
+# must name the archive's digest and the release's SBOM and provenance. A tampered
+# SHA256SUMS, and each signature under another key, must be refused. The image signed
+# is linux/amd64 only: the amd64+arm64 manifest list is made by the workflow.
 #
 # VERSION must be the version of Cargo.toml and of the chart (version and appVersion):
 # the binary reports Cargo.toml's, and the chart's default image tag is its appVersion.
@@ -34,7 +49,9 @@
 #                                                  (the host build scripts compile once)
 #   $KOPF_AUDIT_CACHE/bin-cargo-cyclonedx-<ver>/   cargo-cyclonedx, `cargo install --locked`
 #   $KOPF_AUDIT_CACHE/podman-release/              podman's storage for the relabelling
-# Everything else (labels, SBOM, chart, archives, sums) is redone on each run, in seconds.
+#   $KOPF_AUDIT_CACHE/bin-cosign-<ver>-crane-<ver>/ hack/build-cosign.sh: cosign, crane
+# Everything else (labels, SBOM, chart, archives, sums, signatures) is redone on each
+# run, in seconds.
 # Timings (2 cores): BENCHMARKS.md, "Release artifacts".
 #
 # Needs: podman and runc, gcc-aarch64-linux-gnu and libc6-dev-arm64-cross (the arm64
@@ -86,6 +103,8 @@ log "release $VERSION of $source_url at $revision (committed $created) into $OUT
 
 # Only a directory this script made (its marker file) is emptied first.
 marker=.kopf-audit-release
+# The local signatures' own directory: SHA256SUMS does not list it, nor is it published.
+signed_dir=signed-locally
 if [ -e "$OUTDIR" ] && [ -n "$(ls -A "$OUTDIR")" ] && [ ! -f "$OUTDIR/$marker" ]; then
   die "$OUTDIR is not empty and was not made by hack/release.sh: not overwriting it"
 fi
@@ -378,6 +397,131 @@ step "SHA256SUMS"
   | xargs sha256sum >SHA256SUMS)
 (cd "$OUTDIR" && sha256sum -c --strict SHA256SUMS >&2) || die "sha256sum -c SHA256SUMS failed"
 checked "SHA256SUMS: $(wc -l <"$OUTDIR/SHA256SUMS") files, sha256sum -c passes"
+
+# ---- signatures: cosign, with a key pair made for this run, offline ----
+# What the release workflow does keyless (Sigstore), done here with a throwaway key pair
+# and no transparency log, so that each signature and attestation is made and verified on
+# every run: SHA256SUMS signed as a blob; the image pushed to a registry in memory on
+# 127.0.0.1 (crane's), signed, with the SBOM and an SLSA provenance attested; all
+# verified, and a tampered file and a stranger's key refused.
+step "signatures: cosign (a key pair of this run, no transparency log), a registry on 127.0.0.1"
+sign_tools=$(bash "$here/build-cosign.sh" | tail -n 1)
+cosign="$sign_tools/cosign"
+crane="$sign_tools/crane"
+signed="$OUTDIR/$signed_dir"
+mkdir -p "$signed" "$work/keys" "$work/home"
+# No network but 127.0.0.1: a call to Sigstore's services fails at once instead of
+# reaching out; no credentials or TUF cache of the user's are read or written.
+export HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1 \
+  DOCKER_CONFIG="$work/home/docker" TUF_ROOT="$work/home/tuf" HOME="$work/home" COSIGN_PASSWORD=
+(cd "$work/keys" && "$cosign" generate-key-pair >/dev/null 2>&1 \
+  && "$cosign" generate-key-pair --output-key-prefix stranger >/dev/null 2>&1) \
+  || die "cosign generate-key-pair failed"
+cp "$work/keys/cosign.pub" "$signed/cosign.pub"
+key=(--key "$work/keys/cosign.key" --tlog-upload=false --yes)
+pub=(--key "$signed/cosign.pub" --insecure-ignore-tlog)
+stranger=(--key "$work/keys/stranger.pub" --insecure-ignore-tlog)
+refused() { # what, command...: the command must fail
+  local what=$1; shift
+  if "$@" >"$work/refused.log" 2>&1; then die "cosign accepted $what"; fi
+  checked "refused: $what ($(grep -m1 -io 'error:.*' "$work/refused.log" | cut -c1-100))"
+}
+
+# SHA256SUMS, as a blob.
+"$cosign" sign-blob "${key[@]}" --output-signature "$signed/SHA256SUMS.sig" "$OUTDIR/SHA256SUMS" 2>"$work/cosign.log" \
+  || { cat "$work/cosign.log" >&2; die "cosign sign-blob SHA256SUMS failed"; }
+"$cosign" verify-blob "${pub[@]}" --signature "$signed/SHA256SUMS.sig" "$OUTDIR/SHA256SUMS" >&2 \
+  || die "cosign verify-blob SHA256SUMS failed"
+checked "SHA256SUMS: signed ($signed_dir/SHA256SUMS.sig), cosign verify-blob with $signed_dir/cosign.pub passes"
+cp "$OUTDIR/SHA256SUMS" "$work/SHA256SUMS.tampered"
+printf '%064d  kopf-audit-%s-linux-riscv64\n' 0 "$VERSION" >>"$work/SHA256SUMS.tampered"
+refused "a tampered SHA256SUMS" "$cosign" verify-blob "${pub[@]}" --signature "$signed/SHA256SUMS.sig" "$work/SHA256SUMS.tampered"
+refused "SHA256SUMS under another key" "$cosign" verify-blob "${stranger[@]}" --signature "$signed/SHA256SUMS.sig" "$OUTDIR/SHA256SUMS"
+
+# The image: into a registry in memory, on a port the kernel picks, stopped on exit.
+"$crane" registry serve --address 127.0.0.1:0 >"$work/registry.log" 2>&1 &
+registry_pid=$!
+trap 'kill "$registry_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+port=
+for _ in $(seq 50); do
+  port=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "$work/registry.log")
+  [ -n "$port" ] && break
+  kill -0 "$registry_pid" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$port" ] || { cat "$work/registry.log" >&2; die "crane registry serve did not start"; }
+mkdir -p "$work/layout"
+tar -xf "$OUTDIR/$image_file" -C "$work/layout"
+archived=$(python3 -c 'import json, sys; [m] = json.load(open(sys.argv[1]))["manifests"]; print(m["digest"])' \
+  "$work/layout/index.json") || die "$image_file holds not exactly one manifest"
+registry_repo="127.0.0.1:$port/kopf-audit"
+"$crane" push "$work/layout" "$registry_repo:$VERSION" --image-refs "$work/pushed" >/dev/null 2>"$work/crane.log" \
+  || { cat "$work/crane.log" >&2; die "crane push to $registry_repo failed"; }
+image_at=$(cat "$work/pushed")
+[ "$image_at" = "$registry_repo@$archived" ] || die "pushed $image_at, but the archive's manifest is $archived"
+insecure=(--allow-insecure-registry)
+
+# Its SLSA provenance (v1): this script built it, from this commit, for this version.
+python3 - "$work/provenance.json" "$source_url" "$revision" "$VERSION" "$created" <<'EOF'
+import json, sys
+out, source, revision, version, created = sys.argv[1:]
+predicate = {
+    "buildDefinition": {
+        "buildType": f"{source}/blob/{revision}/hack/release.sh",
+        "externalParameters": {"version": version, "source": f"git+{source}@{revision}"},
+        "internalParameters": {"signing": "a key pair made for this run, no transparency log"},
+        "resolvedDependencies": [{"uri": f"git+{source}", "digest": {"gitCommit": revision}}],
+    },
+    "runDetails": {
+        "builder": {"id": f"{source}/blob/{revision}/hack/release.sh"},
+        # No invocationId: cosign's SLSA v1 type (in-toto-golang) re-spells it invocationID.
+        "metadata": {"startedOn": created},
+    },
+}
+json.dump(predicate, open(out, "w"), indent=2)
+EOF
+cp "$work/provenance.json" "$signed/provenance.slsa.json"
+
+"$cosign" sign "${key[@]}" "${insecure[@]}" "$image_at" 2>"$work/cosign.log" \
+  || { cat "$work/cosign.log" >&2; die "cosign sign $image_at failed"; }
+"$cosign" attest "${key[@]}" "${insecure[@]}" --type cyclonedx --predicate "$OUTDIR/$sbom_file" "$image_at" 2>"$work/cosign.log" \
+  || { cat "$work/cosign.log" >&2; die "cosign attest --type cyclonedx failed"; }
+"$cosign" attest "${key[@]}" "${insecure[@]}" --type slsaprovenance1 --predicate "$work/provenance.json" "$image_at" 2>"$work/cosign.log" \
+  || { cat "$work/cosign.log" >&2; die "cosign attest --type slsaprovenance1 failed"; }
+
+# Verified by the tag, as a user would: each must name the archive's digest.
+"$cosign" verify "${pub[@]}" "${insecure[@]}" "$registry_repo:$VERSION" >"$work/verified.json" 2>"$work/cosign.log" \
+  || { cat "$work/cosign.log" >&2; die "cosign verify $registry_repo:$VERSION failed"; }
+"$cosign" verify-attestation "${pub[@]}" "${insecure[@]}" --type cyclonedx "$registry_repo:$VERSION" \
+  >"$work/sbom.att" 2>"$work/cosign.log" || { cat "$work/cosign.log" >&2; die "cosign verify-attestation --type cyclonedx failed"; }
+"$cosign" verify-attestation "${pub[@]}" "${insecure[@]}" --type slsaprovenance1 "$registry_repo:$VERSION" \
+  >"$work/provenance.att" 2>"$work/cosign.log" || { cat "$work/cosign.log" >&2; die "cosign verify-attestation --type slsaprovenance1 failed"; }
+python3 - "$archived" "$work/verified.json" "$work/sbom.att" "$OUTDIR/$sbom_file" "$work/provenance.att" "$work/provenance.json" <<'EOF' \
+  || die "what cosign verified is not the archive's image, its SBOM and its provenance"
+import base64, json, sys
+digest, verified, sbom_att, sbom, prov_att, prov = sys.argv[1:]
+[sig] = json.load(open(verified))
+assert sig["critical"]["image"]["docker-manifest-digest"] == digest, sig["critical"]
+def statement(path):
+    [line] = [l for l in open(path) if l.strip()]
+    s = json.loads(base64.b64decode(json.loads(line)["payload"]))
+    assert [x["digest"]["sha256"] for x in s["subject"]] == [digest.removeprefix("sha256:")], s["subject"]
+    return s
+s = statement(sbom_att)
+assert s["predicateType"] == "https://cyclonedx.org/bom", s["predicateType"]
+assert s["predicate"] == json.load(open(sbom)), "the attested SBOM differs from the release's"
+p = statement(prov_att)
+assert p["predicateType"] == "https://slsa.dev/provenance/v1", p["predicateType"]
+assert p["predicate"] == json.load(open(prov)), f"the attested provenance differs: {p['predicate']}"
+print(f"[release] ok: {digest}: signature, CycloneDX SBOM ({len(s['predicate'].get('components', []))} "
+      f"components, the release's) and SLSA v1 provenance (commit "
+      f"{p['predicate']['buildDefinition']['resolvedDependencies'][0]['digest']['gitCommit'][:12]}) verified")
+EOF
+refused "the image under another key" "$cosign" verify "${stranger[@]}" "${insecure[@]}" "$image_at"
+refused "the SBOM attestation under another key" \
+  "$cosign" verify-attestation "${stranger[@]}" "${insecure[@]}" --type cyclonedx "$image_at"
+kill "$registry_pid" 2>/dev/null || true
+wait "$registry_pid" 2>/dev/null || true
 log "release $VERSION in $OUTDIR, $((SECONDS - step_start))s:"
 (cd "$OUTDIR" && ls -l --time-style=+ | tail -n +2 | awk '{printf "  %12d  %s\n", $5, $NF}') >&2
 echo "$OUTDIR"

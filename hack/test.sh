@@ -101,7 +101,7 @@ KOPF_AUDIT_IMAGE=$(bash hack/image.sh | tail -n 1)
 export KOPF_AUDIT_IMAGE
 echo "image archive: $KOPF_AUDIT_IMAGE"
 
-step "release artifacts: hack/release.sh (image labels, SBOM, amd64 + arm64 binaries under qemu, chart, krew manifest, SHA256SUMS; cached per source hash)"
+step "release artifacts: hack/release.sh (image labels, SBOM, amd64 + arm64 binaries under qemu, chart, krew manifest, SHA256SUMS; cosign signatures and attestations, verified offline; cached per source hash)"
 release_version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 bash hack/release.sh "$release_version"
 

@@ -254,6 +254,9 @@ fn everything_published_is_signed_after_it_is_pushed_and_before_the_release() {
     assert!(image_pushed < installer && chart_pushed < installer && installer < signed);
     assert!(signed < released && *image_provenance < released && *files_provenance < released);
     assert!(all[released].contains("sha256sum --check --strict SHA256SUMS"));
+    // What SHA256SUMS lists and its bundle, not hack/release.sh's signed-locally/.
+    assert!(all[released].contains("\"${files[@]}\" SHA256SUMS SHA256SUMS.sigstore.json"));
+    assert!(!all[released].contains("./*"), "{}", all[released]);
 }
 
 #[test]

@@ -181,3 +181,60 @@ fn the_pre_commit_hooks_run_the_same_lint() {
         assert_eq!(rust[key], system[key], "{key}");
     }
 }
+
+/// The version a `NAME=value` line of a shell script sets.
+fn shell_var(text: &str, name: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}=")))
+        .map(str::to_string)
+}
+
+#[test]
+fn the_signing_tools_are_the_versions_their_go_mod_pins() {
+    let script = read("hack/build-cosign.sh");
+    let go_mod = read("hack/cosign/go.mod");
+    for (var, module) in [
+        ("COSIGN_VERSION", "github.com/sigstore/cosign/v2"),
+        ("CRANE_VERSION", "github.com/google/go-containerregistry"),
+    ] {
+        let version = shell_var(&script, var).unwrap_or_else(|| panic!("{var}= in the script"));
+        assert!(
+            go_mod.contains(&format!("\t{module} {version}\n")),
+            "hack/cosign/go.mod requires {module} {version}"
+        );
+    }
+    let tools = read("hack/cosign/tools.go");
+    for package in [
+        "github.com/sigstore/cosign/v2/cmd/cosign",
+        "github.com/google/go-containerregistry/cmd/crane",
+    ] {
+        assert!(tools.contains(&format!("_ \"{package}\"")), "{package}");
+    }
+}
+
+#[test]
+fn the_release_script_verifies_what_it_signs_and_refuses_a_forgery() {
+    let release = read("hack/release.sh");
+    let sums = release
+        .find("sha256sum -c --strict SHA256SUMS")
+        .expect("the sums checked");
+    let signed = release
+        .find("\"$cosign\" sign-blob")
+        .expect("SHA256SUMS signed");
+    assert!(sums < signed, "signed once written and checked");
+    for needle in [
+        "--tlog-upload=false",
+        "\"$cosign\" verify-blob \"${pub[@]}\"",
+        "refused \"a tampered SHA256SUMS\"",
+        "\"$crane\" registry serve --address 127.0.0.1:0",
+        "\"$cosign\" sign \"${key[@]}\"",
+        "--type cyclonedx --predicate \"$OUTDIR/$sbom_file\"",
+        "--type slsaprovenance1 --predicate",
+        "\"$cosign\" verify \"${pub[@]}\"",
+        "verify-attestation \"${pub[@]}\" \"${insecure[@]}\" --type cyclonedx",
+        "verify-attestation \"${pub[@]}\" \"${insecure[@]}\" --type slsaprovenance1",
+        "refused \"the image under another key\"",
+    ] {
+        assert!(release.contains(needle), "hack/release.sh: {needle}");
+    }
+}
