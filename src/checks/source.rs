@@ -209,9 +209,10 @@ pub(crate) fn silent_failure(
 /// a phrase naming the chain (`kopf.TemporaryError (through check() (defined at
 /// x.py:3), at x.py:5)`), and the handler's call site.
 fn raised_by_helper(graph: &CallGraph<'_>, h: &Handler) -> Option<(String, Location)> {
+    let mut search = Search::default();
     h.calls.iter().find_map(|(name, at)| {
         let helper = graph.resolve(name, &at.file)?;
-        let (chain, error, raised_at) = graph.through(helper, 0, &mut Vec::new(), &|f| {
+        let (chain, error, raised_at) = graph.through(helper, 0, &mut search, &|f| {
             if f.posts {
                 return Err(());
             }
@@ -368,13 +369,14 @@ pub(crate) fn blocking_helper(graph: &CallGraph<'_>, h: &Handler) -> Vec<SourceF
         return Vec::new();
     }
     let mut seen_sites = std::collections::BTreeSet::new();
+    let mut search = Search::default();
     h.calls
         .iter()
         .filter(|(_, at)| seen_sites.insert(at.clone()))
         .filter_map(|(name, at)| {
             let helper = graph.resolve(name, &at.file)?;
             let (chain, what, blocked_at) =
-                graph.through(helper, 0, &mut Vec::new(), &|f| {
+                graph.through(helper, 0, &mut search, &|f| {
                     Ok(f.blocking_calls.first().cloned())
                 })?;
             Some(raise(
@@ -400,6 +402,21 @@ pub(crate) struct CallGraph<'a> {
 /// What [`CallGraph::through`] looks for in one helper: what and where, `None` to look
 /// in its callees, `Err` to stop there.
 type Pick = dyn Fn(&Helper) -> Result<Option<(String, Location)>, ()>;
+
+/// The state of one handler's searches with one [`Pick`]: the helpers on the current
+/// path (to cut cycles), and those already searched in full without a find, by the
+/// depth they were searched at. Without the second, a file of helpers that each call
+/// the next a few hundred times, and a handler calling the first on as many lines,
+/// costs the product of those counts at every depth: billions of lookups from a few
+/// KiB of hostile Python.
+#[derive(Default)]
+pub(crate) struct Search<'a> {
+    visiting: Vec<&'a str>,
+    exhausted: std::collections::HashSet<(*const Helper, usize)>,
+    /// Whether the search below the current helper was cut at a helper on the path:
+    /// what it found then depends on the path, so it is not remembered.
+    cut: bool,
+}
 
 impl<'a> CallGraph<'a> {
     /// Indexes the helpers of `facts`.
@@ -430,27 +447,45 @@ impl<'a> CallGraph<'a> {
     /// [`MAX_CALL_DEPTH`] deep, cycles cut: the chain of helpers, what, and where.
     /// `pick` gives `Err` to stop the search along a helper (one that posts an Event
     /// answers for its callees).
+    ///
+    /// Each helper is searched once per depth (a search at a depth finds nothing that a
+    /// shallower one would not), and each name it calls once however often it calls it.
     fn through(
         &self,
         helper: &'a Helper,
         depth: usize,
-        visiting: &mut Vec<&'a str>,
+        search: &mut Search<'a>,
         pick: &Pick,
     ) -> Option<(String, String, Location)> {
         let here = || format!("{}() (defined at {})", helper.function, helper.location);
         if let Some((what, at)) = pick(helper).ok()? {
             return Some((here(), what, at));
         }
-        if depth + 1 >= MAX_CALL_DEPTH || visiting.contains(&helper.function.as_str()) {
+        let key = (std::ptr::from_ref(helper), depth);
+        if search.visiting.contains(&helper.function.as_str()) {
+            search.cut = true;
             return None;
         }
-        visiting.push(&helper.function);
-        let found = helper.calls.iter().find_map(|name| {
-            let inner = self.resolve(name, &helper.location.file)?;
-            let (chain, what, at) = self.through(inner, depth + 1, visiting, pick)?;
-            Some((format!("{}, which calls {chain}", here()), what, at))
-        });
-        visiting.pop();
+        if depth + 1 >= MAX_CALL_DEPTH || search.exhausted.contains(&key) {
+            return None;
+        }
+        let cut_above = std::mem::replace(&mut search.cut, false);
+        search.visiting.push(&helper.function);
+        let mut called = std::collections::HashSet::new();
+        let found = helper
+            .calls
+            .iter()
+            .filter(|name| called.insert(name.as_str()))
+            .find_map(|name| {
+                let inner = self.resolve(name, &helper.location.file)?;
+                let (chain, what, at) = self.through(inner, depth + 1, search, pick)?;
+                Some((format!("{}, which calls {chain}", here()), what, at))
+            });
+        search.visiting.pop();
+        if found.is_none() && !search.cut {
+            search.exhausted.insert(key);
+        }
+        search.cut |= cut_above;
         found
     }
 }
