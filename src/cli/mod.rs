@@ -356,6 +356,16 @@ struct RunArgs {
     cluster_audits: bool,
 }
 
+/// A `--set` value as helm takes it: `KEY=VALUE` with a key, on one line.
+fn helm_set_value(value: &str) -> Result<String, String> {
+    match value.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() && !value.contains(['\n', '\r', '\0']) => {
+            Ok(value.to_string())
+        }
+        _ => Err("expected KEY=VALUE (as `helm template --set` takes it)".into()),
+    }
+}
+
 /// `--log-memory-mib`'s default: the process's log budget in MiB (64).
 const DEFAULT_LOG_MEMORY_MIB: u16 =
     (crate::gather::logs::DEFAULT_PROCESS_BUDGET_BYTES >> 20) as u16;
@@ -370,6 +380,10 @@ struct LintArgs {
     /// Values files passed to `helm template` for charts.
     #[arg(long)]
     values: Vec<std::path::PathBuf>,
+    /// A value passed to `helm template` for charts, as `helm --set` takes it (repeat
+    /// for more; applied after `--values`).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = helm_set_value)]
+    set: Vec<String>,
     /// The namespace of objects that name none (as `helm install -n`).
     #[arg(short, long, default_value = "default")]
     namespace: String,
@@ -1143,6 +1157,7 @@ fn lint_files(args: &LintArgs) -> Result<Results, String> {
         path,
         stdin,
         values: args.values.clone(),
+        set: args.set.clone(),
         namespace: args.namespace.clone(),
         render: !args.no_render,
     };
@@ -1167,6 +1182,25 @@ fn lint_files(args: &LintArgs) -> Result<Results, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lint_takes_set_values_as_helm_does() {
+        use clap::Parser;
+        let ok = Cli::try_parse_from([
+            "kopf-audit",
+            "lint",
+            ".",
+            "--set",
+            "image.tag=1.2",
+            "--set",
+            "a.b=",
+        ]);
+        assert!(ok.is_ok(), "{:?}", ok.err());
+        for bad in ["image.tag", "=1", "a=b\nc=d"] {
+            let refused = Cli::try_parse_from(["kopf-audit", "lint", ".", "--set", bad]);
+            assert!(refused.is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn kubeconfig_and_context_are_global_like_kubectl_s() {

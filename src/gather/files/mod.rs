@@ -48,6 +48,8 @@ pub(crate) struct FilesInput {
     pub(crate) stdin: Option<String>,
     /// Values files passed to `helm template`.
     pub(crate) values: Vec<PathBuf>,
+    /// `KEY=VALUE` values passed to `helm template` (`--set`), after the files.
+    pub(crate) set: Vec<String>,
     /// The namespace of objects that name none (as `helm install -n`).
     pub(crate) namespace: String,
     /// Whether charts are rendered with `helm template` (`--no-render` says no).
@@ -437,7 +439,14 @@ impl Found {
             return;
         }
         let limits = render::RenderLimits::default();
-        match render::helm_template(dir, RELEASE, &input.namespace, &input.values, &limits) {
+        match render::helm_template(
+            dir,
+            RELEASE,
+            &input.namespace,
+            &input.values,
+            &input.set,
+            &limits,
+        ) {
             Ok(rendered) => {
                 if !rendered.dropped_links.is_empty() {
                     let links = crate::model::bounded::listed(&rendered.dropped_links, ", ", 5);

@@ -229,7 +229,7 @@ fn size(bytes: u64) -> String {
 }
 
 /// `helm template <release> <chart> --include-crds --namespace=<namespace>
-/// [--values=V]...` on a sandboxed copy of `chart_dir`, with the `helm` found on PATH.
+/// [--values=V]... [--set=K=V]...` on a sandboxed copy of `chart_dir`, with the `helm` found on PATH.
 /// Symlinks leaving the chart are dropped from the copy (and listed), helm sees none of
 /// this process's environment but PATH, and runs within `limits`.
 pub(crate) fn helm_template(
@@ -237,6 +237,7 @@ pub(crate) fn helm_template(
     release: &str,
     namespace: &str,
     values: &[PathBuf],
+    set: &[String],
     limits: &RenderLimits,
 ) -> Result<Rendered, RenderError> {
     let path_var = std::env::var_os("PATH");
@@ -247,6 +248,7 @@ pub(crate) fn helm_template(
         release,
         namespace,
         values,
+        set,
         global: false,
         limits,
     };
@@ -288,6 +290,8 @@ struct Job<'a> {
     namespace: &'a str,
     /// Values files, as given (made absolute before helm sees them).
     values: &'a [PathBuf],
+    /// `KEY=VALUE` values, as given (`--set`).
+    set: &'a [String],
     /// Whether `global` is set to an empty map (`--set-json=global={}`).
     global: bool,
     /// The bounds.
@@ -352,8 +356,8 @@ struct Attempt {
     fallback: Option<Fallback>,
 }
 
-/// The renders to try in order: as asked; then, when no values were given, as
-/// installed, and with each of the first [`MAX_CI_VALUES`] `ci/*-values.yaml` of the
+/// The renders to try in order: as asked; then, when no values were given (neither
+/// files nor `--set`), as installed, and with each of the first [`MAX_CI_VALUES`] `ci/*-values.yaml` of the
 /// chart's copy `chart`.
 fn attempts(job: &Job<'_>, chart: &Path) -> Vec<Attempt> {
     let mut out = vec![Attempt {
@@ -361,7 +365,7 @@ fn attempts(job: &Job<'_>, chart: &Path) -> Vec<Attempt> {
         values: job.values.to_vec(),
         fallback: None,
     }];
-    if !job.values.is_empty() {
+    if !job.values.is_empty() || !job.set.is_empty() {
         return out;
     }
     let namespace = if job.namespace == "default" {
@@ -752,6 +756,9 @@ fn command(job: &Job<'_>, scratch: &Scratch) -> Command {
         let mut arg = OsString::from("--values=");
         arg.push(std::path::absolute(values).unwrap_or_else(|_| values.clone()));
         command.arg(arg);
+    }
+    for value in job.set {
+        command.arg(format!("--set={value}"));
     }
     command.env_clear();
     if let Some(path_var) = job.path_var {

@@ -74,6 +74,7 @@ fn render_with(
         release: "rel",
         namespace: "ops",
         values,
+        set: &[],
         global: false,
         limits,
     };
@@ -619,6 +620,7 @@ fn render_in(helm: &Path, chart: &Path, namespace: &str) -> Result<Rendered, Ren
         release: "rel",
         namespace,
         values: &[],
+        set: &[],
         global: false,
         limits: &limits,
     };
@@ -754,4 +756,52 @@ fn unvendored_dependencies_are_left_out_and_named() {
             .contains("run `helm dependency build` before lint"),
         "{err}"
     );
+}
+
+/// `--set` values reach helm after the values files, one argument each, and a render
+/// given them is the one asked for: no fallback is tried when it fails.
+#[test]
+fn set_values_reach_helm_and_leave_no_fallback() {
+    let dir = dir();
+    let chart = chart(&dir);
+    write(&chart, "ci/a-values.yaml", "x: 1\n");
+    let helm = fake_helm(
+        &dir,
+        r#"case "$*" in *--set=image.tag=1.2*) echo "$@";; *) echo "Error: nil pointer evaluating interface {}.tag" >&2; exit 1;; esac"#,
+    );
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    let path_var = std::env::join_paths(
+        helm.parent()
+            .into_iter()
+            .map(Path::to_path_buf)
+            .chain(std::env::split_paths(&inherited)),
+    )
+    .expect("PATH");
+    let limits = RenderLimits::default();
+    let values = [dir.root.join("mine.yaml")];
+    std::fs::write(&values[0], "y: 2\n").expect("write");
+    let set = ["image.tag=1.2".to_string(), "name=a b".to_string()];
+    let job = |set| Job {
+        helm: &helm,
+        path_var: Some(&path_var),
+        release: "rel",
+        namespace: "default",
+        values: &values,
+        set,
+        global: false,
+        limits: &limits,
+    };
+    let rendered = render(&job(&set), &chart).expect("rendered");
+    assert_eq!(rendered.fallback, None);
+    let text = rendered.text;
+    let (files_at, set_at) = (
+        text.find("--values=").expect("the values file"),
+        text.find("--set=image.tag=1.2 --set=name=a b")
+            .expect("both --set"),
+    );
+    assert!(files_at < set_at, "{text}");
+
+    let wrong = ["image.tag=9".to_string()];
+    let failed = render(&job(&wrong), &chart).expect_err("as asked, and only that");
+    assert!(matches!(failed, RenderError::Failed { .. }), "{failed:?}");
 }
