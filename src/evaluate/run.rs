@@ -581,7 +581,7 @@ fn recognition(run: &crate::model::kopf_run::KopfRun, own: &str) -> (Recognition
                 if start.flags_known {
                     ""
                 } else {
-                    "; some of its arguments are not literals, so what they set is not known"
+                    "; not all of its arguments are known (not literals, or not in the repository), so what they set is not known"
                 }
             ),
         ),

@@ -25,7 +25,8 @@ use crate::model::evidence::{
 };
 use crate::model::handled::{HandledResource, HandledSource};
 use crate::model::kopf_run::{
-    FilesStart, KopfRun, Peering, RunOrigin, from_python, parse_in_namespace, template_containers,
+    FilesStart, KopfLogFormat, KopfRun, Peering, RunOrigin, Scope, Verbosity, from_python,
+    parse_in_namespace, template_containers,
 };
 use crate::model::needs;
 use crate::model::rbac::PeeringCrds;
@@ -684,7 +685,8 @@ fn target(
         None => from_image(deployment, starts.images)
             .or_else(|| from_script(deployment, starts))
             .or_else(|| from_s2i(deployment, starts))
-            .or_else(|| from_source(deployment, starts.images, starts.source)),
+            .or_else(|| from_source(deployment, starts.images, starts.source))
+            .or_else(|| from_handlers(deployment, manifests.deployments.len(), starts)),
     };
     target.kopf = run.map(|run| {
         kopf_evidence(
@@ -870,6 +872,40 @@ fn from_source(deployment: &Deployment, images: &[Image], source: &SourceFacts) 
             })
     })?;
     Some(from_python(container, start))
+}
+
+/// The run of the repository's only Deployment, of one container, when the repository
+/// builds one image (one Dockerfile) and its Python registers kopf handlers, however
+/// the image starts kopf (a base image's run script, an entrypoint from elsewhere): what
+/// a reviewer concludes at once. kopf's command line is not in the repository, so
+/// scope, peering and liveness are unknown, and the checks that need them do not decide.
+fn from_handlers(
+    deployment: &Deployment,
+    deployments: usize,
+    starts: &Starts<'_>,
+) -> Option<KopfRun> {
+    let handler = starts.source.handlers.first()?;
+    let ([image], [container], 1) = (starts.images, template_containers(deployment), deployments)
+    else {
+        return None;
+    };
+    Some(KopfRun {
+        container: container.name.clone(),
+        origin: RunOrigin::Files(FilesStart {
+            how: format!(
+                "the image built from {}, whose kopf handlers are in the repository ({} at {}); kopf's command line is not in the repository",
+                image.path, handler.function, handler.location
+            ),
+            flags_known: false,
+        }),
+        scope: Scope::Unknown,
+        peering: Peering::Unknown,
+        priority: None,
+        dev: false,
+        log_format: KopfLogFormat::Full,
+        verbosity: (Verbosity::Normal, None),
+        liveness: None,
+    })
 }
 
 /// The run after the peering settings the startup handlers write, which kopf applies

@@ -391,3 +391,58 @@ fn an_s2i_kopf_build_runs_kopf_with_its_options_file() {
     };
     assert!(from_s2i(&m.deployments[0], &starts).is_none());
 }
+
+/// A repository whose Python registers kopf handlers, with one Dockerfile and one
+/// Deployment, runs kopf however its base image starts it (the evidence names both);
+/// with two Dockerfiles, or no handlers, which image runs kopf is not told.
+#[test]
+fn handlers_and_the_one_image_built_make_the_only_deployment_kopf() {
+    let mut m = Manifests::default();
+    m.read(
+        "d.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers: [{name: op, image: op}]\n",
+        "ops",
+    );
+    let image = || {
+        dockerfile::read(
+            "build/Dockerfile",
+            "FROM registry.example.com/platform/operator-runtime:2\nCOPY . /opt/app\n",
+        )
+    };
+    let source = python_ok(
+        "operator/handlers.py",
+        "import kopf\n\n@kopf.on.create('widgets')\ndef created(**kwargs):\n    pass\n",
+    );
+    let images = [image()];
+    let starts = Starts {
+        images: &images,
+        scripts: &[],
+        s2i: &[],
+        source: &source,
+    };
+    let run = from_handlers(&m.deployments[0], 1, &starts).expect("kopf, by its handlers");
+    assert_eq!(run.scope, crate::model::kopf_run::Scope::Unknown);
+    assert!(!run.origin.flags_known());
+    match &run.origin {
+        RunOrigin::Files(start) => assert!(
+            start.how.contains("the image built from build/Dockerfile")
+                && start.how.contains("created at operator/handlers.py:3"),
+            "{}",
+            start.how
+        ),
+        other => panic!("origin {other:?}"),
+    }
+    assert!(from_handlers(&m.deployments[0], 2, &starts).is_none());
+    let two = [image(), image()];
+    let starts_two = Starts {
+        images: &two,
+        ..starts
+    };
+    assert!(from_handlers(&m.deployments[0], 1, &starts_two).is_none());
+    let none = SourceFacts::default();
+    let no_handlers = Starts {
+        source: &none,
+        ..starts
+    };
+    assert!(from_handlers(&m.deployments[0], 1, &no_handlers).is_none());
+}
