@@ -314,7 +314,7 @@ impl Found {
                 if name == "kopf-opt.sh" {
                     self.s2i.push(script::s2i_options(&shown, &text));
                 }
-                let runs = script::kopf_runs(&shown, &text);
+                let runs = script::starts(&shown, &text);
                 if !runs.is_empty() {
                     self.scripts.push((shown, runs));
                 }
@@ -793,25 +793,44 @@ fn s2i_options_for<'a>(
     all.iter().find(|o| dir(&o.path) == here).or(only)
 }
 
+/// How many scripts deep a container's command is followed: the script it runs, and
+/// two more that one hands over to (`exec ./run.sh`).
+const MAX_SCRIPT_DEPTH: usize = 3;
+
 /// The kopf line of the script that `words` run, named by a word ending in `.sh`
 /// (`./start-operator.sh`, `sh /app/start.sh`), when exactly one script of that file
-/// name starts kopf.
+/// name starts kopf or hands over to another script; followed up to
+/// [`MAX_SCRIPT_DEPTH`] scripts deep, a script met twice not again.
 fn script_run<'a>(
     words: &[String],
     scripts: &'a [(String, Vec<script::ScriptRun>)],
 ) -> Option<&'a script::ScriptRun> {
+    follow_scripts(words, scripts, 0, &mut Vec::new())
+}
+
+/// [`script_run`] at `depth`, with the scripts already on the way.
+fn follow_scripts<'a>(
+    words: &[String],
+    scripts: &'a [(String, Vec<script::ScriptRun>)],
+    depth: usize,
+    visited: &mut Vec<&'a str>,
+) -> Option<&'a script::ScriptRun> {
     let basename = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
-    let named = words
-        .iter()
-        .take(3)
-        .map(|w| basename(w))
-        .find(|w| w.ends_with(".sh"))?;
+    let named = script::names_script(words)?;
     let mut matching = scripts.iter().filter(|(path, _)| basename(path) == named);
-    let (_, runs) = matching.next()?;
-    if matching.next().is_some() {
+    let (path, runs) = matching.next()?;
+    if matching.next().is_some() || visited.contains(&path.as_str()) {
         return None;
     }
-    runs.first()
+    if let Some(run) = runs.iter().find(|r| script::starts_kopf(&r.words)) {
+        return Some(run);
+    }
+    if depth + 1 >= MAX_SCRIPT_DEPTH {
+        return None;
+    }
+    visited.push(path);
+    runs.iter()
+        .find_map(|handoff| follow_scripts(&handoff.words, scripts, depth + 1, visited))
 }
 
 /// The run of a Deployment whose container sets no `kopf run` but whose image does

@@ -1,12 +1,16 @@
 //! Reads a repository's shell scripts for the line that starts kopf: an image's `CMD`
 //! (or a container's command) often runs a script of the repository
 //! (`start-operator.sh`) whose last line is `exec kopf run operator.py`, which is how a
-//! reviewer sees that the container runs kopf. Only those lines are kept.
+//! reviewer sees that the container runs kopf. Only those lines are kept, and the
+//! lines that hand over to another script (`exec ./run.sh`), which lint follows a few
+//! scripts deep.
 
 use crate::model::source::Location;
 
 /// Most lines that start kopf kept per script.
 const MAX_RUNS_PER_SCRIPT: usize = 4;
+/// Most lines that run another script kept per script.
+const MAX_HANDOFFS_PER_SCRIPT: usize = 4;
 
 /// A line of a script that starts kopf.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,6 +120,46 @@ pub(crate) fn kopf_runs(path: &str, text: &str) -> Vec<ScriptRun> {
         })
         .take(MAX_RUNS_PER_SCRIPT)
         .collect()
+}
+
+/// The lines of the script `path` that start kopf ([`kopf_runs`]) and, after them, the
+/// lines that run another script of the repository (a word ending in `.sh` among the
+/// first three of the command: `exec ./run.sh`, `bash /app/start.sh`, `. ./env.sh`).
+pub(crate) fn starts(path: &str, text: &str) -> Vec<ScriptRun> {
+    let handoffs = logical_lines(text)
+        .into_iter()
+        .filter_map(|(number, line)| {
+            let line = line.trim();
+            if line.starts_with('#') || line.starts_with("echo ") || line.starts_with("printf ") {
+                return None;
+            }
+            let words = command_words(line);
+            let hands_off = !starts_kopf(&words) && names_script(&words).is_some();
+            hands_off.then(|| ScriptRun {
+                at: Location::new(path, number),
+                words,
+            })
+        })
+        .take(MAX_HANDOFFS_PER_SCRIPT);
+    let mut out = kopf_runs(path, text);
+    out.extend(handoffs);
+    out
+}
+
+/// Whether a command's words start kopf (`kopf run`, `python -m kopf run`).
+pub(crate) fn starts_kopf(words: &[String]) -> bool {
+    mentions_kopf_run(&words.join(" "))
+}
+
+/// The file name of the script a command runs: a word ending in `.sh` among its first
+/// three (`./start.sh`, `sh /app/start.sh`, `bash -e run.sh`).
+pub(crate) fn names_script(words: &[String]) -> Option<String> {
+    words
+        .iter()
+        .take(3)
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .find(|w| w.ends_with(".sh"))
+        .map(str::to_string)
 }
 
 /// Most physical lines joined into one logical line.

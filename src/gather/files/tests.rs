@@ -446,3 +446,70 @@ fn handlers_and_the_one_image_built_make_the_only_deployment_kopf() {
     };
     assert!(from_handlers(&m.deployments[0], 1, &no_handlers).is_none());
 }
+
+/// A CMD script that hands over to another script (`exec ./start-operator.sh`) is
+/// followed to the one that starts kopf, up to three scripts deep; a cycle ends the
+/// search.
+#[test]
+fn scripts_handing_over_to_scripts_are_followed_three_deep() {
+    let mut m = Manifests::default();
+    m.read(
+        "d.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers: [{name: op, image: op}]\n",
+        "ops",
+    );
+    let images = [dockerfile::read(
+        "Dockerfile",
+        "FROM python:3.12\nCOPY . /app\nCMD [\"/app/entrypoint.sh\"]\n",
+    )];
+    let script = |path: &str, text: &str| (path.to_string(), script::starts(path, text));
+    let source = SourceFacts::default();
+    let found = |scripts: &[(String, Vec<script::ScriptRun>)]| {
+        let starts = Starts {
+            images: &images,
+            scripts,
+            s2i: &[],
+            source: &source,
+        };
+        from_script(&m.deployments[0], &starts)
+    };
+    let kopf = script(
+        "hack/start-operator.sh",
+        "#!/bin/sh\necho starting\nexec kopf run --standalone -A /app/operator.py\n",
+    );
+    let two_deep = [
+        script(
+            "entrypoint.sh",
+            "#!/bin/sh\n. ./env.sh\nexec ./hack/start-operator.sh \"$@\"\n",
+        ),
+        kopf.clone(),
+    ];
+    let run = found(&two_deep).expect("kopf, one script on");
+    assert_eq!(run.peering, Peering::Standalone);
+    match &run.origin {
+        RunOrigin::Files(start) => assert!(
+            start.how.contains("hack/start-operator.sh:3"),
+            "{}",
+            start.how
+        ),
+        other => panic!("origin {other:?}"),
+    }
+    let three_deep = [
+        script("entrypoint.sh", "exec bash ./wrap.sh\n"),
+        script("wrap.sh", "exec ./hack/start-operator.sh\n"),
+        kopf.clone(),
+    ];
+    assert!(found(&three_deep).is_some());
+    let four_deep = [
+        script("entrypoint.sh", "exec ./a.sh\n"),
+        script("a.sh", "exec ./b.sh\n"),
+        script("b.sh", "exec ./hack/start-operator.sh\n"),
+        kopf,
+    ];
+    assert!(found(&four_deep).is_none());
+    let cycle = [
+        script("entrypoint.sh", "exec ./a.sh\n"),
+        script("a.sh", "exec ./entrypoint.sh\n"),
+    ];
+    assert!(found(&cycle).is_none());
+}
