@@ -429,9 +429,21 @@ impl<'a> CallGraph<'a> {
         CallGraph { by_name }
     }
 
-    /// The helper a plain name calls from `file`: the one defined in that file, else
-    /// the only one of that name in the repository.
+    /// The helper a name calls from `file`: for a plain name, the one defined in that
+    /// file, else the only one of that name in the repository; for `module.name`, the
+    /// only one of that name in a module so named (`k8s.py`, `k8s/__init__.py`).
     fn resolve(&self, name: &str, file: &str) -> Option<&'a Helper> {
+        if let Some((module, function)) = name.split_once('.') {
+            let mut in_module = self
+                .by_name
+                .get(function)?
+                .iter()
+                .filter(|f| module_name(&f.location.file) == Some(module));
+            return match (in_module.next(), in_module.next()) {
+                (Some(only), None) => Some(*only),
+                _ => None,
+            };
+        }
         let named = self.by_name.get(name)?;
         named
             .iter()
@@ -487,6 +499,18 @@ impl<'a> CallGraph<'a> {
         }
         search.cut |= cut_above;
         found
+    }
+}
+
+/// The name a Python file is imported by: its stem, or its package's name for an
+/// `__init__.py`.
+fn module_name(path: &str) -> Option<&str> {
+    let mut parts = path.rsplit('/');
+    let file = parts.next()?.strip_suffix(".py")?;
+    if file == "__init__" {
+        parts.next()
+    } else {
+        Some(file)
     }
 }
 

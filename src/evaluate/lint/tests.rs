@@ -481,3 +481,37 @@ fn a_fan_of_repeated_calls_is_followed_once_per_helper() {
         blocking.first()
     );
 }
+
+/// A call through a module of the repository (`k8s.read_config()`) is followed into
+/// that module's function; a call through a module the repository does not hold, or
+/// on a name no module of it is called, is not.
+#[test]
+fn calls_through_the_repository_s_modules_are_followed() {
+    let handlers = "import json\nimport kopf\nfrom . import k8s\n\n@kopf.on.create('pods')\nasync def created(**kwargs):\n    k8s.read_config()\n    json.dumps({})\n    other.read_config()\n\nkopf.run(clusterwide=True)\n";
+    let k8s = "import time\n\ndef read_config():\n    time.sleep(1)\n\ndef dumps(x):\n    time.sleep(1)\n";
+    let report = lint_repo(&[
+        ("deploy.yaml", DEPLOYMENT),
+        ("app/main.py", handlers),
+        ("app/k8s/__init__.py", k8s),
+    ]);
+    let blocking: Vec<(u32, &str)> = report
+        .findings
+        .iter()
+        .filter(|f| f.finding.check == CheckId::SourceBlockingCall)
+        .map(|f| {
+            (
+                f.location.as_ref().expect("located").line,
+                f.finding.message.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(blocking.len(), 1, "{blocking:#?}");
+    assert_eq!(blocking[0].0, 7);
+    assert!(
+        blocking[0].1.contains(
+            "calls read_config() (defined at app/k8s/__init__.py:3), which calls time.sleep()"
+        ),
+        "{}",
+        blocking[0].1
+    );
+}

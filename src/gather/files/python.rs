@@ -521,7 +521,7 @@ impl Walker<'_> {
             self.facts.handlers[at]
                 .blocking_calls
                 .push((what, location.clone()));
-        } else if !func.contains('.') && self.facts.handlers[at].calls.len() < MAX_CALLS {
+        } else if may_be_own_function(&func) && self.facts.handlers[at].calls.len() < MAX_CALLS {
             // Every handler's: what it raises through them counts whether it is async
             // or not; what blocks in them only for an async one (blocking_helper).
             self.facts.handlers[at]
@@ -551,7 +551,8 @@ impl Walker<'_> {
         }
     }
 
-    /// A call in a helper's body: a blocking one, or a plain name it calls.
+    /// A call in a helper's body: a blocking one, or a function of the repository it may
+    /// call ([`may_be_own_function`]).
     fn helper_call(&mut self, at: usize, func: &str, call: &ruff_python_ast::ExprCall) {
         let location = self.location(call.range().start());
         let helper = &mut self.facts.helpers[at];
@@ -560,7 +561,7 @@ impl Walker<'_> {
             if helper.blocking_calls.len() < MAX_CALLS {
                 helper.blocking_calls.push((what, location));
             }
-        } else if !func.contains('.') && helper.calls.len() < MAX_CALLS {
+        } else if may_be_own_function(func) && helper.calls.len() < MAX_CALLS {
             helper.calls.push(func.to_string());
         }
     }
@@ -940,6 +941,21 @@ impl<'a> Walker<'_> {
                 walk_stmt(self, stmt);
             }
             _ => walk_stmt(self, stmt),
+        }
+    }
+}
+
+/// Whether a call may run a function of the repository, for the call graph: a plain
+/// name (`sync_secret()`), or a name in a module (`k8s.read_config()`, which the call
+/// graph follows only when the repository has a module `k8s`). Not a method of the
+/// handler's logger or of kopf, nor anything deeper (`kubernetes.client.X()`).
+fn may_be_own_function(func: &str) -> bool {
+    match func.split_once('.') {
+        None => true,
+        Some((module, name)) => {
+            !name.contains('.')
+                && !matches!(module, "self" | "cls" | "kopf" | "logger" | ROOT_LOGGER)
+                && !LOG_METHODS.contains(&name)
         }
     }
 }
