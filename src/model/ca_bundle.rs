@@ -92,7 +92,8 @@ pub(crate) struct BundleCert {
     /// Whether it is a CA (basicConstraints `CA:TRUE`): one that is not can only be
     /// trusted as the very certificate the server presents.
     pub(crate) is_ca: bool,
-    /// The hosts it is valid for; `None` when it names more than [`MAX_SANS`].
+    /// The hosts it is valid for; `None` when it names more than [`MAX_SANS`], or a DNS
+    /// name of other characters than a DNS name's.
     pub(crate) names: Option<SubjectNames>,
 }
 
@@ -238,13 +239,14 @@ fn subject_names(cert: &Certificate) -> Option<SubjectNames> {
     for name in &san.0 {
         match name {
             GeneralName::DnsName(dns) => {
+                // Kept as written, to compare with a host: the redactor would mask a
+                // hex-like label and make it match nothing. Only a name of DNS
+                // characters is kept, so none can carry anything else to a message.
                 let dns = dns.to_string();
-                if dns.len() > MAX_DNS_NAME_BYTES || !dns.is_ascii() {
+                if dns.len() > MAX_DNS_NAME_BYTES || !is_dns_name(&dns) {
                     return None;
                 }
-                names
-                    .dns
-                    .push(clean(&dns.to_ascii_lowercase(), MAX_DNS_NAME_BYTES));
+                names.dns.push(dns.to_ascii_lowercase());
             }
             GeneralName::IpAddress(ip) => match *ip.as_bytes() {
                 [a, b, c, d] => names.ips.push(IpAddr::from([a, b, c, d])),
@@ -259,6 +261,14 @@ fn subject_names(cert: &Certificate) -> Option<SubjectNames> {
         }
     }
     Some(names)
+}
+
+/// Whether `name` is made of the characters of a DNS name or a wildcard pattern.
+fn is_dns_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'*' | b'_'))
 }
 
 /// Whether a certificate has the shape `WebhookServer.build_certificate` gives it

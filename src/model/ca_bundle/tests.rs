@@ -137,3 +137,16 @@ fn which_hosts_the_names_cover() {
     };
     assert!(!dns_ip.cover("127.0.0.1"));
 }
+
+/// A name is compared as written: a hex-like label (which the redactor masks in text)
+/// still covers its host.
+#[test]
+fn names_are_kept_as_written_for_matching() {
+    let names = SubjectNames {
+        dns: vec!["0123456789abcdef0123456789abcdef.hooks.svc".into()],
+        ips: Vec::new(),
+    };
+    assert!(names.cover("0123456789abcdef0123456789abcdef.hooks.svc"));
+    assert!(is_dns_name("*.hooks.svc") && is_dns_name("a_b.svc"));
+    assert!(!is_dns_name("a b.svc") && !is_dns_name("x\u{1b}]0;pwned") && !is_dns_name(""));
+}
