@@ -50,14 +50,18 @@ run_once() {
   # reports its peak RSS.
   /usr/bin/time -f '%e %M' -o "$timing" timeout -k 5 "$KILL_AFTER" \
     "$binary" lint "$dir" -o json --fail-on none </dev/null >"$work/stdout" 2>"$work/stderr" || rc=$?
-  if [ -s "$timing" ]; then
-    # GNU time writes "Command terminated by signal N" / "exited with non-zero
-    # status" lines before the format's line: the last line is the timing.
-    echo "$rc $(tail -n 1 "$timing")"
+  # GNU time writes "Command terminated by signal N" / "exited with non-zero status"
+  # lines before the format's line: the last line is the timing. The file is removed
+  # before the figures are printed: the caller reads them from a process substitution
+  # and starts the next run at once, whose timing file a later rm would remove.
+  local figures=""
+  [ -s "$timing" ] && figures=$(tail -n 1 "$timing")
+  rm -f "$timing"
+  if [ -n "$figures" ]; then
+    echo "$rc $figures"
   else
     echo "$rc $KILL_AFTER 0"  # time itself was killed: no figures
   fi
-  rm -f "$timing"
 }
 
 mib() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%.1f MiB", b / 1048576; else if (b >= 1024) printf "%.1f KiB", b / 1024; else printf "%d B", b }'; }

@@ -216,6 +216,35 @@ def chain(terms):
     return "x = 1" + "+1" * (terms - 1) + "\n"
 
 
+def call_fan_repeated(calls=255):
+    """Helpers a, b, c, d each calling the next `calls` times, e blocking, and an async
+    handler calling a() on `calls` lines: the calls lint follows from a handler."""
+    out = ["import kopf\nimport time\n"]
+    for name, nxt in (("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")):
+        out.append(f"def {name}():\n" + f"    {nxt}()\n" * calls)
+    out.append("def e():\n    time.sleep(1)\n")
+    out.append("@kopf.on.create('widgets')\nasync def created(**kwargs):\n" + "    a()\n" * calls)
+    return "\n".join(out)
+
+
+def call_fan_wide(width=64, layers=4, handlers=50):
+    """`layers` layers of `width` helpers, each calling every helper of the next layer,
+    none blocking, and `handlers` async handlers calling every helper of the first:
+    width ** layers paths from each handler, all searched to the end."""
+    out = ["import kopf\nimport time\n"]
+    for layer in range(layers):
+        for i in range(width):
+            if layer + 1 < layers:
+                body = "".join(f"    h{layer + 1}_{j}()\n" for j in range(width))
+            else:
+                body = "    pass\n"
+            out.append(f"def h{layer}_{i}():\n{body}")
+    for k in range(handlers):
+        calls = "".join(f"    h0_{j}()\n" for j in range(width))
+        out.append(f"@kopf.on.create('widgets{k}')\nasync def created_{k}(**kwargs):\n{calls}")
+    return "\n".join(out)
+
+
 CASES = {
     # Python: size.
     "py-size-1mib": ("ordinary Python, exactly 1 MiB (at the bound)",
@@ -242,6 +271,11 @@ CASES = {
                       lambda d: write(f"{d}/op.py", "x = " + "(" * 200 + "1" + ")" * 200 + "\n")),
     "py-parens-500k": ("500,000 nested parentheses",
                        lambda d: write(f"{d}/op.py", "x = " + "(" * 500_000 + "1" + ")" * 500_000 + "\n")),
+    # Python: the calls lint follows from handlers into helpers (4 deep).
+    "py-call-fan-repeated": ("helpers calling the next 255 times, 4 deep; a handler calling the first 255 times",
+                             lambda d: write(f"{d}/op.py", call_fan_repeated())),
+    "py-call-fan-wide": ("4 layers of 64 helpers each calling all 64 of the next, none blocking; 50 async handlers",
+                         lambda d: write(f"{d}/op.py", call_fan_wide())),
     "py-not-utf8": ("Python that is not UTF-8",
                     lambda d: write(f"{d}/op.py", b"x = '\xff\xfe'\n")),
     # YAML: size.
