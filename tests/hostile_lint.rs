@@ -693,3 +693,29 @@ fn a_kustomization_is_built_as_a_reviewer_would() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Without kubectl on PATH a kustomization is not built, and that is no silent pass:
+/// it is named unread with the way to lint it, and the run exits 2.
+#[test]
+fn a_kustomization_without_kubectl_is_unread() {
+    let dir = repo("kustomize-no-kubectl");
+    write(
+        &dir,
+        &[
+            ("deploy/kustomization.yaml", b"resources:\n- deployment.yaml\n"),
+            (
+                "deploy/deployment.yaml",
+                b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: op\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers:\n      - name: op\n        image: op:1\n        command: [kopf, run, -A, /app/op.py]\n",
+            ),
+        ],
+    );
+    let json = lint_every_format(&dir, &[], Some("/nonexistent-bin"), None, 2);
+    let unread = unread(&json);
+    assert!(
+        unread
+            .iter()
+            .any(|(p, why)| p == "deploy" && why.contains("kubectl is not on PATH")),
+        "{unread:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

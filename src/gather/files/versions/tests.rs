@@ -133,3 +133,11 @@ fn lock_files_and_pip_compile_output_give_the_installed_version() {
         Some(("==1.38.0".into(), true, 1))
     );
 }
+
+/// uv.lock decides the version as poetry.lock does: the resolved `version` of the
+/// package named kopf, locked, at its line.
+#[test]
+fn uv_lock_decides_the_version() {
+    let lock = "version = 1\nrequires-python = \">=3.11\"\n\n[[package]]\nname = \"kopf\"\nversion = \"1.44.6\"\nsource = { registry = \"https://pypi.org/simple\" }\n\n[[package]]\nname = \"kopf-extra\"\nversion = \"9.9.9\"\n";
+    assert_eq!(read("uv.lock", lock), Some(("==1.44.6".into(), true, 6)));
+}
