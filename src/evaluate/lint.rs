@@ -223,7 +223,7 @@ fn deployment_field(check: CheckId, target: &TargetEvidence) -> String {
         }
         CheckId::WorkloadDefaultServiceAccount => "spec.template.spec.serviceAccountName".into(),
         CheckId::WorkloadStandaloneReplicas => "spec.replicas".into(),
-        CheckId::WorkloadRolloutOverlap => "spec.strategy".into(),
+        CheckId::WorkloadRolloutOverlap => "spec.strategy.type".into(),
         _ => String::new(),
     }
 }

@@ -326,7 +326,8 @@ fn each_workload_and_rbac_finding_points_at_its_field() {
         ("workload.no-scope-flag", 40),
         ("workload.debug-logging", 40),
         ("workload.standalone-replicas", 27),
-        ("workload.rollout-overlap", 28),
+        // `type: RollingUpdate` under `strategy:`, the field the fix changes.
+        ("workload.rollout-overlap", 29),
         ("workload.default-service-account", 34),
         ("rbac.crd-scan", 10),
         ("rbac.events", 10),
