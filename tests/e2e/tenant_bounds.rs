@@ -528,15 +528,22 @@ async fn made_up_plurals_leave_the_per_resource_metrics_bounded() {
             })
             .collect();
         let audited = audits_of(&auditor, &tenant.name, "plurals");
-        api.patch(
-            "plurals",
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"spec": {"handledResources": plurals}})),
-        )
-        .await
-        .expect("a round of made-up plurals");
+        let patched = api
+            .patch(
+                "plurals",
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"spec": {"handledResources": plurals}})),
+            )
+            .await
+            .expect("a round of made-up plurals");
+        // An audit of this round's spec: one of the spec before it may still have been
+        // running when the patch landed, and would count as an audit too.
+        let generation = patched.metadata.generation;
         wait_for("the round's audit", Duration::from_secs(120), || async {
-            (audits_of(&auditor, &tenant.name, "plurals") > audited).then_some(())
+            let status = api.get("plurals").await.ok()?.status?;
+            (status.observed_generation >= generation
+                && audits_of(&auditor, &tenant.name, "plurals") > audited)
+                .then_some(())
         })
         .await;
         let metrics = auditor.http_get("/metrics");
