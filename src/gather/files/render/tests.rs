@@ -603,16 +603,21 @@ fn the_bounds_read_well() {
     assert!(err.to_string().contains("more than 16 MiB"), "{err}");
 }
 
-/// `chart` rendered by `helm` with no values, in the namespace `namespace`.
-fn render_in(helm: &Path, chart: &Path, namespace: &str) -> Result<Rendered, RenderError> {
+/// PATH with `helm`'s directory first, then this process's.
+fn path_with(helm: &Path) -> std::ffi::OsString {
     let inherited = std::env::var_os("PATH").unwrap_or_default();
-    let path_var = std::env::join_paths(
+    std::env::join_paths(
         helm.parent()
             .into_iter()
             .map(Path::to_path_buf)
             .chain(std::env::split_paths(&inherited)),
     )
-    .expect("PATH");
+    .expect("PATH")
+}
+
+/// `chart` rendered by `helm` with no values, in the namespace `namespace`.
+fn render_in(helm: &Path, chart: &Path, namespace: &str) -> Result<Rendered, RenderError> {
+    let path_var = path_with(helm);
     let limits = RenderLimits::default();
     let job = Job {
         helm,
@@ -769,14 +774,7 @@ fn set_values_reach_helm_and_leave_no_fallback() {
         &dir,
         r#"case "$*" in *--set=image.tag=1.2*) echo "$@";; *) echo "Error: nil pointer evaluating interface {}.tag" >&2; exit 1;; esac"#,
     );
-    let inherited = std::env::var_os("PATH").unwrap_or_default();
-    let path_var = std::env::join_paths(
-        helm.parent()
-            .into_iter()
-            .map(Path::to_path_buf)
-            .chain(std::env::split_paths(&inherited)),
-    )
-    .expect("PATH");
+    let path_var = path_with(&helm);
     let limits = RenderLimits::default();
     let values = [dir.root.join("mine.yaml")];
     std::fs::write(&values[0], "y: 2\n").expect("write");
