@@ -241,13 +241,8 @@ fn privileges(binding: &Binding) -> Vec<String> {
     let secrets: BTreeSet<&str> = binding
         .rules
         .iter()
-        .filter(|r| r.covers_resource("", "secrets", ""))
-        .flat_map(|r| {
-            [Verb::Get, Verb::List, Verb::Watch]
-                .into_iter()
-                .filter(|v| r.has_verb(*v))
-                .map(Verb::as_str)
-        })
+        .flat_map(Rule::secret_reads)
+        .map(Verb::as_str)
         .collect();
     if cluster_wide && !secrets.is_empty() {
         out.push(format!(

@@ -14,7 +14,7 @@ use crate::gather::files::Linted;
 use crate::gather::files::manifests::Manifests;
 use crate::model::evidence::TargetEvidence;
 use crate::model::exemption::{self, Exemption, Form};
-use crate::model::rbac::{BindingKind, RoleKind};
+use crate::model::rbac::{BindingKind, RoleKind, rule_of};
 use crate::model::settings::AuditSettings;
 use crate::model::source::{Location, Unread};
 use std::collections::BTreeMap;
@@ -187,7 +187,66 @@ fn location_of(finding: &Finding, target: &TargetEvidence, m: &Manifests) -> Opt
     if check.area() != Area::Rbac {
         return deployment;
     }
+    if check == CheckId::RbacOverPrivileged
+        && let Some(grant) = over_grant_location(finding, target, m)
+    {
+        return Some(grant);
+    }
     rbac_location(target, m).or(deployment)
+}
+
+/// Where an `rbac.over-privileged` finding points: the `roleRef` of a binding to
+/// cluster-admin, else the first item of the bound role's own `rules` that grants too
+/// much (the line to remove or narrow). The binding is the one the finding's evidence
+/// names (`ClusterRoleBinding NAME -> ClusterRole NAME`). `None` when the files hold
+/// neither, as for rules an aggregated ClusterRole lends from elsewhere.
+fn over_grant_location(
+    finding: &Finding,
+    target: &TargetEvidence,
+    m: &Manifests,
+) -> Option<Location> {
+    let evidence = finding.evidence.as_deref()?;
+    let binding = target
+        .kopf
+        .as_ref()?
+        .rbac
+        .as_ref()
+        .ok()?
+        .bindings
+        .iter()
+        .find(|b| evidence == format!("{} -> {}", b.describe(), b.describe_role()))?;
+    let (binding_kind, binding_namespace) = match &binding.kind {
+        BindingKind::ClusterRoleBinding => ("ClusterRoleBinding", None),
+        BindingKind::RoleBinding(ns) => ("RoleBinding", Some(ns.as_str())),
+    };
+    if binding.is_cluster_admin() {
+        return m.field_location(binding_kind, binding_namespace, &binding.name, "roleRef");
+    }
+    let (role_kind, role_namespace, rules) = match binding.role_kind? {
+        RoleKind::ClusterRole => {
+            let role = m
+                .cluster_roles
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(binding.role_name.as_str()))?;
+            ("ClusterRole", None, role.rules.as_deref())
+        }
+        RoleKind::Role => {
+            let role = m.roles.iter().find(|r| {
+                r.metadata.name.as_deref() == Some(binding.role_name.as_str())
+                    && r.metadata.namespace.as_deref() == binding_namespace
+            })?;
+            ("Role", binding_namespace, role.rules.as_deref())
+        }
+    };
+    let index = rules?
+        .iter()
+        .position(|r| rule_of(r).is_some_and(|r| r.over_grants(&binding.kind)))?;
+    m.field_location(
+        role_kind,
+        role_namespace,
+        &binding.role_name,
+        &format!("rules[{index}]"),
+    )
 }
 
 /// The field of a Deployment a finding of `check` is about, as

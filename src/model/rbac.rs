@@ -5,7 +5,7 @@
 mod resolve;
 
 pub(crate) use resolve::{
-    BoundRole, Reached, aggregation_selectors, bound_role, reached, reaches, rules_of,
+    BoundRole, Reached, aggregation_selectors, bound_role, reached, reaches, rule_of, rules_of,
     service_accounts, valid_aggregation_selectors,
 };
 
@@ -212,6 +212,25 @@ impl Rule {
     /// Whether the rule grants every verb or covers every resource.
     pub(crate) fn has_wildcard(&self) -> bool {
         self.verbs.iter().any(|v| v == "*") || self.resources.iter().any(|x| x == "*")
+    }
+
+    /// The read verbs (get, list, watch) the rule grants on core secrets: what a
+    /// cluster-wide binding must not give an operator that handles no secrets.
+    pub(crate) fn secret_reads(&self) -> Vec<Verb> {
+        if !self.covers_resource("", "secrets", "") {
+            return Vec::new();
+        }
+        [Verb::Get, Verb::List, Verb::Watch]
+            .into_iter()
+            .filter(|v| self.has_verb(*v))
+            .collect()
+    }
+
+    /// Whether the rule grants more than kopf needs under a binding of `kind`: a
+    /// wildcard, or, bound cluster-wide, read of secrets (`rbac.over-privileged`).
+    pub(crate) fn over_grants(&self, kind: &BindingKind) -> bool {
+        self.has_wildcard()
+            || (*kind == BindingKind::ClusterRoleBinding && !self.secret_reads().is_empty())
     }
 
     /// The rule in one line of YAML flow style, for evidence.

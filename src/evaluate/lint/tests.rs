@@ -279,6 +279,9 @@ rules:
 - apiGroups: [\"\"]
   resources: [pods]
   verbs: [get, list, watch, patch]
+- apiGroups: [apps]
+  resources: [\"*\"]
+  verbs: [get]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -318,23 +321,24 @@ spec:
 fn each_workload_and_rbac_finding_points_at_its_field() {
     let report = lint_repo(&[("deploy/all.yaml", FIELDS)]);
     let expected: BTreeMap<&str, u32> = BTreeMap::from([
-        ("workload.memory-request", 43),
-        ("workload.memory-limit", 45),
-        ("workload.cpu-limit", 46),
-        ("workload.cpu-request", 42),
-        ("workload.liveness", 38),
-        ("workload.no-scope-flag", 40),
-        ("workload.debug-logging", 40),
-        ("workload.standalone-replicas", 27),
+        ("workload.memory-request", 46),
+        ("workload.memory-limit", 48),
+        ("workload.cpu-limit", 49),
+        ("workload.cpu-request", 45),
+        ("workload.liveness", 41),
+        ("workload.no-scope-flag", 43),
+        ("workload.debug-logging", 43),
+        ("workload.standalone-replicas", 30),
         // `type: RollingUpdate` under `strategy:`, the field the fix changes.
-        ("workload.rollout-overlap", 29),
-        ("workload.default-service-account", 34),
+        ("workload.rollout-overlap", 32),
+        ("workload.default-service-account", 37),
         ("rbac.crd-scan", 10),
         ("rbac.events", 10),
         ("rbac.namespaces", 10),
         ("rbac.peering", 10),
         ("rbac.handled-resources", 10),
-        ("rbac.over-privileged", 10),
+        // The rule item that grants `*`, the one to narrow.
+        ("rbac.over-privileged", 14),
         ("rbac.events-patch", 10),
     ]);
     let mut seen = BTreeSet::new();
@@ -365,9 +369,37 @@ fn each_workload_and_rbac_finding_points_at_its_field() {
         "workload.standalone-replicas",
         "rbac.crd-scan",
         "rbac.events",
+        "rbac.over-privileged",
     ] {
         assert!(seen.contains(must), "{must} missing: {seen:?}");
     }
+}
+
+/// A binding to cluster-admin points at its `roleRef`, the line that grants it all.
+#[test]
+fn a_cluster_admin_binding_points_at_its_role_ref() {
+    let manifest = FIELDS.replace(
+        "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: op}",
+        "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}",
+    );
+    let role_ref = manifest
+        .lines()
+        .position(|l| l.contains("name: cluster-admin"))
+        .map(|n| u32::try_from(n + 1).expect("small"))
+        .expect("the roleRef line");
+    let report = lint_repo(&[("deploy/all.yaml", manifest.as_str())]);
+    let over: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.finding.check == CheckId::RbacOverPrivileged)
+        .collect();
+    assert_eq!(over.len(), 1, "{over:#?}");
+    assert_eq!(
+        over[0].location,
+        Some(Location::new("deploy/all.yaml", role_ref)),
+        "{}",
+        over[0].finding.message
+    );
 }
 
 /// A handler that logs only through the root logger and structlog, and whose kopf

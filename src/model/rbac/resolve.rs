@@ -155,17 +155,18 @@ pub(crate) fn bound_role<'a>(
 
 /// The resource rules of a role (non-resource URL rules dropped).
 pub(crate) fn rules_of(rules: Option<&Vec<PolicyRule>>) -> Vec<Rule> {
-    rules
-        .into_iter()
-        .flatten()
-        .filter(|r| r.resources.as_ref().is_some_and(|x| !x.is_empty()))
-        .map(|r| Rule {
-            api_groups: r.api_groups.clone().unwrap_or_default(),
-            resources: r.resources.clone().unwrap_or_default(),
-            verbs: r.verbs.clone(),
-            resource_names: r.resource_names.clone().unwrap_or_default(),
-        })
-        .collect()
+    rules.into_iter().flatten().filter_map(rule_of).collect()
+}
+
+/// One rule of a role as the model reads it; `None` for a non-resource URL rule.
+pub(crate) fn rule_of(rule: &PolicyRule) -> Option<Rule> {
+    let resources = rule.resources.as_ref().filter(|x| !x.is_empty())?;
+    Some(Rule {
+        api_groups: rule.api_groups.clone().unwrap_or_default(),
+        resources: resources.clone(),
+        verbs: rule.verbs.clone(),
+        resource_names: rule.resource_names.clone().unwrap_or_default(),
+    })
 }
 
 /// The selectors of an aggregation rule, as the ClusterRole aggregation controller
