@@ -152,12 +152,14 @@ fn read_bounded(path: &str, text: &str) -> SourceFacts {
     };
     let loggers = module_loggers(&module.body);
     let constants = module_constants(&module.body);
+    let clients = module_clients(&module.body);
     let mut walker = Walker {
         path,
         text,
         index: &index,
         loggers,
         constants,
+        clients,
         facts,
         handler: None,
         helper: None,
@@ -214,6 +216,19 @@ fn module_loggers(body: &[Stmt]) -> BTreeSet<String> {
             _ => false,
         })
         .map(|(name, _)| name)
+        .collect()
+}
+
+/// The names bound at module level to an object of a synchronous Kubernetes client
+/// ([`client_constructor`]), each with the call that made it.
+fn module_clients(body: &[Stmt]) -> BTreeMap<String, String> {
+    module_bindings(body)
+        .filter_map(|(name, value)| match value {
+            Expr::Call(call) => dotted(&call.func)
+                .filter(|f| client_constructor(f))
+                .map(|f| (name, f)),
+            _ => None,
+        })
         .collect()
 }
 
@@ -375,6 +390,8 @@ struct Walker<'a> {
     loggers: BTreeSet<String>,
     /// Module-level string constants.
     constants: BTreeMap<String, String>,
+    /// Module-level objects of a synchronous Kubernetes client ([`module_clients`]).
+    clients: BTreeMap<String, String>,
     facts: SourceFacts,
     /// The handler whose body is being walked (index into `facts.handlers`).
     handler: Option<usize>,
@@ -396,6 +413,23 @@ struct Walker<'a> {
 impl Walker<'_> {
     fn location(&self, offset: TextSize) -> Location {
         Location::new(self.path, line_of(self.index, offset))
+    }
+
+    /// What a call blocks on, if it blocks: a call [`blocking`] knows, or a method of a
+    /// module-level client object whose name the function being walked does not rebind
+    /// as a parameter.
+    fn blocks(&self, func: &str) -> Option<String> {
+        if let Some(what) = blocking(func) {
+            return Some(what);
+        }
+        let (object, method) = func.split_once('.')?;
+        if method.contains('.') || self.shadowed.contains(object) {
+            return None;
+        }
+        let made = self.clients.get(object)?;
+        Some(format!(
+            "{func}() (a synchronous client: {object} = {made}() at module level)"
+        ))
     }
 
     /// The facts of the daemon whose body is being walked, if it is one.
@@ -490,7 +524,7 @@ impl Walker<'_> {
 
     /// The call's facts: kopf started, a blocking call, a module logger's record.
     fn call(&mut self, call: &ruff_python_ast::ExprCall) {
-        let Some(func) = dotted(&call.func) else {
+        let Some(func) = dotted(&call.func).or_else(|| chained_call(&call.func)) else {
             return;
         };
         if STARTERS.contains(&func.as_str()) {
@@ -515,7 +549,7 @@ impl Walker<'_> {
         }
         let blocks = self.facts.handlers[at]
             .is_async
-            .then(|| blocking(&func))
+            .then(|| self.blocks(&func))
             .flatten();
         if let Some(what) = blocks {
             self.facts.handlers[at]
@@ -555,9 +589,10 @@ impl Walker<'_> {
     /// call ([`may_be_own_function`]).
     fn helper_call(&mut self, at: usize, func: &str, call: &ruff_python_ast::ExprCall) {
         let location = self.location(call.range().start());
+        let blocks = self.blocks(func);
         let helper = &mut self.facts.helpers[at];
         helper.posts |= POSTERS.contains(&func);
-        if let Some(what) = blocking(func) {
+        if let Some(what) = blocks {
             if helper.blocking_calls.len() < MAX_CALLS {
                 helper.blocking_calls.push((what, location));
             }
@@ -796,11 +831,47 @@ fn blocking(func: &str) -> Option<String> {
     if let Some((_, what)) = BLOCKING.iter().find(|(f, _)| *f == func) {
         return Some((*what).to_string());
     }
+    if kubernetes_api_class(func) {
+        return Some(format!("{func}() (the synchronous kubernetes client)"));
+    }
+    pykube_request(func).then(|| format!("{func}() (pykube, a synchronous client)"))
+}
+
+/// `kubernetes.client.CoreV1Api` or `client.CustomObjectsApi`: a class of the
+/// synchronous kubernetes client, each of whose methods is a request.
+fn kubernetes_api_class(func: &str) -> bool {
     let last = func.rsplit('.').next().unwrap_or(func);
-    let sync_client = (func.starts_with("kubernetes.client.") || func.starts_with("client."))
+    (func.starts_with("kubernetes.client.") || func.starts_with("client."))
         && last.ends_with("Api")
-        && last.len() > 3;
-    sync_client.then(|| format!("{func}() (the synchronous kubernetes client)"))
+        && last.len() > 3
+}
+
+/// What pykube does over HTTP, synchronously: a query (`pykube.Pod.objects(api)`,
+/// whose iteration or `get()` requests) or a method of an object it makes
+/// (`pykube.Pod(api, body).create()`, as [`chained_call`] names it). A method of a
+/// query (`pykube.Pod.objects(api).filter()`) is the query's own request, counted once.
+fn pykube_request(func: &str) -> bool {
+    func.starts_with("pykube.")
+        && (func.ends_with(".objects") || (func.contains("().") && !func.contains(".objects().")))
+}
+
+/// `pykube.Pod().create` for a method called on what a call returns
+/// (`pykube.Pod(api, body).create()`), which [`dotted`] does not name.
+fn chained_call(func: &Expr) -> Option<String> {
+    let Expr::Attribute(a) = func else {
+        return None;
+    };
+    let Expr::Call(inner) = &*a.value else {
+        return None;
+    };
+    Some(format!("{}().{}", dotted(&inner.func)?, a.attr.as_str()))
+}
+
+/// A module-level object of a synchronous Kubernetes client and what made it
+/// (`v1 = client.CoreV1Api()`, `api = pykube.HTTPClient(config)`): every method call
+/// on it is a request.
+fn client_constructor(func: &str) -> bool {
+    kubernetes_api_class(func) || func == "pykube.HTTPClient"
 }
 
 /// Whether the function just entered is a handler of its own (not a function nested in
@@ -875,6 +946,7 @@ impl<'a> Walker<'_> {
                         posts: false,
                     });
                     self.helper = Some(self.facts.helpers.len() - 1);
+                    self.shadowed = parameter_names(&def.parameters);
                 }
                 if let Some(handler) = found {
                     self.startup = handler.decorator == "on.startup";

@@ -88,6 +88,79 @@ fn blocking_calls_count_in_async_handlers_and_module_loggers_unless_shadowed() {
     assert!(facts.handlers[2].module_logger_calls.is_empty());
 }
 
+/// Module-level client objects and pykube: each request through them blocks the loop.
+const CLIENTS: &str = r#"
+import kopf
+import pykube
+from kubernetes import client
+
+v1 = client.CoreV1Api()
+api = pykube.HTTPClient(pykube.KubeConfig.from_env())
+
+@kopf.on.create("widgets")
+async def create_fn(name, **_):
+    v1.read_namespaced_secret(name, "ns")
+    pykube.Pod(api, {}).create()
+    for pod in pykube.Pod.objects(api).filter(namespace="ns"):
+        pass
+    api.get(url="/version")
+
+@kopf.on.update("widgets")
+async def update_fn(v1, **_):
+    v1.read_namespaced_secret("x", "ns")
+
+def helper(api):
+    api.get(url="/version")
+
+def other():
+    v1.list_namespace()
+"#;
+
+#[test]
+fn module_level_clients_and_pykube_block_unless_a_parameter_shadows_them() {
+    let facts = read_ok("op.py", CLIENTS);
+    let create: Vec<(&str, u32)> = facts.handlers[0]
+        .blocking_calls
+        .iter()
+        .map(|(w, l)| (w.as_str(), l.line))
+        .collect();
+    assert_eq!(create.len(), 4, "{create:#?}");
+    assert_eq!(create[0].1, 11);
+    assert!(
+        create[0]
+            .0
+            .contains("v1 = client.CoreV1Api() at module level"),
+        "{}",
+        create[0].0
+    );
+    assert!(
+        create[1].0.starts_with("pykube.Pod().create()"),
+        "{}",
+        create[1].0
+    );
+    assert!(
+        create[2].0.starts_with("pykube.Pod.objects()"),
+        "{}",
+        create[2].0
+    );
+    assert!(
+        create[3].0.contains("api = pykube.HTTPClient()"),
+        "{}",
+        create[3].0
+    );
+    // A parameter of the same name is not the module's client.
+    assert!(facts.handlers[1].blocking_calls.is_empty());
+    let helper = |name: &str| {
+        facts
+            .helpers
+            .iter()
+            .find(|h| h.function == name)
+            .expect("read")
+    };
+    assert!(helper("helper").blocking_calls.is_empty());
+    assert_eq!(helper("other").blocking_calls.len(), 1);
+}
+
 #[test]
 fn settings_are_kopfs_only_and_know_whether_a_startup_handler_writes_them() {
     let facts = read_ok("op.py", OPERATOR);
