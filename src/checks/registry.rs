@@ -396,7 +396,13 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::SourceModuleLogger,
         module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| per_handler(f, source::module_logger)),
+        deciders: Deciders::Source(|f| {
+            let graph = source::CallGraph::new(f);
+            f.handlers
+                .iter()
+                .filter_map(|h| source::module_logger(&graph, h))
+                .collect()
+        }),
     },
     Entry {
         check: CheckId::SourceUnfilteredBuiltin,

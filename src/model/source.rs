@@ -242,6 +242,9 @@ pub(crate) struct Helper {
     pub(crate) calls: Vec<String>,
     /// The kopf errors it raises (`raise kopf.TemporaryError(...)`): what and where.
     pub(crate) raises: Vec<(String, Location)>,
+    /// Its records through a module-level or the root logger (not one a parameter
+    /// passes in): which logger and where.
+    pub(crate) module_logger_calls: Vec<(String, Location)>,
     /// Whether it posts an Event itself (`kopf.warn`, `kopf.event`, ...).
     pub(crate) posts: bool,
 }

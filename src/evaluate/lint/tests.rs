@@ -402,6 +402,62 @@ fn a_cluster_admin_binding_points_at_its_role_ref() {
     );
 }
 
+/// A handler whose only logging is a helper's module-level logger, in another module.
+const LOGS_IN_HELPER: &str = "import kopf\nfrom util import sync\n\n@kopf.on.create('widgets')\ndef created(spec, **kwargs):\n    sync(spec)\n";
+
+/// The helper's module: its records go through `log`, a module-level logger.
+const UTIL: &str = "import logging\n\nlog = logging.getLogger(__name__)\n\ndef sync(spec):\n    log.info('syncing')\n";
+
+#[test]
+fn a_helpers_module_logger_counts_for_a_handler_that_logs_no_other_way() {
+    let files = |op: &str, util: &str| {
+        lint_repo(&[
+            ("op.py", op),
+            ("util.py", util),
+            ("requirements.txt", "kopf==1.44.6\n"),
+        ])
+        .findings
+        .into_iter()
+        .filter(|f| f.finding.check == CheckId::SourceModuleLogger)
+        .collect::<Vec<_>>()
+    };
+    let found = files(LOGS_IN_HELPER, UTIL);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].location, Some(Location::new("op.py", 6)));
+    assert!(
+        found[0].finding.message.contains(
+            "logs only through sync() (defined at util.py:5), which logs with the module-level logger `log` at util.py:6"
+        ),
+        "{}",
+        found[0].finding.message
+    );
+    // The helper logs with the logger the handler passes: kopf's.
+    let passed = files(
+        &LOGS_IN_HELPER
+            .replace(
+                "def created(spec, **kwargs)",
+                "def created(spec, logger, **kwargs)",
+            )
+            .replace("sync(spec)", "sync(spec, logger)"),
+        &UTIL.replace("def sync(spec)", "def sync(spec, log)"),
+    );
+    assert!(passed.is_empty(), "{passed:#?}");
+    // The handler logs with kopf's logger as well: its own records are posted.
+    let own = files(
+        &LOGS_IN_HELPER
+            .replace(
+                "def created(spec, **kwargs)",
+                "def created(spec, logger, **kwargs)",
+            )
+            .replace(
+                "    sync(spec)\n",
+                "    logger.info('creating')\n    sync(spec)\n",
+            ),
+        UTIL,
+    );
+    assert!(own.is_empty(), "{own:#?}");
+}
+
 /// A handler that logs only through the root logger and structlog, and whose kopf
 /// error is raised two calls down, in another module of the repository.
 const FAR_RAISE: &str = "import kopf\nimport logging\nimport structlog\nfrom checks import helper\n\nlog = structlog.get_logger()\n\n@kopf.on.create('widgets')\ndef created(spec, **kwargs):\n    logging.info('creating')\n    log.info('creating too')\n    helper(spec)\n";

@@ -197,25 +197,57 @@ fn module_bindings(body: &[Stmt]) -> impl Iterator<Item = (String, &Expr)> {
 }
 
 /// The calls that make a logger whose records carry no object reference: the
-/// standard library's and structlog's.
-const LOGGER_FACTORIES: [&str; 5] = [
+/// standard library's and structlog's, and the wrappers around them.
+const LOGGER_FACTORIES: [&str; 9] = [
     "logging.getLogger",
     "getLogger",
+    "logging.LoggerAdapter",
+    "LoggerAdapter",
     "structlog.get_logger",
     "structlog.getLogger",
+    "structlog.stdlib.get_logger",
+    "structlog.wrap_logger",
     "get_logger",
 ];
 
-/// The names bound at module level to a logger of [`LOGGER_FACTORIES`].
+/// The modules whose `logger` object a module imports ready-made
+/// (`from loguru import logger`).
+const LOGGER_MODULES: [&str; 1] = ["loguru"];
+
+/// Whether a call makes a logger: one of [`LOGGER_FACTORIES`], or a child of one
+/// (`logging.getLogger(__name__).getChild("sync")`).
+fn makes_logger(call: &ruff_python_ast::ExprCall) -> bool {
+    if dotted(&call.func).is_some_and(|f| LOGGER_FACTORIES.contains(&f.as_str())) {
+        return true;
+    }
+    chained_call(&call.func).is_some_and(|f| {
+        f.strip_suffix("().getChild")
+            .is_some_and(|base| LOGGER_FACTORIES.contains(&base))
+    })
+}
+
+/// The names bound at module level to a logger of [`LOGGER_FACTORIES`] or imported
+/// from one of [`LOGGER_MODULES`].
 fn module_loggers(body: &[Stmt]) -> BTreeSet<String> {
+    let imported = body.iter().flat_map(|stmt| match stmt {
+        Stmt::ImportFrom(from)
+            if from
+                .module
+                .as_ref()
+                .is_some_and(|m| LOGGER_MODULES.contains(&m.as_str())) =>
+        {
+            from.names
+                .iter()
+                .filter(|alias| alias.name.as_str() == "logger")
+                .map(|alias| alias.asname.as_ref().unwrap_or(&alias.name).to_string())
+                .collect()
+        }
+        _ => Vec::new(),
+    });
     module_bindings(body)
-        .filter(|(_, value)| match value {
-            Expr::Call(call) => {
-                dotted(&call.func).is_some_and(|f| LOGGER_FACTORIES.contains(&f.as_str()))
-            }
-            _ => false,
-        })
+        .filter(|(_, value)| matches!(value, Expr::Call(call) if makes_logger(call)))
         .map(|(name, _)| name)
+        .chain(imported)
         .collect()
 }
 
@@ -432,6 +464,15 @@ impl Walker<'_> {
         ))
     }
 
+    /// The logger a call records through when it is a module-level or the root
+    /// logger's (`log.info`, `logging.warning`) and no parameter rebinds its name.
+    fn module_logger_of(&self, func: &str) -> Option<String> {
+        let (object, method) = func.rsplit_once('.')?;
+        let module_level = self.loggers.contains(object) || object == ROOT_LOGGER;
+        (LOG_METHODS.contains(&method) && module_level && !self.shadowed.contains(object))
+            .then(|| object.to_string())
+    }
+
     /// The facts of the daemon whose body is being walked, if it is one.
     fn daemon(&mut self) -> Option<&mut DaemonFacts> {
         self.facts.handlers.get_mut(self.handler?)?.daemon.as_mut()
@@ -575,12 +616,10 @@ impl Walker<'_> {
                 self.facts.handlers[at]
                     .kopf_logger_calls
                     .push((method.to_string(), location));
-            } else if (self.loggers.contains(object) || object == ROOT_LOGGER)
-                && !self.shadowed.contains(object)
-            {
+            } else if let Some(logger) = self.module_logger_of(&func) {
                 self.facts.handlers[at]
                     .module_logger_calls
-                    .push((object.to_string(), location));
+                    .push((logger, location));
             }
         }
     }
@@ -590,8 +629,14 @@ impl Walker<'_> {
     fn helper_call(&mut self, at: usize, func: &str, call: &ruff_python_ast::ExprCall) {
         let location = self.location(call.range().start());
         let blocks = self.blocks(func);
+        let logger = self.module_logger_of(func);
         let helper = &mut self.facts.helpers[at];
         helper.posts |= POSTERS.contains(&func);
+        if let Some(logger) = logger
+            && helper.module_logger_calls.len() < MAX_CALLS
+        {
+            helper.module_logger_calls.push((logger, location.clone()));
+        }
         if let Some(what) = blocks {
             if helper.blocking_calls.len() < MAX_CALLS {
                 helper.blocking_calls.push((what, location));
@@ -943,6 +988,7 @@ impl<'a> Walker<'_> {
                         blocking_calls: Vec::new(),
                         calls: Vec::new(),
                         raises: Vec::new(),
+                        module_logger_calls: Vec::new(),
                         posts: false,
                     });
                     self.helper = Some(self.facts.helpers.len() - 1);

@@ -161,6 +161,35 @@ fn module_level_clients_and_pykube_block_unless_a_parameter_shadows_them() {
     assert_eq!(helper("other").blocking_calls.len(), 1);
 }
 
+/// Loggers that wrap a module logger, and loguru's ready-made one.
+const WRAPPED_LOGGERS: &str = r#"
+import logging
+import kopf
+from loguru import logger as lg
+
+adapter = logging.LoggerAdapter(logging.getLogger(__name__), {"app": "op"})
+child = logging.getLogger(__name__).getChild("sync")
+wrapped = structlog.wrap_logger(logging.getLogger())
+
+@kopf.on.create("widgets")
+def create_fn(**_):
+    adapter.info("a")
+    child.warning("b")
+    wrapped.info("c")
+    lg.info("d")
+"#;
+
+#[test]
+fn logger_wrappers_and_loguru_are_module_loggers() {
+    let facts = read_ok("op.py", WRAPPED_LOGGERS);
+    let loggers: Vec<&str> = facts.handlers[0]
+        .module_logger_calls
+        .iter()
+        .map(|(l, _)| l.as_str())
+        .collect();
+    assert_eq!(loggers, ["adapter", "child", "wrapped", "lg"]);
+}
+
 #[test]
 fn settings_are_kopfs_only_and_know_whether_a_startup_handler_writes_them() {
     let facts = read_ok("op.py", OPERATOR);
