@@ -7,13 +7,12 @@
 //! helm comes from `hack/build-helm.sh` (built from its Go module, cached outside the
 //! clone); a missing helm FAILS the test with the command that builds it.
 
-use crate::operator::ensure_crd;
+use crate::operator::{audit_for, create_audit, ensure_crd, fixture_deployment};
 use crate::support::{self, Auditor, Fixture, TestNamespace, expectations, say, wait_for};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kopf_audit::api::{KopfAudit, KopfAuditStatus};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
@@ -593,30 +592,6 @@ fn found_checks(status: &KopfAuditStatus) -> BTreeSet<String> {
         .collect()
 }
 
-async fn create_audit(client: &Client, ns: &str, name: &str, deployment: &str) {
-    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": name},
-        "spec": {"target": {"deployment": deployment}, "interval": "30s"}
-    }))
-    .expect("KopfAudit");
-    Api::<KopfAudit>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &audit)
-        .await
-        .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
-}
-
-async fn fixture_deployment(client: &Client, ns: &str) -> String {
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
-        .await
-        .expect("deployments")
-        .items
-        .first()
-        .expect("the fixture's Deployment")
-        .name_any()
-}
-
 #[test]
 fn a_403_inside_a_timestamp_is_no_refusal() {
     assert!(
@@ -793,9 +768,15 @@ async fn a_namespaced_install_audits_its_namespace_with_a_role_and_reads_nothing
     }
     say("a namespaced install reads only its namespace");
 
-    let deployment = fixture_deployment(&admin, &watched.name).await;
+    let deployment = fixture_deployment(&admin, &watched.name).await.name_any();
     let auditor = Auditor::start(&kubeconfig, &watched.name, &[]);
-    create_audit(&admin, &watched.name, "audit", &deployment).await;
+    create_audit(
+        &admin,
+        &watched.name,
+        audit_for("audit", &deployment, "30s"),
+    )
+    .await
+    .expect("creating KopfAudit audit");
     audited_without_refusal(
         &admin,
         "good",
@@ -834,9 +815,15 @@ async fn with_the_charts_rbac_handled_secrets_are_not_sampled_and_not_forbidden(
     apply(&all);
     let kubeconfig = support::token_kubeconfig(&admin, &release_ns.name, &fullname).await;
 
-    let deployment = fixture_deployment(&admin, &watched.name).await;
+    let deployment = fixture_deployment(&admin, &watched.name).await.name_any();
     let _auditor = Auditor::start(&kubeconfig, &watched.name, &[]);
-    create_audit(&admin, &watched.name, "audit", &deployment).await;
+    create_audit(
+        &admin,
+        &watched.name,
+        audit_for("audit", &deployment, "30s"),
+    )
+    .await
+    .expect("creating KopfAudit audit");
     let audits: Api<KopfAudit> = Api::namespaced(admin.clone(), &watched.name);
     let status = wait_for(
         "PersistenceCompliant: the Secrets not sampled",
@@ -1016,7 +1003,7 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
     // The first one elects itself leader with the chart's Lease, as a replica would.
     let mut audited = Vec::new();
     for (i, (fixture, ns, _)) in running.iter().enumerate() {
-        let deployment = fixture_deployment(&admin, &ns.name).await;
+        let deployment = fixture_deployment(&admin, &ns.name).await.name_any();
         let lease = [
             "--leader-election",
             "--lease-name",
@@ -1025,7 +1012,9 @@ async fn the_operator_with_only_the_charts_rbac_audits_the_fixtures_and_cannot_r
             &release_ns.name,
         ];
         let auditor = Auditor::start(&kubeconfig, &ns.name, if i == 0 { &lease } else { &[] });
-        create_audit(&admin, &ns.name, "audit", &deployment).await;
+        create_audit(&admin, &ns.name, audit_for("audit", &deployment, "30s"))
+            .await
+            .expect("creating KopfAudit audit");
         audited.push((*fixture, ns.name.clone(), auditor));
     }
     let deadline = Instant::now() + Duration::from_secs(240);
@@ -1090,9 +1079,17 @@ async fn kubectl_wait_for_condition_ready_returns_once_audited() {
     ensure_crd(&admin).await;
     let ns = TestNamespace::create(&admin, "kwait").await;
     let _kopf = Fixture::start("good", &ns.name, None);
-    let deployment = fixture_deployment(&admin, &ns.name).await;
-    create_audit(&admin, &ns.name, "ready", &deployment).await;
-    create_audit(&admin, &ns.name, "missing", "no-such-deployment").await;
+    let deployment = fixture_deployment(&admin, &ns.name).await.name_any();
+    create_audit(&admin, &ns.name, audit_for("ready", &deployment, "30s"))
+        .await
+        .expect("creating KopfAudit ready");
+    create_audit(
+        &admin,
+        &ns.name,
+        audit_for("missing", "no-such-deployment", "30s"),
+    )
+    .await
+    .expect("creating KopfAudit missing");
 
     // Started before the auditor: kubectl must really wait for the condition.
     let waiting = kubectl_wait(&ns.name, "kopfaudit/ready", "150s");
@@ -1262,7 +1259,13 @@ async fn a_rolling_update_of_two_replicas_keeps_one_ready_throughout() {
         leaving.stop();
         new.push(surge);
     }
-    create_audit(&admin, &ns.name, "after-rollout", "no-such-deployment").await;
+    create_audit(
+        &admin,
+        &ns.name,
+        audit_for("after-rollout", "no-such-deployment", "30s"),
+    )
+    .await
+    .expect("creating KopfAudit after-rollout");
     let audits: Api<KopfAudit> = Api::namespaced(admin.clone(), &ns.name);
     // A Lease not released lasts 15 s (README, "The binary"); then one interval.
     wait_for(

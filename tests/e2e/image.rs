@@ -10,10 +10,11 @@
 //! podman runs with runc (crun does not work in this sandbox), explicit ulimits and a
 //! private vfs storage under the work dir; host network reaches the local API server.
 
-use crate::operator::ensure_crd;
+use crate::operator::{audit_for, create_audit, ensure_crd, fixture_deployment};
 use crate::support::{self, Fixture, TestNamespace, expectations, say, wait_for};
 use kopf_audit::api::KopfAudit;
-use kube::api::{Api, PostParams};
+use kube::ResourceExt;
+use kube::api::Api;
 use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -369,33 +370,6 @@ pub fn apply_rbac(objects: &[Value]) -> ClusterObjects {
     cleanup
 }
 
-/// Creates KopfAudit `name` in `ns` targeting `deployment`, re-audited every 30s.
-pub async fn create_audit(client: &kube::Client, ns: &str, name: &str, deployment: &str) {
-    let audit: KopfAudit = serde_json::from_value(serde_json::json!({
-        "apiVersion": "kopfaudit.dev/v1alpha1", "kind": "KopfAudit",
-        "metadata": {"name": name},
-        "spec": {"target": {"deployment": deployment}, "interval": "30s"}
-    }))
-    .expect("KopfAudit");
-    Api::<KopfAudit>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &audit)
-        .await
-        .unwrap_or_else(|e| panic!("creating KopfAudit {ns}/{name}: {e}"));
-}
-
-/// The name of the (only) Deployment of a fixture's namespace.
-pub async fn fixture_deployment(client: &kube::Client, ns: &str) -> String {
-    use kube::ResourceExt;
-    Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), ns)
-        .list(&Default::default())
-        .await
-        .expect("deployments")
-        .items
-        .first()
-        .expect("the fixture's Deployment")
-        .name_any()
-}
-
 /// Waits until KopfAudit `ns/name` is Ready=True with at least the fixture's `must`
 /// findings; returns the check IDs found.
 pub async fn audited(
@@ -553,8 +527,12 @@ async fn the_image_runs_hardened_as_the_chart_runs_it_and_audits_a_broken_fixtur
         ));
     }
 
-    let target = fixture_deployment(&admin, &fixture_ns.name).await;
-    create_audit(&admin, &fixture_ns.name, "audit", &target).await;
+    let target = fixture_deployment(&admin, &fixture_ns.name)
+        .await
+        .name_any();
+    create_audit(&admin, &fixture_ns.name, audit_for("audit", &target, "30s"))
+        .await
+        .expect("creating KopfAudit audit");
     let found = audited(
         &admin,
         "bad-resources",

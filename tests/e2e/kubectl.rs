@@ -4,11 +4,12 @@
 //! it the arguments after `kopf-audit`; the kubeconfig comes from KUBECONFIG, as for
 //! every kubectl plugin.
 
-use crate::image::{audited, create_audit, fixture_deployment};
+use crate::image::audited;
 use crate::operator::{
-    audit_for, condition, create_audit as create_kopfaudit, ensure_crd, wait_status,
+    audit_for, condition, create_audit, ensure_crd, fixture_deployment, wait_status,
 };
 use crate::support::{self, Auditor, Fixture, TestNamespace, expectations, say};
+use kube::ResourceExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -67,7 +68,7 @@ async fn kubectl_kopf_audit_check_and_report_work_as_a_kubectl_plugin() {
 
     let ns = TestNamespace::create(&admin, "plugin").await;
     let _kopf = Fixture::start("bad-resources", &ns.name, None);
-    let deployment = fixture_deployment(&admin, &ns.name).await;
+    let deployment = fixture_deployment(&admin, &ns.name).await.name_any();
 
     // check: one audit, exit 1 at error findings (--fail-on error, the default).
     let (code, out, err) = kubectl(
@@ -116,7 +117,9 @@ async fn kubectl_kopf_audit_check_and_report_work_as_a_kubectl_plugin() {
 
     // report -A: the stored results of the KopfAudits the operator wrote.
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_audit(&admin, &ns.name, "audit", &deployment).await;
+    create_audit(&admin, &ns.name, audit_for("audit", &deployment, "30s"))
+        .await
+        .expect("creating KopfAudit audit");
     audited(
         &admin,
         "bad-resources",
@@ -221,7 +224,7 @@ async fn kubectl_explains_kopfaudits_and_lists_why_one_is_stalled() {
     assert_eq!(listed.trim(), "kopfaudits.kopfaudit.dev");
 
     let ns = TestNamespace::create(&admin, "columns").await;
-    create_kopfaudit(
+    create_audit(
         &admin,
         &ns.name,
         audit_for("missing", "no-such-deployment", "30s"),
@@ -285,9 +288,9 @@ async fn audit_now_triggers_exactly_one_audit_and_is_echoed_in_status() {
     let plugins = plugin_dir();
     let ns = TestNamespace::create(&admin, "audit-now").await;
     let _kopf = Fixture::start("good", &ns.name, None);
-    let deployment = fixture_deployment(&admin, &ns.name).await;
+    let deployment = fixture_deployment(&admin, &ns.name).await.name_any();
     let auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    create_kopfaudit(&admin, &ns.name, audit_for("now", &deployment, "1h"))
+    create_audit(&admin, &ns.name, audit_for("now", &deployment, "1h"))
         .await
         .expect("create");
     wait_status(
@@ -364,13 +367,13 @@ async fn a_minute_of_audit_now_requests_runs_one_audit_per_gap() {
     ensure_crd(&admin).await;
     let ns = TestNamespace::create(&admin, "audit-burst").await;
     let _kopf = Fixture::start("good", &ns.name, None);
-    let deployment = fixture_deployment(&admin, &ns.name).await;
+    let deployment = fixture_deployment(&admin, &ns.name).await.name_any();
     let auditor = Auditor::start(
         &support::kubeconfig_path(),
         &ns.name,
         &["--audit-now-min-interval", "20"],
     );
-    create_kopfaudit(&admin, &ns.name, audit_for("burst", &deployment, "1h"))
+    create_audit(&admin, &ns.name, audit_for("burst", &deployment, "1h"))
         .await
         .expect("create");
     wait_status(

@@ -11,9 +11,10 @@
 //! - kube-state-metrics (hack/build-kube-state-metrics.sh) with the chart's
 //!   CustomResourceStateMetrics config exports the KopfAudits' conditions.
 
-use crate::image::{audited, create_audit, fixture_deployment, render};
-use crate::operator::ensure_crd;
+use crate::image::{audited, render};
+use crate::operator::{audit_for, create_audit, ensure_crd, fixture_deployment};
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
+use kube::ResourceExt;
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -362,8 +363,10 @@ async fn a_real_prometheus_fires_non_compliant_for_the_broken_fixture_and_never_
     let (_prometheus, prom) = start_prometheus(&dir).await;
 
     for (ns, fixture) in [(&bad.name, "bad-resources"), (&good.name, "good")] {
-        let target = fixture_deployment(&admin, ns).await;
-        create_audit(&admin, ns, "audit", &target).await;
+        let target = fixture_deployment(&admin, ns).await.name_any();
+        create_audit(&admin, ns, audit_for("audit", &target, "30s"))
+            .await
+            .expect("creating KopfAudit audit");
         audited(&admin, fixture, ns, "audit", Duration::from_secs(180)).await;
     }
     say("both audited; watching the alerts");
@@ -534,8 +537,10 @@ async fn kube_state_metrics_exports_kopfaudit_conditions_with_the_charts_config(
     let ns = TestNamespace::create(&admin, "ksm").await;
     let _kopf = Fixture::start("bad-resources", &ns.name, None);
     let _auditor = Auditor::start(&support::kubeconfig_path(), &ns.name, &[]);
-    let target = fixture_deployment(&admin, &ns.name).await;
-    create_audit(&admin, &ns.name, "audit", &target).await;
+    let target = fixture_deployment(&admin, &ns.name).await.name_any();
+    create_audit(&admin, &ns.name, audit_for("audit", &target, "30s"))
+        .await
+        .expect("creating KopfAudit audit");
     audited(
         &admin,
         "bad-resources",

@@ -3,8 +3,7 @@
 //! OpenReports API's typed schema (tests/data/openreports-report-crd.yaml), so a report
 //! of another shape would be refused.
 
-use crate::image::{create_audit, fixture_deployment};
-use crate::operator::ensure_crd;
+use crate::operator::{audit_for, create_audit, ensure_crd, fixture_deployment};
 use crate::support::{self, Auditor, Fixture, TestNamespace, say, wait_for};
 use crate::tenancy::install_policy_report_crd;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -69,14 +68,16 @@ async fn every_audit_gets_one_open_report_beside_its_policy_report() {
     install_open_reports_crd(&client).await;
     let ns = TestNamespace::create(&client, "openreports").await;
     let _kopf = Fixture::start("bad-resources", &ns.name, None);
-    let deployment = fixture_deployment(&client, &ns.name).await;
+    let deployment = fixture_deployment(&client, &ns.name).await.name_any();
     let _auditor = Auditor::start(
         &support::kubeconfig_path(),
         &ns.name,
         &["--reports", "both"],
     );
     for name in ["first", "second"] {
-        create_audit(&client, &ns.name, name, &deployment).await;
+        create_audit(&client, &ns.name, audit_for(name, &deployment, "30s"))
+            .await
+            .unwrap_or_else(|e| panic!("creating KopfAudit {name}: {e}"));
     }
     let reports: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
