@@ -279,3 +279,37 @@ fn the_docs_say_how_to_verify_what_is_signed() {
         "linked from the docs' index"
     );
 }
+
+/// hack/release.sh builds helm, cosign and crane with `GOTOOLCHAIN=local`: a Go at
+/// least as new as every pinned module's `go` line is set up before it runs.
+#[test]
+fn go_is_set_up_for_the_pinned_modules_before_the_build() {
+    let workflow = workflow();
+    let all = steps(&workflow);
+    let setup = all
+        .iter()
+        .position(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/setup-go@"))
+        })
+        .expect("a setup-go step");
+    assert!(setup < step_running(&workflow, "hack/release.sh"));
+    let file = all[setup]["with"]["go-version-file"]
+        .as_str()
+        .expect("go-version-file");
+    let go_line = |path: &str| {
+        read(path)
+            .lines()
+            .find_map(|l| l.strip_prefix("go ").map(str::to_string))
+            .unwrap_or_else(|| panic!("{path} has a go line"))
+    };
+    let version = |v: &str| -> Vec<u32> { v.split('.').filter_map(|p| p.parse().ok()).collect() };
+    let chosen = version(&go_line(file));
+    for module in ["hack/helm/go.mod", "hack/cosign/go.mod"] {
+        assert!(
+            version(&go_line(module)) <= chosen,
+            "{module} needs a newer Go than {file}"
+        );
+    }
+}
