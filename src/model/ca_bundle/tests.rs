@@ -4,6 +4,8 @@ use std::net::IpAddr;
 const KOPF_EXPIRED: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/kopf-expired.pem");
 const CA_VALID: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/ca-valid.pem");
 const LEAF_VALID: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/leaf-valid.pem");
+/// Made by kopf 1.45.2's own `WebhookServer.build_certificate` (make_kopf_built.py).
+const KOPF_BUILT: &[u8] = include_bytes!("../../../tests/fixtures/ca_bundle/kopf-built.pem");
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("a timestamp")
@@ -25,6 +27,30 @@ fn kopf_s_self_signed_certificate_is_read_with_its_validity() {
     assert_eq!(cert.not_before, ts("2024-01-10T12:00:00Z"));
     assert_eq!(cert.not_after, ts("2025-01-09T12:00:00Z"));
     assert!(cert.kopf_generated);
+}
+
+/// What kopf itself built (certbuilder, RSA, IPs also written as DNS names, the
+/// unspecified address dropped) has the shape the model calls kopf's, and its names
+/// cover the Service host it was made for.
+#[test]
+fn a_certificate_kopf_itself_built_is_recognised() {
+    let read = certs(CaBundle::parse(Some(KOPF_BUILT)));
+    assert_eq!(read.len(), 1);
+    let cert = &read[0];
+    assert!(cert.kopf_generated, "{cert:?}");
+    assert!(cert.is_ca);
+    assert_eq!(cert.subject, "CN=kopf-op.ops.svc");
+    assert_eq!(cert.not_before, ts("2026-12-07T19:19:48Z"));
+    assert_eq!(cert.not_after, ts("2027-12-07T19:19:48Z"));
+    let names = cert.names.as_ref().expect("names read");
+    let mut dns = names.dns.clone();
+    dns.sort();
+    assert_eq!(dns, ["127.0.0.1", "kopf-op.ops.svc", "localhost"]);
+    assert_eq!(names.ips, [IpAddr::from([127, 0, 0, 1])]);
+    assert!(names.cover("kopf-op.ops.svc"));
+    assert!(names.cover("127.0.0.1"));
+    assert!(!names.cover("kopf-op.other.svc"));
+    assert!(!names.cover("0.0.0.0"));
 }
 
 #[test]

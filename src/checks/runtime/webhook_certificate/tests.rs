@@ -16,6 +16,9 @@ const KOPF_SOON: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/ko
 const CA_VALID: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/ca-valid.pem");
 const CA_EXPIRED: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/ca-expired.pem");
 const LEAF_VALID: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/leaf-valid.pem");
+/// Made by kopf 1.45.2's own `WebhookServer.build_certificate` on 2026-12-07 19:19:48
+/// for kopf-op.ops.svc, localhost and 127.0.0.1.
+const KOPF_BUILT: &[u8] = include_bytes!("../../../../tests/fixtures/ca_bundle/kopf-built.pem");
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("a timestamp")
@@ -322,6 +325,36 @@ fn a_served_certificate_not_valid_for_the_called_host_is_an_error() {
         vec![called_at(CA_VALID, "https://10.0.0.9:443/validate")],
     );
     assert!(live(&t, &k, now()).is_empty());
+}
+
+/// A certificate kopf itself built, called at each of its names and at another.
+#[test]
+fn kopf_s_own_certificate_covers_the_hosts_it_was_built_for() {
+    let later = ts("2026-12-08T00:00:00Z");
+    let pods = || vec![pod("2026-12-07T19:19:00Z")];
+    for url in [
+        "https://kopf-op.ops.svc:443/validate-widget",
+        "https://127.0.0.1:9443/validate-widget",
+        "https://localhost:9443/validate-widget",
+    ] {
+        let (t, k) = evidence(pods(), vec![called_at(KOPF_BUILT, url)]);
+        let found = live(&t, &k, later);
+        assert!(found.is_empty(), "{url}: {found:#?}");
+    }
+    let (t, k) = evidence(
+        pods(),
+        vec![called_at(
+            KOPF_BUILT,
+            "https://kopf-op.other.svc:443/validate",
+        )],
+    );
+    let f = one(live(&t, &k, later));
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.message.contains("not valid for kopf-op.other.svc"),
+        "{}",
+        f.message
+    );
 }
 
 #[test]
