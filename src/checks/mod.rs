@@ -3,7 +3,9 @@
 //! in `checks/<area>.rs` (the RBAC permission checks build their needs in
 //! `model/needs.rs`, one function per ID there). A check decided both live (from the
 //! cluster's evidence) and from the source (the Python and its settings) is a module of
-//! its own, `checks/<area>/<some_name>.rs`, holding both deciders and its [`Wording`].
+//! its own, `checks/<area>/<some_name>.rs`, holding both deciders and its [`Wording`];
+//! so is each `source.*` check (lint only), `checks/source/<some_name>.rs`, with what
+//! they share in `checks/source.rs`.
 //! [`registry`] says, for every check ID, which deciders it has and where they are.
 //! Nothing here performs I/O.
 

@@ -9,7 +9,11 @@
 use super::Wording;
 use super::persistence::{default_finalizer, diffbase_annotation, progress_annotations};
 use super::runtime::handler_loop;
-use super::source::{self, SourceFinding};
+use super::source::{
+    SourceFinding, blocking_call, daemon_ignores_stop, handler_kwargs, index_worker_limit,
+    module_logger, no_resume, posting_flood, settings_outside_startup, silent_failure,
+    sync_daemon_pool, syntax_error, timer_posting, unfiltered_builtin, watch_timeouts,
+};
 use crate::catalog::CheckId;
 use crate::model::source::{Handler, SourceFacts};
 
@@ -370,95 +374,73 @@ pub(crate) const ENTRIES: &[Entry] = &[
     },
     Entry {
         check: CheckId::SourceSyntaxError,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(source::syntax_error),
+        module: "src/checks/source/syntax_error.rs",
+        deciders: Deciders::Source(syntax_error::source),
     },
     Entry {
         check: CheckId::SourceHandlerKwargs,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| per_handler(f, source::handler_kwargs)),
+        module: "src/checks/source/handler_kwargs.rs",
+        deciders: Deciders::Source(|f| per_handler(f, handler_kwargs::source)),
     },
     Entry {
         check: CheckId::SourceBlockingCall,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| {
-            let graph = source::CallGraph::new(f);
-            f.handlers
-                .iter()
-                .flat_map(|h| {
-                    source::blocking_call(h)
-                        .into_iter()
-                        .chain(source::blocking_helper(&graph, h))
-                })
-                .collect()
-        }),
+        module: "src/checks/source/blocking_call.rs",
+        deciders: Deciders::Source(blocking_call::source),
     },
     Entry {
         check: CheckId::SourceModuleLogger,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| {
-            let graph = source::CallGraph::new(f);
-            f.handlers
-                .iter()
-                .filter_map(|h| source::module_logger(&graph, h))
-                .collect()
-        }),
+        module: "src/checks/source/module_logger.rs",
+        deciders: Deciders::Source(module_logger::source),
     },
     Entry {
         check: CheckId::SourceUnfilteredBuiltin,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| per_handler(f, source::unfiltered_builtin)),
+        module: "src/checks/source/unfiltered_builtin.rs",
+        deciders: Deciders::Source(|f| per_handler(f, unfiltered_builtin::source)),
     },
     Entry {
         check: CheckId::SourceSettingsOutsideStartup,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(source::settings_outside_startup),
+        module: "src/checks/source/settings_outside_startup.rs",
+        deciders: Deciders::Source(settings_outside_startup::source),
     },
     Entry {
         check: CheckId::SourcePostingFlood,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| source::posting_flood(f).into_iter().collect()),
+        module: "src/checks/source/posting_flood.rs",
+        deciders: Deciders::Source(|f| posting_flood::source(f).into_iter().collect()),
     },
     Entry {
         check: CheckId::SourceSilentFailure,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| {
-            let graph = source::CallGraph::new(f);
-            f.handlers
-                .iter()
-                .filter_map(|h| source::silent_failure(f, &graph, h))
-                .collect()
-        }),
+        module: "src/checks/source/silent_failure.rs",
+        deciders: Deciders::Source(silent_failure::source),
     },
     Entry {
         check: CheckId::SourceTimerPosting,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| per_handler(f, source::timer_posting)),
+        module: "src/checks/source/timer_posting.rs",
+        deciders: Deciders::Source(|f| per_handler(f, timer_posting::source)),
     },
     Entry {
         check: CheckId::SourceIndexWorkerLimit,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| source::index_worker_limit(f).into_iter().collect()),
+        module: "src/checks/source/index_worker_limit.rs",
+        deciders: Deciders::Source(|f| index_worker_limit::source(f).into_iter().collect()),
     },
     Entry {
         check: CheckId::SourceNoResume,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(source::no_resume),
+        module: "src/checks/source/no_resume.rs",
+        deciders: Deciders::Source(no_resume::source),
     },
     Entry {
         check: CheckId::SourceSyncDaemonPool,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| source::sync_daemon_pool(f).into_iter().collect()),
+        module: "src/checks/source/sync_daemon_pool.rs",
+        deciders: Deciders::Source(|f| sync_daemon_pool::source(f).into_iter().collect()),
     },
     Entry {
         check: CheckId::SourceDaemonIgnoresStop,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| per_handler(f, source::daemon_ignores_stop)),
+        module: "src/checks/source/daemon_ignores_stop.rs",
+        deciders: Deciders::Source(|f| per_handler(f, daemon_ignores_stop::source)),
     },
     Entry {
         check: CheckId::SourceWatchTimeouts,
-        module: "src/checks/source.rs",
-        deciders: Deciders::Source(|f| source::watch_timeouts(f).into_iter().collect()),
+        module: "src/checks/source/watch_timeouts.rs",
+        deciders: Deciders::Source(|f| watch_timeouts::source(f).into_iter().collect()),
     },
 ];
 

@@ -34,6 +34,22 @@ fn every_listed_module_exists_and_names_its_deciders() {
     }
 }
 
+/// A `source.*` check lives in a module of its own, named after it: no two share one.
+#[test]
+fn every_source_check_has_a_module_of_its_own_named_after_it() {
+    let mut modules = BTreeSet::new();
+    for entry in ENTRIES {
+        let id = entry.check.as_str();
+        let Some(name) = id.strip_prefix("source.") else {
+            continue;
+        };
+        let named = format!("src/checks/source/{}.rs", name.replace('-', "_"));
+        assert_eq!(entry.module, named, "{id}");
+        assert!(modules.insert(entry.module), "{id} shares {}", entry.module);
+    }
+    assert!(!modules.is_empty(), "the source checks");
+}
+
 #[test]
 fn only_the_source_area_and_checks_with_both_deciders_read_the_source() {
     for entry in ENTRIES {

@@ -1,4 +1,7 @@
+use super::daemon_ignores_stop::source as daemon_ignores_stop;
+use super::sync_daemon_pool::source as sync_daemon_pool;
 use super::*;
+use crate::model::source::{DaemonFacts, Millis, Sleep, SourceFacts};
 use crate::model::source::{Literal, Location, SettingWrite};
 
 fn daemon(is_async: bool, facts: DaemonFacts) -> Handler {
@@ -163,11 +166,4 @@ fn a_daemon_without_a_loop_or_a_non_daemon_is_not_reported() {
     let mut timer = daemon(false, looping());
     timer.daemon = None;
     assert_eq!(daemon_ignores_stop(&timer), None);
-}
-
-#[test]
-fn fractional_seconds_are_written_as_python_numbers() {
-    assert_eq!(seconds_literal(Millis(2500)), "2.5");
-    assert_eq!(seconds_literal(Millis(250)), "0.25");
-    assert_eq!(seconds_literal(Millis(60_000)), "60");
 }

@@ -1,4 +1,12 @@
+use super::call_graph::CallGraph;
+use super::index_worker_limit::source as index_worker_limit;
+use super::no_resume::source as no_resume;
+use super::posting_flood::source as posting_flood;
+use super::silent_failure::of_handler as silent_failure;
+use super::timer_posting::source as timer_posting;
+use super::unfiltered_builtin::source as unfiltered_builtin;
 use super::*;
+use crate::model::source::SourceFacts;
 use crate::model::source::kopf_version::{KopfRange, parse_version};
 use crate::model::source::{Literal, ParseProblem, Registration, ResourceSpec, SettingWrite};
 

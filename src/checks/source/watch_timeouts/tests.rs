@@ -1,12 +1,12 @@
+use super::source as watch_timeouts;
 use super::*;
-use crate::catalog::Severity;
-use crate::model::source::kopf_version::{KopfPin, KopfRange};
+use crate::model::source::kopf_version::{KopfPin, KopfRange, KopfVersion};
 use crate::model::source::{Handler, Location, SettingWrite};
 
 fn handler(decorator: &str, line: u32) -> Handler {
     Handler {
         location: Location::new("op.py", line),
-        ..super::tests::handler(decorator, None)
+        ..crate::checks::source::tests::handler(decorator, None)
     }
 }
 
