@@ -77,77 +77,77 @@ fn per_handler(
 pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::WorkloadNotKopf,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/not_kopf.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadMemoryRequest,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/memory_request.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadMemoryLimit,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/memory_limit.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadCpuLimit,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/cpu_limit.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadCpuRequest,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/cpu_request.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadOomKilled,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/oom_killed.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadCrashLoop,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/crash_loop.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadStandaloneReplicas,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/standalone_replicas.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadLiveness,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/liveness.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadDefaultServiceAccount,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/default_service_account.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadNoScopeFlag,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/no_scope_flag.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadRolloutOverlap,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/rollout_overlap.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadDebugLogging,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/debug_logging.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadWebhookBlastRadius,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/webhook_blast_radius.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::WorkloadGracePeriod,
-        module: "src/checks/workload.rs",
+        module: "src/checks/workload/grace_period.rs",
         deciders: Deciders::Live,
     },
     Entry {

@@ -1,0 +1,20 @@
+//! `workload.no-scope-flag`: kopf runs with neither -A/--all-namespaces nor
+//! -n/--namespace. Reads kopf's command line.
+
+use crate::api::Finding;
+use crate::catalog::CheckId;
+use crate::checks::finding;
+use crate::model::kopf_run::{KopfRun, Scope};
+
+/// kopf's scope is implicit: it falls back to cluster-wide with a FutureWarning.
+pub(crate) fn live(target: &str, run: &KopfRun) -> Option<Finding> {
+    if run.scope != Scope::Implicit {
+        return None;
+    }
+    Some(finding(
+        CheckId::WorkloadNoScopeFlag,
+        target,
+        "kopf runs with neither -A/--all-namespaces nor -n/--namespace: it falls back to cluster-wide with a FutureWarning that this will become an error. Add -n NAMESPACE (or -A) to its args.".to_string(),
+        None,
+    ))
+}
