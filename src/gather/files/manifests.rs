@@ -106,6 +106,37 @@ fn documents(text: &str) -> Vec<Document<'_>> {
     out
 }
 
+/// Where a YAML stream comes from.
+#[derive(Clone, Copy)]
+enum Stream<'a> {
+    /// Files as written (or stdin, whose `# Source:` paths are kept as written).
+    Files,
+    /// `helm template` of the chart in `dir` (relative to the root; `""` for the root).
+    Rendered {
+        /// The chart's directory.
+        dir: &'a str,
+    },
+    /// `kubectl kustomize` of the kustomization in `dir`.
+    Built {
+        /// The kustomization's directory.
+        dir: &'a str,
+    },
+}
+
+/// The file a `# Source:` path names: for a chart lint rendered, its first segment
+/// (the chart's name) replaced by the chart's directory; otherwise as written.
+fn in_chart(source: &str, stream: Stream<'_>) -> String {
+    let Stream::Rendered { dir } = stream else {
+        return source.to_string();
+    };
+    let within = source.split_once('/').map_or(source, |(_, rest)| rest);
+    if dir.is_empty() {
+        within.to_string()
+    } else {
+        format!("{dir}/{within}")
+    }
+}
+
 /// Whether a `# Source:` path names a file inside the linted tree, as Helm writes it
 /// (`chart/templates/x.yaml`): not empty, not absolute (`/x`, `\x`, `C:`), no `..`
 /// that leaves the root, no backslash, control or invisible character. A chart is
@@ -143,7 +174,17 @@ impl Manifests {
     /// objects without a namespace are placed in `namespace` (as `kubectl apply -n` or
     /// `helm install -n` would).
     pub(crate) fn read(&mut self, path: &str, text: &str, namespace: &str) {
-        self.read_stream(path, text, namespace, None);
+        self.read_stream(path, text, namespace, Stream::Files);
+    }
+
+    /// Adds the objects `helm template` rendered from the chart in `dir` (relative to
+    /// the linted root, `""` for the root itself; `path` names the chart in findings).
+    /// helm names each template by the chart's name (`# Source: NAME/templates/x.yaml`),
+    /// which need not be its directory's: each object is placed in the template's file
+    /// as the repository holds it (`DIR/templates/x.yaml`), where a code-scanning
+    /// annotation can land.
+    pub(crate) fn read_rendered(&mut self, path: &str, dir: &str, text: &str, namespace: &str) {
+        self.read_stream(path, text, namespace, Stream::Rendered { dir });
     }
 
     /// Adds the objects `kubectl kustomize` built from the kustomization `file` in
@@ -151,12 +192,15 @@ impl Manifests {
     /// `dir`), which is then removed (kustomize adds it on lint's request, the
     /// repository did not write it); an object without one, in `file`.
     pub(crate) fn read_built(&mut self, file: &str, dir: &str, text: &str, namespace: &str) {
-        self.read_stream(file, text, namespace, Some(dir));
+        self.read_stream(file, text, namespace, Stream::Built { dir });
     }
 
-    /// [`Manifests::read`], objects placed by their origin annotation when `origins`
-    /// names the kustomization they were built from.
-    fn read_stream(&mut self, path: &str, text: &str, namespace: &str, origins: Option<&str>) {
+    /// [`Manifests::read`], objects placed as the stream's origin says.
+    fn read_stream(&mut self, path: &str, text: &str, namespace: &str, stream: Stream<'_>) {
+        let origins = match stream {
+            Stream::Built { dir } => Some(dir),
+            Stream::Files | Stream::Rendered { .. } => None,
+        };
         if let Err(too_deep) = super::bounds::yaml_depth(text) {
             self.problems
                 .push((Location::new(path, 1), format!("not read: {too_deep}")));
@@ -168,7 +212,7 @@ impl Manifests {
             }
             let (location, lines) = match doc.source {
                 // A rendered chart: the template the object comes from.
-                Some(template) => (Location::new(template, 1), None),
+                Some(template) => (Location::new(in_chart(template, stream), 1), None),
                 // Built: a line of kubectl's output is none of the repository's.
                 None if origins.is_some() => (Location::new(path, 1), None),
                 None => (
@@ -446,6 +490,41 @@ mod tests {
             Some(&Location::new("op/templates/rbac.yaml", 1))
         );
         assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
+    }
+
+    /// helm names templates by the chart's name; the repository holds them under the
+    /// chart's directory, which a code-scanning annotation must name.
+    #[test]
+    fn a_chart_lint_rendered_points_at_the_template_in_its_directory() {
+        let rendered = "---\n# Source: op/templates/rbac.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: op\n---\n# Source: op/charts/sub/templates/sa.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sub\n";
+        let mut m = Manifests::default();
+        m.read_rendered(
+            "deploy/helm/operator",
+            "deploy/helm/operator",
+            rendered,
+            "ns",
+        );
+        assert_eq!(
+            m.location("ServiceAccount", Some("ns"), "op"),
+            Some(&Location::new(
+                "deploy/helm/operator/templates/rbac.yaml",
+                1
+            ))
+        );
+        assert_eq!(
+            m.location("ServiceAccount", Some("ns"), "sub"),
+            Some(&Location::new(
+                "deploy/helm/operator/charts/sub/templates/sa.yaml",
+                1
+            ))
+        );
+        // The chart is the linted root: its files are named from there.
+        let mut m = Manifests::default();
+        m.read_rendered("operator", "", rendered, "ns");
+        assert_eq!(
+            m.location("ServiceAccount", Some("ns"), "op"),
+            Some(&Location::new("templates/rbac.yaml", 1))
+        );
     }
 
     #[test]

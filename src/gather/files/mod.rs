@@ -467,8 +467,17 @@ impl Found {
                         "a dependency of the chart that is not vendored under charts/: the chart was rendered without it; run `helm dependency build` before lint, as its CI would".to_string(),
                     );
                 }
-                self.manifests
-                    .read(&shown, &rendered.text, &rendered.namespace);
+                let dir_in_root = if dir == root {
+                    String::new()
+                } else {
+                    shown.clone()
+                };
+                self.manifests.read_rendered(
+                    &shown,
+                    &dir_in_root,
+                    &rendered.text,
+                    &rendered.namespace,
+                );
             }
             Err(e) => self.unread(&shown, e.to_string()),
         }
