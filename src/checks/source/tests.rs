@@ -130,6 +130,35 @@ fn unfiltered_builtin_spares_filtered_handlers_custom_kinds_and_event_handlers()
     assert!(!pods.finding.message.contains("clear text"));
 }
 
+/// A timer or daemon needs kopf's finalizer on each object: unfiltered on a built-in
+/// kind, every one of them carries it, and their deletion hangs while the operator is
+/// down.
+#[test]
+fn unfiltered_builtin_timers_and_daemons_put_the_finalizer_on_every_object() {
+    for decorator in ["timer", "daemon"] {
+        let found = unfiltered_builtin(&handler(decorator, Some("namespaces"))).expect("fires");
+        let message = &found.finding.message;
+        assert!(
+            message.contains("kopf puts its finalizer on each one"),
+            "{message}"
+        );
+        assert!(
+            message.contains("deleting any Namespace it serves hangs"),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("one {decorator} per object")),
+            "{message}"
+        );
+        let mut filtered = handler(decorator, Some("namespaces"));
+        filtered.filtered = true;
+        assert!(unfiltered_builtin(&filtered).is_none());
+        assert!(unfiltered_builtin(&handler(decorator, Some("kopfexamples"))).is_none());
+    }
+    // An index keeps nothing on the objects.
+    assert!(unfiltered_builtin(&handler("index", Some("pods"))).is_none());
+}
+
 /// A requirement on exactly `version`.
 fn pin(version: &str) -> Option<KopfPin> {
     let range = KopfRange::exactly(parse_version(version).expect("a version"));
