@@ -1066,8 +1066,12 @@ impl<'a> Walker<'_> {
 /// Whether a call may run a function of the repository, for the call graph: a plain
 /// name (`sync_secret()`), or a name in a module (`k8s.read_config()`, which the call
 /// graph follows only when the repository has a module `k8s`). Not a method of the
-/// handler's logger or of kopf, nor anything deeper (`kubernetes.client.X()`).
+/// handler's logger or of kopf, nor anything deeper (`kubernetes.client.X()`), nor a
+/// method of what a call returns (`session().query`, as [`chained_call`] names it).
 fn may_be_own_function(func: &str) -> bool {
+    if func.contains("()") {
+        return false;
+    }
     match func.split_once('.') {
         None => true,
         Some((module, name)) => {

@@ -190,6 +190,30 @@ fn logger_wrappers_and_loguru_are_module_loggers() {
     assert_eq!(loggers, ["adapter", "child", "wrapped", "lg"]);
 }
 
+/// A method of what a call returns is no function of the repository: it never takes
+/// a place among the calls the call graph follows.
+#[test]
+fn chained_calls_are_not_followed_as_the_repositorys_functions() {
+    assert!(may_be_own_function("sync_secret"));
+    assert!(may_be_own_function("k8s.read_config"));
+    assert!(!may_be_own_function("session().query"));
+    assert!(!may_be_own_function("pykube.Pod().create"));
+    let facts = read_ok(
+        "op.py",
+        "import kopf\n\n@kopf.on.create('widgets')\ndef create_fn(**_):\n    db().query().all()\n    helper()\n",
+    );
+    let calls: Vec<&str> = facts.handlers[0]
+        .calls
+        .iter()
+        .map(|(f, _)| f.as_str())
+        .collect();
+    assert_eq!(
+        calls,
+        ["db", "helper"],
+        "db() may be the repository's; its methods not"
+    );
+}
+
 #[test]
 fn settings_are_kopfs_only_and_know_whether_a_startup_handler_writes_them() {
     let facts = read_ok("op.py", OPERATOR);
