@@ -168,6 +168,23 @@ pub(crate) fn container_patch(container: &str, fields: &str) -> String {
     out
 }
 
+/// What every live decider reads: one target's evidence, the kopf evidence gathered
+/// for it and the audit's check settings. One type, so that the registry can hold every
+/// live decider as one kind of function, whatever it reads of these.
+#[expect(dead_code, reason = "the deciders move onto it one area at a time")]
+pub(crate) struct LiveInput<'a> {
+    /// The target: its Deployment, pods and name.
+    pub(crate) target: &'a TargetEvidence,
+    /// What was gathered about the kopf operator it runs.
+    pub(crate) kopf: &'a KopfEvidence,
+    /// The audit's settings, read once from its spec.
+    pub(crate) settings: &'a CheckSettings,
+}
+
+/// A live decider: every finding of its check in the input, with the causes it names.
+#[expect(dead_code, reason = "the deciders move onto it one area at a time")]
+pub(crate) type LiveDecider = fn(&LiveInput<'_>) -> Vec<Raised>;
+
 /// Runs one kopf area's checks on a target whose evidence for it was gathered.
 pub(crate) fn run_area(
     area: Area,
