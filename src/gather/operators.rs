@@ -342,6 +342,7 @@ fn unknown_run(container: &str) -> KopfRun {
         log_format: crate::model::kopf_run::KopfLogFormat::Full,
         verbosity: (crate::model::kopf_run::Verbosity::Normal, None),
         liveness: None,
+        entries: Vec::new(),
     }
 }
 

@@ -6,7 +6,7 @@
 //! at work.
 
 use super::names::is_dns_label;
-use super::source::{Literal, PyStart};
+use super::source::{Entry, Literal, PyStart};
 use k8s_openapi::api::core::v1::Container;
 pub(crate) use kopf_log::LogFormat as KopfLogFormat;
 use std::collections::BTreeSet;
@@ -341,6 +341,9 @@ pub(crate) struct KopfRun {
     pub(crate) verbosity: (Verbosity, Option<String>),
     /// The `--liveness` URL, if any.
     pub(crate) liveness: Option<String>,
+    /// What kopf is told to load: `kopf run`'s paths and `-m` modules, or the file
+    /// that calls `kopf.run()`; empty when not known.
+    pub(crate) entries: Vec<Entry>,
 }
 
 impl KopfRun {
@@ -402,6 +405,7 @@ pub(crate) fn parse_in_namespace(
         log_format: KopfLogFormat::Full,
         verbosity: (Verbosity::Normal, None),
         liveness: None,
+        entries: Vec::new(),
     };
     apply_env(&mut run, container, namespace);
     apply_flags(&mut run, &words[run_at..]);
@@ -433,6 +437,7 @@ pub(crate) fn from_log(
         log_format,
         verbosity: (Verbosity::Normal, None),
         liveness: None,
+        entries: Vec::new(),
     };
     let peering_seen = seen.peering;
     run.origin = RunOrigin::Log(seen);
@@ -497,6 +502,8 @@ pub(crate) fn from_python(container: &Container, start: &PyStart) -> KopfRun {
         log_format: KopfLogFormat::Full,
         verbosity: (Verbosity::Normal, None),
         liveness,
+        // Which file the container runs is in its command, not in the call.
+        entries: Vec::new(),
     }
 }
 
@@ -634,6 +641,9 @@ fn split_flag(word: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// Words of a `sh -c` line that end kopf's command.
+const SHELL_OPERATORS: [&str; 6] = ["&&", "||", ";", "|", "&", ">"];
+
 fn apply_flags(run: &mut KopfRun, words: &[String]) {
     let mut namespaces = Vec::new();
     let mut i = 0;
@@ -680,6 +690,10 @@ fn apply_flags(run: &mut KopfRun, words: &[String]) {
                     run.log_format = f;
                 }
             }
+            ("-m" | "--module", Some(v)) => run.entries.push(Entry::Module(v.to_string())),
+            // The shell runs what follows, not kopf.
+            (word, _) if SHELL_OPERATORS.contains(&word) => break,
+            (word, None) if !word.starts_with('-') => run.entries.push(Entry::Path(word.into())),
             _ => {}
         }
         i += 1;

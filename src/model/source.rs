@@ -299,7 +299,16 @@ pub(crate) struct SourceFacts {
     pub(crate) files: usize,
     /// The kopf versions the requirements, lock files or Dockerfile allow.
     pub(crate) kopf: Option<KopfPin>,
+    /// The modules each file imports: which files a kopf process loads.
+    pub(crate) imports: Vec<Import>,
+    /// Imports of a name computed at run time (`importlib.import_module(name)`), or
+    /// past the bound on a file's imports: what that file loads is not known.
+    pub(crate) dynamic_imports: Vec<Location>,
 }
+
+/// Which of the repository's Python files a kopf process loads.
+pub(crate) mod loaded;
+pub(crate) use loaded::{Entry, Import, Loaded};
 
 /// The kopf versions an operator's files allow, as a range, and what kopf does with a
 /// handler's log records across them.
@@ -315,6 +324,8 @@ impl SourceFacts {
         self.settings.extend(other.settings);
         self.problems.extend(other.problems);
         self.files += other.files;
+        self.imports.extend(other.imports);
+        self.dynamic_imports.extend(other.dynamic_imports);
         if let Some(pin) = other.kopf {
             self.keep_pin(pin);
         }

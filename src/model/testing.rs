@@ -16,6 +16,7 @@ pub(crate) fn run(scope: Scope, peering: Peering) -> KopfRun {
         log_format: KopfLogFormat::Full,
         verbosity: (Verbosity::Normal, None),
         liveness: None,
+        entries: Vec::new(),
     }
 }
 

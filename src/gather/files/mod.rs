@@ -30,11 +30,12 @@ use crate::model::kopf_run::{
 };
 use crate::model::needs;
 use crate::model::rbac::PeeringCrds;
-use crate::model::source::{Literal, ResourceSpec, SourceFacts, Unread};
+use crate::model::source::{Entry, Literal, Loaded, ResourceSpec, SourceFacts, Unread};
 use dockerfile::Image;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use manifests::Manifests;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The release name charts are rendered under.
@@ -131,19 +132,26 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     }));
     unread.sort();
     unread.dedup();
-    let targets: Vec<TargetEvidence> = manifests
+    let python_files: Vec<&str> = python.iter().map(|(path, _)| path.as_str()).collect();
+    let starts = Starts {
+        images: &images,
+        scripts: &scripts,
+        s2i: &s2i,
+        source: &source,
+        python: &python_files,
+    };
+    let (targets, loads): (Vec<TargetEvidence>, Vec<Option<Loaded>>) = manifests
         .deployments
         .iter()
-        .map(|d| {
-            let starts = Starts {
-                images: &images,
-                scripts: &scripts,
-                s2i: &s2i,
-                source: &source,
-            };
-            target(d, &manifests, &starts, &mut notes)
-        })
-        .collect();
+        .map(|d| target(d, &manifests, &starts, &mut notes))
+        .unzip();
+    let source = match loaded_by_all(loads.into_iter().flatten()) {
+        Some(files) => {
+            notes.extend(not_loaded_note(&python_files, &files));
+            source.only(&files)
+        }
+        None => source,
+    };
     let targets = kopf_targets(targets, &mut notes);
     if manifests.deployments.is_empty() {
         notes.push("No Deployment in the linted manifests: the workload and RBAC checks had nothing to read. Pass the chart directory or rendered manifests (`helm template ... | kopf-audit lint -f -`).".into());
@@ -679,15 +687,19 @@ struct Starts<'a> {
     s2i: &'a [script::S2iOptions],
     /// The Python source.
     source: &'a SourceFacts,
+    /// Every Python file read, relative to the linted root.
+    python: &'a [&'a str],
 }
 
-/// One Deployment's evidence.
+/// One Deployment's evidence, and which Python files its kopf loads (`None` when it
+/// runs no kopf). Its handled resources and permissions needed are those of the
+/// handlers in the files it loads, when those are known.
 fn target(
     deployment: &Deployment,
     manifests: &Manifests,
     starts: &Starts<'_>,
     notes: &mut Vec<String>,
-) -> TargetEvidence {
+) -> (TargetEvidence, Option<Loaded>) {
     let mut target = TargetEvidence::new(deployment.clone(), Vec::new(), None);
     let run = match target.kopf.take() {
         Some(kopf) => Some(kopf.run),
@@ -697,16 +709,69 @@ fn target(
             .or_else(|| from_source(deployment, starts.images, starts.source))
             .or_else(|| from_handlers(deployment, manifests.deployments.len(), starts)),
     };
-    target.kopf = run.map(|run| {
-        kopf_evidence(
-            &target,
-            with_settings(run, starts.source),
-            manifests,
-            starts.source,
-            notes,
-        )
-    });
-    target
+    let Some(run) = run else {
+        return (target, None);
+    };
+    let loaded = starts.source.loaded_from(&run.entries, starts.python);
+    let own;
+    let source = match &loaded {
+        Loaded::Files(files) => {
+            own = starts.source.only(files);
+            &own
+        }
+        Loaded::Unknown => starts.source,
+    };
+    target.kopf = Some(kopf_evidence(
+        &target,
+        with_settings(run, source),
+        manifests,
+        source,
+        notes,
+    ));
+    (target, Some(loaded))
+}
+
+/// The Python files some kopf container loads, when that is known for every one; `None`
+/// when it is not known for one of them, or none runs kopf: then every file is kept.
+fn loaded_by_all(loads: impl Iterator<Item = Loaded>) -> Option<BTreeSet<String>> {
+    let mut all = BTreeSet::new();
+    let mut any = false;
+    for loaded in loads {
+        match loaded {
+            Loaded::Files(files) => all.extend(files),
+            Loaded::Unknown => return None,
+        }
+        any = true;
+    }
+    any.then_some(all)
+}
+
+/// How many files a note names before it counts the rest.
+const NAMED_IN_NOTE: usize = 5;
+
+/// The note that names the Python files no kopf container loads, which lint left out.
+fn not_loaded_note(python: &[&str], loaded: &BTreeSet<String>) -> Option<String> {
+    let left: Vec<&str> = python
+        .iter()
+        .copied()
+        .filter(|f| !loaded.contains(*f))
+        .collect();
+    if left.is_empty() {
+        return None;
+    }
+    let mut named = left
+        .iter()
+        .take(NAMED_IN_NOTE)
+        .map(|f| clean(f, MAX_REASON_BYTES))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if left.len() > NAMED_IN_NOTE {
+        named.push_str(&format!(" and {} more", left.len() - NAMED_IN_NOTE));
+    }
+    Some(format!(
+        "{} Python file(s) that no kopf container loads (by `kopf run`'s files and modules and what they import) were not checked: {named}.",
+        left.len()
+    ))
 }
 
 /// The run of a Deployment whose container (its command, or its image's CMD and
@@ -899,7 +964,29 @@ fn from_source(deployment: &Deployment, images: &[Image], source: &SourceFacts) 
                 base.starts_with("python") || base.ends_with(".py") || base.ends_with(".sh")
             })
     })?;
-    Some(from_python(container, start))
+    let mut run = from_python(container, start);
+    run.entries = python_entries(&runs(container, images));
+    Some(run)
+}
+
+/// What `python FILE` or `python -m MODULE` loads first; none when the words run
+/// something else (a wrapper script, an image's default).
+fn python_entries(words: &[String]) -> Vec<Entry> {
+    let is_python = |w: &String| {
+        w.rsplit('/')
+            .next()
+            .is_some_and(|b| b.starts_with("python"))
+    };
+    let Some(at) = words.iter().position(is_python) else {
+        return Vec::new();
+    };
+    let mut rest = words[at + 1..].iter().filter(|w| *w != "-u" && *w != "-O");
+    match rest.next().map(String::as_str) {
+        Some("-m") => rest.next().map(|m| vec![Entry::Module(m.clone())]),
+        Some(file) if file.ends_with(".py") => Some(vec![Entry::Path(file.to_string())]),
+        _ => None,
+    }
+    .unwrap_or_default()
 }
 
 /// The run of the repository's only Deployment, of one container, when the repository
@@ -933,6 +1020,7 @@ fn from_handlers(
         log_format: KopfLogFormat::Full,
         verbosity: (Verbosity::Normal, None),
         liveness: None,
+        entries: Vec::new(),
     })
 }
 

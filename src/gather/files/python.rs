@@ -5,8 +5,8 @@
 
 use super::bounds;
 use crate::model::source::{
-    DaemonFacts, Handler, Helper, Literal, Location, Millis, ParseProblem, PyStart, Registration,
-    ResourceSpec, SettingWrite, Sleep, SourceFacts,
+    DaemonFacts, Handler, Helper, Import, Literal, Location, Millis, ParseProblem, PyStart,
+    Registration, ResourceSpec, SettingWrite, Sleep, SourceFacts,
 };
 use ruff_python_ast::visitor::{Visitor, walk_expr, walk_stmt};
 use ruff_python_ast::{Decorator, Expr, Number, Operator, Parameters, Stmt, StmtFunctionDef};
@@ -21,6 +21,12 @@ const MAX_HELPERS: usize = 2048;
 
 /// The functions that start kopf from Python (kopf 1.45 `_core/reactor/running.py`).
 const STARTERS: [&str; 3] = ["kopf.run", "kopf.operator", "kopf.spawn_tasks"];
+
+/// Calls that import a module named at run time.
+const IMPORTERS: [&str; 3] = ["importlib.import_module", "import_module", "__import__"];
+
+/// Most imports kept per file: a file with more loads what is not known.
+const MAX_IMPORTS: usize = 1024;
 
 /// Calls that block the event loop when made in an `async def` handler: kopf runs every
 /// async handler in its one loop, so one such call stalls all handling.
@@ -568,6 +574,9 @@ impl Walker<'_> {
         let Some(func) = dotted(&call.func).or_else(|| chained_call(&call.func)) else {
             return;
         };
+        if IMPORTERS.contains(&func.as_str()) {
+            self.import_call(call);
+        }
         if STARTERS.contains(&func.as_str()) {
             let start = self.start(&func, call);
             self.facts.starts.push(start);
@@ -621,6 +630,49 @@ impl Walker<'_> {
                     .module_logger_calls
                     .push((logger, location));
             }
+        }
+    }
+
+    /// An import statement: the module and the names it takes, up to
+    /// [`MAX_IMPORTS`] a file; past that, what the file loads is not known.
+    fn import(&mut self, module: &str, level: u32, names: Vec<String>, offset: TextSize) {
+        let location = self.location(offset);
+        if self.facts.imports.len() >= MAX_IMPORTS {
+            if self.facts.dynamic_imports.is_empty() {
+                self.facts.dynamic_imports.push(location);
+            }
+            return;
+        }
+        self.facts.imports.push(Import {
+            location,
+            module: module.to_string(),
+            level,
+            names,
+        });
+    }
+
+    /// `importlib.import_module("pkg.mod")` or `__import__("mod")`: an import of that
+    /// module when it is a literal, else of a module not known.
+    fn import_call(&mut self, call: &ruff_python_ast::ExprCall) {
+        let literal = call.arguments.args.first().and_then(|a| match a {
+            Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+            _ => None,
+        });
+        let relative = call
+            .arguments
+            .keywords
+            .iter()
+            .any(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "level"));
+        match literal {
+            Some(module) if !module.starts_with('.') && !relative => {
+                self.import(&module, 0, Vec::new(), call.range().start());
+            }
+            // One is enough to know that the file's imports are not all known.
+            _ if self.facts.dynamic_imports.is_empty() => {
+                let location = self.location(call.range().start());
+                self.facts.dynamic_imports.push(location);
+            }
+            _ => {}
         }
     }
 
@@ -1034,6 +1086,21 @@ impl<'a> Walker<'_> {
                     self.assignment(&[&*a.target], value, a.range.start());
                 }
                 walk_stmt(self, stmt);
+            }
+            Stmt::Import(i) => {
+                for alias in &i.names {
+                    self.import(alias.name.as_str(), 0, Vec::new(), i.range.start());
+                }
+            }
+            Stmt::ImportFrom(from) => {
+                let module = from.module.as_ref().map_or("", |m| m.as_str());
+                let names = from
+                    .names
+                    .iter()
+                    .map(|a| a.name.as_str().to_string())
+                    .filter(|n| n != "*")
+                    .collect();
+                self.import(module, from.level, names, from.range.start());
             }
             Stmt::While(w) => {
                 let location = self.location(w.range.start());

@@ -302,6 +302,7 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
         scripts: &scripts,
         s2i: &[],
         source: &source,
+        python: &[],
     };
     let run = from_script(&m.deployments[0], &starts).expect("kopf from the script");
     assert_eq!(run.peering, Peering::Standalone);
@@ -332,6 +333,7 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
         scripts: &scripts,
         s2i: &[],
         source: &source,
+        python: &[],
     };
     assert!(from_script(&m.deployments[0], &starts).is_none());
 }
@@ -365,6 +367,7 @@ fn an_s2i_kopf_build_runs_kopf_with_its_options_file() {
         scripts: &[],
         s2i: &s2i,
         source: &source,
+        python: &[],
     };
     let run = from_s2i(&m.deployments[0], &starts).expect("kopf from the s2i run script");
     assert_eq!(run.peering, Peering::Standalone);
@@ -419,6 +422,7 @@ fn handlers_and_the_one_image_built_make_the_only_deployment_kopf() {
         scripts: &[],
         s2i: &[],
         source: &source,
+        python: &[],
     };
     let run = from_handlers(&m.deployments[0], 1, &starts).expect("kopf, by its handlers");
     assert_eq!(run.scope, crate::model::kopf_run::Scope::Unknown);
@@ -470,6 +474,7 @@ fn scripts_handing_over_to_scripts_are_followed_three_deep() {
             scripts,
             s2i: &[],
             source: &source,
+            python: &[],
         };
         from_script(&m.deployments[0], &starts)
     };
@@ -512,4 +517,60 @@ fn scripts_handing_over_to_scripts_are_followed_three_deep() {
         script("a.sh", "exec ./entrypoint.sh\n"),
     ];
     assert!(found(&cycle).is_none());
+}
+
+#[test]
+fn python_entries_are_the_file_or_module_python_runs() {
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        python_entries(&words(&["python", "-u", "/app/main.py"])),
+        [Entry::Path("/app/main.py".into())]
+    );
+    assert_eq!(
+        python_entries(&words(&["/usr/bin/python3", "-m", "op.main"])),
+        [Entry::Module("op.main".into())]
+    );
+    assert!(python_entries(&words(&["/app/start.sh"])).is_empty());
+    assert!(python_entries(&words(&["python", "-c", "import op"])).is_empty());
+}
+
+#[test]
+fn lint_leaves_out_the_python_no_kopf_container_loads() {
+    let root = std::env::temp_dir().join(format!("kopf-audit-loaded-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dir = root.as_path();
+    std::fs::create_dir_all(dir.join("old")).expect("mkdir");
+    std::fs::write(
+        dir.join("deploy.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op, namespace: ns}\nspec:\n  selector: {matchLabels: {app: op}}\n  template:\n    metadata: {labels: {app: op}}\n    spec:\n      containers:\n      - name: op\n        image: op:1\n        command: [kopf, run, -A, /app/op.py]\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("op.py"), "import kopf\nimport helpers\n").expect("write");
+    std::fs::write(dir.join("helpers.py"), "def f():\n    pass\n").expect("write");
+    std::fs::write(
+        dir.join("old/op_v1.py"),
+        "import kopf\n@kopf.on.create('pods')\ndef c(name):\n    pass\n",
+    )
+    .expect("write");
+    let input = FilesInput {
+        path: Some(dir.to_path_buf()),
+        namespace: "ns".into(),
+        ..FilesInput::default()
+    };
+    let linted = read(&input).expect("read");
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(
+        linted.source.handlers.is_empty(),
+        "{:?}",
+        linted.source.handlers
+    );
+    assert_eq!(linted.source.helpers.len(), 1);
+    assert!(
+        linted
+            .notes
+            .iter()
+            .any(|n| n.contains("were not checked: old/op_v1.py.")),
+        "{:?}",
+        linted.notes
+    );
 }

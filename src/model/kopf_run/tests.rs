@@ -284,3 +284,38 @@ fn kopf_run_variables_from_the_pods_namespace_count_however_kopf_is_started() {
     );
     assert_eq!(learned.served_names(), vec!["team-a", "team-b"]);
 }
+
+#[test]
+fn reads_the_files_and_modules_kopf_loads() {
+    let c = container(
+        &["kopf", "run"],
+        &[
+            "--standalone",
+            "-m",
+            "pkg.handlers",
+            "-n",
+            "team-a",
+            "--module=pkg.more",
+            "/app/op.py",
+            "extra.py",
+        ],
+    );
+    let run = parse(&c).expect("kopf");
+    assert_eq!(
+        run.entries,
+        [
+            Entry::Module("pkg.handlers".into()),
+            Entry::Module("pkg.more".into()),
+            Entry::Path("/app/op.py".into()),
+            Entry::Path("extra.py".into()),
+        ]
+    );
+    // What the shell runs after kopf is not kopf's to load.
+    let c = container(&["/bin/sh", "-c"], &["kopf run -A op.py && echo done"]);
+    assert_eq!(
+        parse(&c).expect("kopf").entries,
+        [Entry::Path("op.py".into())]
+    );
+    let c = container(&["kopf", "run", "-A"], &[]);
+    assert!(parse(&c).expect("kopf").entries.is_empty());
+}
