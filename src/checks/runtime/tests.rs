@@ -1,9 +1,12 @@
 //! Tests of the runtime checks.
 
 use super::*;
+use crate::catalog::Severity;
 use crate::model::evidence::{Handling, KopfEvidence, Peer, PeeringObject};
 use crate::model::kopf_run::{Peering, Scope};
 use crate::model::testing::run;
+use k8s_openapi::api::core::v1::Pod;
+use std::collections::BTreeMap;
 
 /// Parses sample lines as the gatherer would.
 pub(crate) fn parse(lines: &[&str]) -> LogEvidence {
@@ -77,7 +80,7 @@ fn handler_failures_and_forbidden() {
         found.contains(&CheckId::RuntimeStartupForbidden),
         "{found:?}"
     );
-    let f: Vec<Finding> = startup_forbidden("op", &parse(&[FULL_FORBIDDEN]))
+    let f: Vec<Finding> = startup_forbidden::decide("op", &parse(&[FULL_FORBIDDEN]))
         .into_iter()
         .map(|r| r.finding)
         .collect();
@@ -97,7 +100,7 @@ fn handler_failures_and_forbidden() {
 #[test]
 fn the_same_failure_twice_is_one_finding_naming_each_object_once() {
     let b = FULL_FAIL.replace("[ns/a]", "[ns/b]");
-    let f = handler_failures("op", &parse(&[FULL_FAIL, FULL_FAIL, &b]));
+    let f = handler_failures::decide("op", &parse(&[FULL_FAIL, FULL_FAIL, &b]));
     assert_eq!(f.len(), 1);
     assert!(f[0].message.contains("ns/a, ns/b"), "{}", f[0].message);
     assert_eq!(f[0].severity, Severity::Warning);
@@ -116,7 +119,7 @@ fn quiet_log_has_no_findings_and_noise_is_reported_as_unparsed() {
 #[test]
 fn a_dead_watcher_of_an_old_kopf_is_blind_until_restarted() {
     let logs = captured("kopf-1.38.0-handlers.json.log");
-    let found = dead_watcher("op", &logs);
+    let found = dead_watcher::decide("op", &logs);
     assert!(!found.is_empty());
     let watcher = found
         .iter()
@@ -143,7 +146,7 @@ fn a_dead_watcher_of_an_old_kopf_is_blind_until_restarted() {
 
 #[test]
 fn a_failed_peering_keep_alive_is_a_dead_task_too() {
-    let found = dead_watcher("op", &captured("kopf-1.43.0-peering.plain.log"));
+    let found = dead_watcher::decide("op", &captured("kopf-1.43.0-peering.plain.log"));
     assert!(
         found
             .iter()
@@ -163,7 +166,7 @@ fn kopf_1_45_exits_on_a_dead_watcher_and_the_previous_log_says_why() {
         at_most: None,
     });
     logs.previous.insert("op-0".into(), crashed.records);
-    let found = dead_watcher("op", &logs);
+    let found = dead_watcher::decide("op", &logs);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert!(
         found[0].message.contains("stops the whole operator"),
@@ -176,13 +179,13 @@ fn kopf_1_45_exits_on_a_dead_watcher_and_the_previous_log_says_why() {
         at_least: None,
         at_most: Some(KopfVersion::new(1, 44, 6)),
     };
-    assert!(dead_watcher("op", &logs).is_empty());
+    assert!(dead_watcher::decide("op", &logs).is_empty());
 }
 
 #[test]
 fn a_healthy_log_has_no_dead_watcher() {
     let ok = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
-    assert!(dead_watcher("op", &parse(&[ok])).is_empty());
+    assert!(dead_watcher::decide("op", &parse(&[ok])).is_empty());
 }
 
 // --- runtime.kopf-version ------------------------------------------------------------
@@ -206,14 +209,14 @@ fn the_version_is_read_from_the_wording_and_old_ones_warn() {
             "kopf 1.45.2",
         ),
     ] {
-        let f = kopf_version("op", &captured(file)).unwrap_or_else(|| panic!("{file}"));
+        let f = kopf_version::decide("op", &captured(file)).unwrap_or_else(|| panic!("{file}"));
         assert_eq!(f.severity, severity, "{file}: {}", f.message);
         assert!(f.message.contains(shown), "{file}: {}", f.message);
     }
     let ok = "[2026-11-30 02:41:55,039] kopf.objects         [INFO    ] [ns/a] Handler 'reconcile' succeeded.";
     let unknown = parse(&[ok]);
     if unknown.version.is_unbounded() {
-        assert!(kopf_version("op", &unknown).is_none());
+        assert!(kopf_version::decide("op", &unknown).is_none());
     }
 }
 
@@ -284,7 +287,8 @@ fn a_change_unhandled_for_longer_than_the_threshold_while_running_is_not_handlin
     ];
     let pods = [running_pod("operator", true)];
     let logs = captured("kopf-1.45.2-handlers.full.log");
-    let f = not_handling("op", &objects, &pods, "operator", &logs, &settings()).expect("a finding");
+    let f = not_handling::decide("op", &objects, &pods, "operator", &logs, &settings())
+        .expect("a finding");
     assert_eq!(f.check, CheckId::RuntimeNotHandling);
     assert_eq!(f.severity, Severity::Error);
     assert!(f.message.contains("ns/late (over 25 min)"), "{}", f.message);
@@ -302,23 +306,25 @@ fn a_pod_that_does_not_run_is_another_check_s_business() {
     let objects = [changed("late", 25, unhandled())];
     let crashing = [running_pod("operator", false)];
     let logs = LogEvidence::default();
-    assert!(not_handling("op", &objects, &crashing, "operator", &logs, &settings()).is_none());
+    assert!(
+        not_handling::decide("op", &objects, &crashing, "operator", &logs, &settings()).is_none()
+    );
     // The threshold is the spec's.
     let mut spec = crate::api::KopfAuditSpec::for_deployment("op");
     spec.thresholds.unhandled_after = Some("30m".into());
     let patient = crate::model::settings::AuditSettings::from_spec(&spec).checks(now());
     let running = [running_pod("operator", true)];
-    assert!(not_handling("op", &objects, &running, "operator", &logs, &patient).is_none());
+    assert!(not_handling::decide("op", &objects, &running, "operator", &logs, &patient).is_none());
 }
 
 #[test]
 fn likely_causes_follow_the_log_and_the_objects() {
     // kopf 1.38 without watch timeouts: a silently frozen stream; a dead watcher.
-    let old = likely_causes(&captured("kopf-1.38.0-handlers.json.log"), false);
+    let old = not_handling::likely_causes(&captured("kopf-1.38.0-handlers.json.log"), false);
     assert!(old.contains("dead watcher"), "{old}");
     assert!(old.contains("froze silently"), "{old}");
     // A peering paused in favour of another operator, last thing said.
-    let paused = likely_causes(&captured("kopf-1.45.2-peering.plain.log"), false);
+    let paused = not_handling::likely_causes(&captured("kopf-1.45.2-peering.plain.log"), false);
     let last_turn = captured("kopf-1.45.2-peering.plain.log")
         .records
         .iter()
@@ -330,7 +336,7 @@ fn likely_causes_follow_the_log_and_the_objects() {
         "{paused}"
     );
     // kopf wrote to the object after the change: a handler that does not finish.
-    let stuck = likely_causes(&LogEvidence::default(), true);
+    let stuck = not_handling::likely_causes(&LogEvidence::default(), true);
     assert!(stuck.contains("does not finish"), "{stuck}");
     let objects = [changed(
         "retried",
@@ -341,7 +347,7 @@ fn likely_causes_follow_the_log_and_the_objects() {
         },
     )];
     let pods = [running_pod("operator", true)];
-    let f = not_handling(
+    let f = not_handling::decide(
         "op",
         &objects,
         &pods,
@@ -366,7 +372,7 @@ fn without_a_diff_base_managed_fields_are_the_second_signal() {
     // kopf wrote 40 minutes ago, someone else 25 minutes ago, no diff-base.
     let lone = [changed("lost", 25, kopf_wrote(40))];
     // Alone, the resource may have daemons or timers only: nothing to judge.
-    assert!(not_handling("op", &lone, &pods, "operator", &logs, &settings()).is_none());
+    assert!(not_handling::decide("op", &lone, &pods, "operator", &logs, &settings()).is_none());
     // Next to an object with a diff-base, kopf diffs the resource.
     let diffed = [
         lone[0].clone(),
@@ -379,11 +385,12 @@ fn without_a_diff_base_managed_fields_are_the_second_signal() {
             },
         ),
     ];
-    let f = not_handling("op", &diffed, &pods, "operator", &logs, &settings()).expect("a finding");
+    let f = not_handling::decide("op", &diffed, &pods, "operator", &logs, &settings())
+        .expect("a finding");
     assert!(f.message.contains("ns/lost (over 25 min)"), "{}", f.message);
     // kopf wrote after the other change: nothing waits.
     let answered = [changed("answered", 25, kopf_wrote(5)), diffed[1].clone()];
-    assert!(not_handling("op", &answered, &pods, "operator", &logs, &settings()).is_none());
+    assert!(not_handling::decide("op", &answered, &pods, "operator", &logs, &settings()).is_none());
 }
 
 // --- runtime.foreign-peer ------------------------------------------------------------
@@ -428,7 +435,7 @@ fn a_dev_run_on_a_laptop_makes_the_operator_pause() {
     let paused = parse(&[
         "Pausing operations in favour of [<Peer jane@laptop.local/20261201113000/xyz: priority=666, lifetime=60, lastseen='2026-12-01T11:59:50+00:00'>].",
     ]);
-    let found = foreign_peer(&t, &run, &objects, &paused, now());
+    let found = foreign_peer::decide(&t, &run, &objects, &paused, now());
     assert_eq!(found.len(), 1, "{found:#?}");
     let f = &found[0];
     assert_eq!(f.check, CheckId::RuntimeForeignPeer);
@@ -462,7 +469,7 @@ fn same_priority_peers_conflict_and_lower_ones_matter_only_from_a_laptop() {
         peer("op-7d9f8c6b5-x2k4z", 10, 5),
         peer("other-5c4b3a291-qw7er", 10, 5),
     ])];
-    let f = foreign_peer(&t, &run, &same, &quiet, now());
+    let f = foreign_peer::decide(&t, &run, &same, &quiet, now());
     assert!(
         f[0].message.contains("the same priority 10: both pause"),
         "{}",
@@ -472,12 +479,12 @@ fn same_priority_peers_conflict_and_lower_ones_matter_only_from_a_laptop() {
         peer("op-7d9f8c6b5-x2k4z", 10, 5),
         peer("other-5c4b3a291-qw7er", 1, 5),
     ])];
-    assert!(foreign_peer(&t, &run, &lower_pod, &quiet, now()).is_empty());
+    assert!(foreign_peer::decide(&t, &run, &lower_pod, &quiet, now()).is_empty());
     let lower_laptop = [peering(vec![
         peer("op-7d9f8c6b5-x2k4z", 10, 5),
         peer("jane@laptop", 1, 5),
     ])];
-    let f = foreign_peer(&t, &run, &lower_laptop, &quiet, now());
+    let f = foreign_peer::decide(&t, &run, &lower_laptop, &quiet, now());
     assert!(
         f[0].message.contains("a developer's machine"),
         "{}",
@@ -485,16 +492,16 @@ fn same_priority_peers_conflict_and_lower_ones_matter_only_from_a_laptop() {
     );
     // Alone, nothing to say; without its own entry, --priority is the operator's.
     let alone = [peering(vec![peer("op-7d9f8c6b5-x2k4z", 0, 5)])];
-    assert!(foreign_peer(&t, &run, &alone, &quiet, now()).is_empty());
+    assert!(foreign_peer::decide(&t, &run, &alone, &quiet, now()).is_empty());
     let mut prioritised = run.clone();
     prioritised.priority = Some(200);
     let freeze = [peering(vec![peer("jane@laptop", 100, 5)])];
     assert!(
-        foreign_peer(&t, &prioritised, &freeze, &quiet, now())[0]
+        foreign_peer::decide(&t, &prioritised, &freeze, &quiet, now())[0]
             .message
             .contains("developer")
     );
-    let f = foreign_peer(&t, &run, &freeze, &quiet, now());
+    let f = foreign_peer::decide(&t, &run, &freeze, &quiet, now());
     assert!(
         f[0].message.contains("kopf freeze's default"),
         "{}",
@@ -510,7 +517,7 @@ const FULL_429: &str = "[2026-12-02 15:10:01,123] kopf._cogs.clients.a [ERROR   
 
 #[test]
 fn retried_429s_are_rate_limiting_and_the_count_is_a_stable_bucket() {
-    let one_line = rate_limited("op", &parse(&[FULL_429, FULL_429])).expect("a finding");
+    let one_line = rate_limited::decide("op", &parse(&[FULL_429, FULL_429])).expect("a finding");
     assert_eq!(one_line.check, CheckId::RuntimeRateLimited);
     assert_eq!(one_line.severity, Severity::Warning);
     assert!(
@@ -525,17 +532,20 @@ fn retried_429s_are_rate_limiting_and_the_count_is_a_stable_bucket() {
     );
     assert!(!one_line.message.contains("1.42.1"), "{}", one_line.message);
     let many: Vec<&str> = std::iter::repeat_n(FULL_429, 12).collect();
-    let f = rate_limited("op", &parse(&many)).expect("a finding");
+    let f = rate_limited::decide("op", &parse(&many)).expect("a finding");
     assert!(f.message.contains("10 or more requests"), "{}", f.message);
     let more: Vec<&str> = std::iter::repeat_n(FULL_429, 17).collect();
-    let g = rate_limited("op", &parse(&more)).expect("a finding");
+    let g = rate_limited::decide("op", &parse(&more)).expect("a finding");
     assert_eq!(f.message, g.message, "one more 429 changes nothing");
     assert!(ids(&[FULL_429, FULL_429]).contains(&CheckId::RuntimeRateLimited));
 }
 
 #[test]
 fn one_retried_429_or_a_server_still_starting_is_no_rate_limiting() {
-    assert!(rate_limited("op", &parse(&[FULL_429])).is_none(), "a blip");
+    assert!(
+        rate_limited::decide("op", &parse(&[FULL_429])).is_none(),
+        "a blip"
+    );
     assert!(!ids(&[FULL_429]).contains(&CheckId::RuntimeRateLimited));
     // kube-apiserver's watch cache for a CRD created a moment before the operator.
     let warming = FULL_429.replace(
@@ -544,7 +554,7 @@ fn one_retried_429_or_a_server_still_starting_is_no_rate_limiting() {
     );
     let warming: Vec<&str> = std::iter::repeat_n(warming.as_str(), 5).collect();
     assert!(
-        rate_limited("op", &parse(&warming)).is_none(),
+        rate_limited::decide("op", &parse(&warming)).is_none(),
         "not throttling"
     );
 }
@@ -554,7 +564,7 @@ fn a_429_that_escalates_is_an_error_quoting_the_last_attempt() {
     let last = FULL_429
         .replace("#1/9", "#9/9")
         .replace("will retry", "escalating");
-    let f = rate_limited("op", &parse(&[FULL_429, &last])).expect("a finding");
+    let f = rate_limited::decide("op", &parse(&[FULL_429, &last])).expect("a finding");
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.evidence
@@ -569,7 +579,7 @@ fn a_429_that_escalates_is_an_error_quoting_the_last_attempt() {
 fn old_kopf_s_watch_warning_is_rate_limiting_with_the_upgrade_advice() {
     // kopf 1.38.0 `_cogs/clients/watching.py`, the only place it logs a 429.
     let line = "[2026-12-02 15:10:01,123] kopf._cogs.clients.w [WARNING ] Receiving `too many requests` error from server, will retry after 1 seconds. Error details: ('Too many requests, please try again later.', {'kind': 'Status', 'code': 429})";
-    let f = rate_limited("op", &parse(&[line, line])).expect("a finding");
+    let f = rate_limited::decide("op", &parse(&[line, line])).expect("a finding");
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.message.contains("1.42.1 and older"), "{}", f.message);
 }
@@ -580,7 +590,7 @@ fn other_retried_errors_are_not_rate_limiting() {
         "APITooManyRequestsError('Too many requests, please try again later.'",
         "APIServerError('etcdserver: request timed out'",
     );
-    assert!(rate_limited("op", &parse(&[&server, FULL_FORBIDDEN, FULL_FAIL])).is_none());
+    assert!(rate_limited::decide("op", &parse(&[&server, FULL_FORBIDDEN, FULL_FAIL])).is_none());
     assert!(!ids(&[&server]).contains(&CheckId::RuntimeRateLimited));
 }
 
@@ -602,7 +612,7 @@ fn rounds(n: usize, who: &str, cause: &str, obj: &str) -> Vec<String> {
 
 fn loops(lines: &[String]) -> Vec<Finding> {
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    handler_loop::live("op", &parse(&lines), &[])
+    handler_loop::decide("op", &parse(&lines), &[])
 }
 
 #[test]
@@ -659,7 +669,7 @@ fn handler_loop_counts_the_fast_scan_as_the_full_parse() {
         tally: parser.tally().clone(),
         ..Default::default()
     };
-    assert_eq!(handler_loop::live("op", &logs, &[]), loops(&lines));
+    assert_eq!(handler_loop::decide("op", &logs, &[]), loops(&lines));
 }
 
 // --- runtime.startup-stalled ---------------------------------------------------------
@@ -697,7 +707,7 @@ const STARTUP_ONLY: [&str; 4] = [
 
 fn stalled(minutes: i64, objects: &[ObjectSample], lines: &[&str]) -> Option<Finding> {
     let pods = [pod_started(minutes)];
-    startup_stalled("op", objects, &pods, "operator", &parse(lines), &settings())
+    startup_stalled::decide("op", objects, &pods, "operator", &parse(lines), &settings())
 }
 
 #[test]
@@ -777,7 +787,7 @@ fn handler_loop_leaves_out_objects_others_keep_changing() {
         ..changed("w1", 0, Handling::default())
     };
     assert_eq!(
-        handler_loop::live("op", &logs, std::slice::from_ref(&created)).len(),
+        handler_loop::decide("op", &logs, std::slice::from_ref(&created)).len(),
         1
     );
     // Changed by someone else while the handler kept succeeding: maybe their updates.
@@ -788,5 +798,5 @@ fn handler_loop_leaves_out_objects_others_keep_changing() {
         },
         ..created
     };
-    assert!(handler_loop::live("op", &logs, &[churned]).is_empty());
+    assert!(handler_loop::decide("op", &logs, &[churned]).is_empty());
 }
