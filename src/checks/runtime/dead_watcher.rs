@@ -68,3 +68,6 @@ pub(super) fn decide(target: &str, logs: &LogEvidence) -> Vec<Finding> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

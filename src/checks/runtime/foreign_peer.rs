@@ -186,3 +186,6 @@ impl OwnIdentity {
             || of_this_deployment
     }
 }
+
+#[cfg(test)]
+mod tests;

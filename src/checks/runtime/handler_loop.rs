@@ -171,3 +171,6 @@ pub(crate) fn source(h: &Handler) -> Option<SourceFinding> {
         at,
     ))
 }
+
+#[cfg(test)]
+mod tests;

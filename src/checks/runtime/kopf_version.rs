@@ -45,3 +45,6 @@ pub(super) fn decide(target: &str, logs: &LogEvidence) -> Option<Finding> {
     }
     Some(f)
 }
+
+#[cfg(test)]
+mod tests;

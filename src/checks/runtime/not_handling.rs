@@ -143,3 +143,6 @@ pub(super) fn likely_causes(logs: &LogEvidence, in_progress: bool) -> String {
     }
     causes.join("; ")
 }
+
+#[cfg(test)]
+mod tests;

@@ -113,3 +113,6 @@ fn latest_start(pods: &[Pod], container: &str) -> Option<jiff::Timestamp> {
         .map(|t| t.0)
         .max()
 }
+
+#[cfg(test)]
+mod tests;
