@@ -171,7 +171,6 @@ pub(crate) fn container_patch(container: &str, fields: &str) -> String {
 /// What every live decider reads: one target's evidence, the kopf evidence gathered
 /// for it and the audit's check settings. One type, so that the registry can hold every
 /// live decider as one kind of function, whatever it reads of these.
-#[expect(dead_code, reason = "the deciders move onto it one area at a time")]
 pub(crate) struct LiveInput<'a> {
     /// The target: its Deployment, pods and name.
     pub(crate) target: &'a TargetEvidence,

@@ -271,67 +271,67 @@ pub(crate) const ENTRIES: &[Entry] = &[
     },
     Entry {
         check: CheckId::RuntimeHandlerFailures,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/handler_failures.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeStartupForbidden,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/startup_forbidden.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimePermissionDegraded,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/permission_degraded.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimePeeringConflict,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/peering_conflict.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeUnresolvedResources,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/unresolved_resources.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeThrottling,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/throttling.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeOrphanedDaemons,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/orphaned_daemons.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeUnparsedLogs,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/unparsed_logs.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeNotHandling,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/not_handling.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeDeadWatcher,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/dead_watcher.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeKopfVersion,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/kopf_version.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeForeignPeer,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/foreign_peer.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeRateLimited,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/rate_limited.rs",
         deciders: Deciders::Live,
     },
     Entry {
@@ -344,27 +344,27 @@ pub(crate) const ENTRIES: &[Entry] = &[
     },
     Entry {
         check: CheckId::RuntimeStartupStalled,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/startup_stalled.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeOperatorConflict,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/operator_conflict.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeCredentialsLost,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/credentials_lost.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeApiTlsFailure,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/api_tls_failure.rs",
         deciders: Deciders::Live,
     },
     Entry {
         check: CheckId::RuntimeThreadExhaustion,
-        module: "src/checks/runtime.rs",
+        module: "src/checks/runtime/thread_exhaustion.rs",
         deciders: Deciders::Live,
     },
     Entry {

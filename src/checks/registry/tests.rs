@@ -134,7 +134,7 @@ fn live_example(check: CheckId) -> Option<Finding> {
         CheckId::PersistenceProgressAnnotations => progress_annotations::live("op", &objects),
         CheckId::PersistenceDiffbaseAnnotation => diffbase_annotation::live("op", &objects),
         CheckId::PersistenceDefaultFinalizer => default_finalizer::live("op", &objects),
-        CheckId::RuntimeHandlerLoop => handler_loop::live("op", &looping_log(), &[])
+        CheckId::RuntimeHandlerLoop => handler_loop::decide("op", &looping_log(), &[])
             .into_iter()
             .next(),
         other => panic!(

@@ -4,10 +4,11 @@
 //! again, each time after an update. From the source: an update or field handler
 //! writes, on every call, a value that differs each time through its `patch`.
 
+use super::{alone, logs, samples};
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::Wording;
 use crate::checks::source::{SourceFinding, handler_target};
+use crate::checks::{LiveInput, Raised, Wording};
 use crate::model::evidence::{LogEvidence, ObjectSample, qualified};
 use crate::model::source::Handler;
 use kopf_log::HandlerKind;
@@ -38,7 +39,16 @@ const LOOP_REPEATS: u64 = 10;
 /// `title.capitalize()`), lower-cased as the tally keeps it.
 const UPDATING: &str = "updating";
 
-/// Live: a change handler (`Handler 'x'`, never a timer or a daemon,
+/// Live, from the log when it was read, and from the sampled objects when they were:
+/// [`decide`] on them.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    let Some(logs) = logs(input) else {
+        return Vec::new();
+    };
+    alone(decide(input.target.name(), logs, samples(input)))
+}
+
+/// What [`live`] decides: a change handler (`Handler 'x'`, never a timer or a daemon,
 /// which run on purpose and are named `Timer 'x'` and `Daemon 'x'`, kopf
 /// `_core/intents/handlers.py`) that succeeded at least [`LOOP_REPEATS`] times on one
 /// object in the window, that object's updates processed as often: each success
@@ -48,7 +58,7 @@ const UPDATING: &str = "updating";
 /// first success there (its `metadata.managedFields`, when it is sampled) is left out:
 /// those updates may be theirs. One finding per handler, naming its objects, the
 /// busiest first.
-pub(crate) fn live(target: &str, logs: &LogEvidence, objects: &[ObjectSample]) -> Vec<Finding> {
+pub(crate) fn decide(target: &str, logs: &LogEvidence, objects: &[ObjectSample]) -> Vec<Finding> {
     let changed_by_others = |t: &kopf_log::Tallied| {
         let first = t
             .first
@@ -161,3 +171,6 @@ pub(crate) fn source(h: &Handler) -> Option<SourceFinding> {
         at,
     ))
 }
+
+#[cfg(test)]
+mod tests;

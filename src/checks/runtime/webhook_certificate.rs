@@ -21,10 +21,11 @@
 //! start: one generated before every running instance started is served by none, and
 //! with several running instances each serves its own.
 
+use super::alone;
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
-use crate::checks::finding;
 use crate::checks::workload::{dev_tunnel, serves_this_operator};
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::bounded::{MAX_EVIDENCE_BYTES, MAX_LISTED, clean, listed};
 use crate::model::ca_bundle::{BundleCert, BundleProblem, CaBundle, MAX_BUNDLE_BYTES, MAX_SANS};
 use crate::model::evidence::{KopfEvidence, TargetEvidence, Webhook, WebhookConfig};
@@ -94,9 +95,15 @@ pub(crate) fn running_starts(pods: &[Pod], container: &str) -> Vec<Timestamp> {
         .collect()
 }
 
-/// `runtime.webhook-certificate`, decided live: one finding per configuration of this
-/// operator whose webhooks' bundles fail, at `now`.
-pub(crate) fn live(target: &TargetEvidence, kopf: &KopfEvidence, now: Timestamp) -> Vec<Finding> {
+/// `runtime.webhook-certificate`, decided live from the webhook configurations and the
+/// pods at the audit's time; not from the log.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    alone(decide(input.target, input.kopf, input.settings.now))
+}
+
+/// One finding per configuration of this operator whose webhooks' bundles fail, at
+/// `now`.
+pub(super) fn decide(target: &TargetEvidence, kopf: &KopfEvidence, now: Timestamp) -> Vec<Finding> {
     let (Ok(handled), Ok(configs)) = (&kopf.handled, &kopf.webhooks) else {
         return Vec::new();
     };

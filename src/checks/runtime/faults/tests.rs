@@ -1,7 +1,10 @@
 //! Tests of the runtime faults, on what kopf 1.38.0 and 1.45.2 really print
 //! (`hack/capture-kopf-logs.sh faults`).
 
+use super::super::{api_tls_failure, credentials_lost, thread_exhaustion};
 use super::*;
+use crate::api::Finding;
+use crate::catalog::CheckId;
 use crate::model::evidence::LogEvidence;
 
 /// The captured runs about faults, each with its compliant twin.
@@ -51,9 +54,9 @@ fn whole(name: &str) -> LogEvidence {
 /// The three checks' findings on a log.
 fn faults(logs: &LogEvidence) -> Vec<Finding> {
     [
-        credentials_lost_finding("op", logs),
-        api_tls_failure_finding("op", logs),
-        thread_exhaustion_finding("op", logs),
+        credentials_lost::decide("op", logs),
+        api_tls_failure::decide("op", logs),
+        thread_exhaustion::decide("op", logs),
     ]
     .into_iter()
     .flatten()

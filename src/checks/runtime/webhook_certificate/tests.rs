@@ -83,7 +83,7 @@ fn evidence(pods: Vec<Pod>, webhooks: Vec<Webhook>) -> (TargetEvidence, KopfEvid
 
 fn judge(pods: Vec<Pod>, bundle: &[u8]) -> Vec<Finding> {
     let (t, k) = evidence(pods, vec![webhook(Some(bundle))]);
-    live(&t, &k, now())
+    decide(&t, &k, now())
 }
 
 fn one(found: Vec<Finding>) -> Finding {
@@ -147,7 +147,7 @@ fn a_valid_twin_gives_no_finding() {
     assert!(judge(vec![pod("2026-11-02T09:29:00Z")], KOPF_CURRENT).is_empty());
     // No caBundle (kopf's ngrok tunnel: the API server's own roots).
     let (t, k) = evidence(vec![pod("2026-11-02T09:29:00Z")], vec![webhook(None)]);
-    assert!(live(&t, &k, now()).is_empty());
+    assert!(decide(&t, &k, now()).is_empty());
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn a_certificate_expiring_within_14_days_is_a_warning() {
         vec![webhook(Some(KOPF_SOON))],
     );
     let earlier = ts("2026-11-27T07:59:00Z");
-    assert!(live(&t, &k, earlier).is_empty());
+    assert!(decide(&t, &k, earlier).is_empty());
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn a_dev_tunnel_is_served_from_outside_the_deployment() {
     let mut hook = webhook(Some(KOPF_CURRENT));
     hook.url = Some("https://host.k3d.internal:9443/validate-widget".into());
     let (t, k) = evidence(vec![pod("2026-11-03T10:00:00Z")], vec![hook]);
-    assert!(live(&t, &k, now()).is_empty());
+    assert!(decide(&t, &k, now()).is_empty());
 }
 
 #[test]
@@ -259,7 +259,7 @@ fn the_worst_webhook_of_a_configuration_is_reported_once() {
     other.name = "mutate-widget.auto.kopf.dev".into();
     let hooks = vec![webhook(Some(KOPF_SOON)), other, webhook(Some(CA_VALID))];
     let (t, k) = evidence(vec![pod("2025-12-12T07:59:00Z")], hooks);
-    let f = one(live(&t, &k, now()));
+    let f = one(decide(&t, &k, now()));
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.message.contains("(webhooks mutate-widget.auto.kopf.dev)"),
@@ -270,7 +270,7 @@ fn the_worst_webhook_of_a_configuration_is_reported_once() {
     let mut theirs = webhook(Some(CA_EXPIRED));
     theirs.resources = vec![("example.com".into(), "gadgets".into())];
     let (t, k) = evidence(vec![pod("2026-11-02T09:29:00Z")], vec![theirs]);
-    assert!(live(&t, &k, now()).is_empty());
+    assert!(decide(&t, &k, now()).is_empty());
 }
 
 /// The webhook of `bundle` called at `url`, its host as the gatherer derives it.
@@ -292,7 +292,7 @@ fn a_served_certificate_not_valid_for_the_called_host_is_an_error() {
             "https://10.0.0.9:443/validate-widget",
         )],
     );
-    let f = one(live(&t, &k, now()));
+    let f = one(decide(&t, &k, now()));
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.message.contains("not valid for 10.0.0.9, the host the API server calls (it is valid for webhooks.operators.svc)"),
@@ -310,12 +310,12 @@ fn a_served_certificate_not_valid_for_the_called_host_is_an_error() {
         pods(),
         vec![called_at(LEAF_VALID, "https://10.0.0.7:8443/validate")],
     );
-    assert!(live(&t, &k, now()).is_empty());
+    assert!(decide(&t, &k, now()).is_empty());
     let (t, k) = evidence(
         pods(),
         vec![called_at(LEAF_VALID, "https://[fd00::7]:8443/validate")],
     );
-    let f = one(live(&t, &k, now()));
+    let f = one(decide(&t, &k, now()));
     assert!(f.message.contains("not valid for fd00::7"), "{}", f.message);
     assert!(f.fix.is_some_and(|fix| fix.contains("subjectAltName")));
 
@@ -324,7 +324,7 @@ fn a_served_certificate_not_valid_for_the_called_host_is_an_error() {
         pods(),
         vec![called_at(CA_VALID, "https://10.0.0.9:443/validate")],
     );
-    assert!(live(&t, &k, now()).is_empty());
+    assert!(decide(&t, &k, now()).is_empty());
 }
 
 /// A certificate kopf itself built, called at each of its names and at another.
@@ -338,7 +338,7 @@ fn kopf_s_own_certificate_covers_the_hosts_it_was_built_for() {
         "https://localhost:9443/validate-widget",
     ] {
         let (t, k) = evidence(pods(), vec![called_at(KOPF_BUILT, url)]);
-        let found = live(&t, &k, later);
+        let found = decide(&t, &k, later);
         assert!(found.is_empty(), "{url}: {found:#?}");
     }
     let (t, k) = evidence(
@@ -348,7 +348,7 @@ fn kopf_s_own_certificate_covers_the_hosts_it_was_built_for() {
             "https://kopf-op.other.svc:443/validate",
         )],
     );
-    let f = one(live(&t, &k, later));
+    let f = one(decide(&t, &k, later));
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.message.contains("not valid for kopf-op.other.svc"),

@@ -1,6 +1,6 @@
 //! Tests of `runtime.operator-conflict`.
 
-use super::super::operator_conflict;
+use super::decide as operator_conflict;
 use crate::catalog::CheckId;
 use crate::model::conflict::{Operator, Operators, Patchers, Searched};
 use crate::model::evidence::{Handling, ObjectEvidence};

@@ -1,19 +1,57 @@
-//! The findings of `runtime.operator-conflict` ([`super::operator_conflict`]): one per
-//! rival, naming it and the objects in dispute, and one for objects in dispute that no
-//! rival in reach explains, naming the ServiceAccounts RBAC lets patch them (the other
-//! operator's Deployment may be out of the audit's reach; its RBAC in the namespace in
-//! dispute is not).
+//! `runtime.operator-conflict`: another kopf operator fights this one over the objects
+//! both handle. Its findings: one per rival, naming it and the objects in dispute, and
+//! one for objects in dispute that no rival in reach explains, naming the
+//! ServiceAccounts RBAC lets patch them (the other operator's Deployment may be out of
+//! the audit's reach; its RBAC in the namespace in dispute is not).
 
-use super::super::finding;
+use super::alone;
 use crate::api::Finding;
 use crate::catalog::CheckId;
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::bounded::{MAX_LISTED, listed};
 use crate::model::conflict::{
     self, Disputed, Naming, Operator, Operators, Patchers, Rival, Searched, UNNAMED_ACCOUNT,
 };
-use crate::model::evidence::{HandledResource, ObjectSample};
+use crate::model::evidence::{HandledResource, KopfEvidence, ObjectSample, TargetEvidence};
 use crate::model::rbac::ServiceAccountRef;
 use std::collections::BTreeSet;
+
+/// Decided from the other operators, the handled resources and the sampled objects,
+/// when the operators and the handled resources were read; not from the log.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    alone(decide(input.target, input.kopf))
+}
+
+/// `runtime.operator-conflict`: another kopf operator fights this one over the objects
+/// both handle. Found two ways: another kopf operator in the audit's reach serves a
+/// handled resource where this one does and no peering keeps them apart
+/// ([`conflict::rivals`]); or handled objects carry two kopf operators'
+/// diff-bases or finalizers ([`conflict::disputed`]). One finding per rival, and
+/// one for objects in dispute that no rival in reach explains.
+pub(super) fn decide(target: &TargetEvidence, kopf: &KopfEvidence) -> Vec<Finding> {
+    let (Ok(operators), Ok(handled)) = (&kopf.operators, &kopf.handled) else {
+        return Vec::new();
+    };
+    let samples: &[ObjectSample] = kopf.objects.as_ref().map_or(&[][..], |o| &o.samples[..]);
+    let own = conflict::audited(target, &kopf.run);
+    let rivals = conflict::rivals(&own, handled, &operators.found);
+    let disputed = conflict::disputed(samples, handled);
+    let naming = conflict::Naming::of(&operators.searched);
+    let mut out: Vec<Finding> = rivals
+        .iter()
+        .map(|rival| rival_finding(target.name(), rival, &naming, handled, samples, &disputed))
+        .collect();
+    let unexplained = conflict::unexplained(&disputed, &rivals);
+    if !unexplained.is_empty() {
+        out.push(marks_finding(
+            target.name(),
+            &own.service_account,
+            operators,
+            &unexplained,
+        ));
+    }
+    out
+}
 
 /// At most this many objects in dispute are named in a finding.
 const NAMED_OBJECTS: usize = 5;
@@ -24,7 +62,7 @@ const NAMED_ACCOUNTS: usize = 3;
 /// The finding naming one rival (unless `naming` keeps it unnamed), its shared
 /// resources and namespaces, and the objects in dispute: those with two operators'
 /// marks first, else the sampled objects of the shared resources where both serve.
-pub(super) fn rival_finding(
+fn rival_finding(
     target: &str,
     rival: &Rival,
     naming: &Naming,
@@ -98,7 +136,7 @@ fn describe_disputed(d: &Disputed) -> String {
 
 /// The finding for objects with two operators' marks that no rival in reach explains:
 /// where the auditor looked, and who may have left the marks ([`suspects`]).
-pub(super) fn marks_finding(
+fn marks_finding(
     target: &str,
     own: &ServiceAccountRef,
     operators: &Operators,
