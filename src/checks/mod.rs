@@ -171,7 +171,6 @@ pub(crate) fn container_patch(container: &str, fields: &str) -> String {
 /// What every live decider reads: one target's evidence, the kopf evidence gathered
 /// for it and the audit's check settings. One type, so that the registry can hold every
 /// live decider as one kind of function, whatever it reads of these.
-#[expect(dead_code, reason = "the deciders move onto it one area at a time")]
 pub(crate) struct LiveInput<'a> {
     /// The target: its Deployment, pods and name.
     pub(crate) target: &'a TargetEvidence,
@@ -182,10 +181,11 @@ pub(crate) struct LiveInput<'a> {
 }
 
 /// A live decider: every finding of its check in the input, with the causes it names.
-#[expect(dead_code, reason = "the deciders move onto it one area at a time")]
 pub(crate) type LiveDecider = fn(&LiveInput<'_>) -> Vec<Raised>;
 
-/// Runs one kopf area's checks on a target whose evidence for it was gathered.
+/// Runs one kopf area's checks on a target whose evidence for it was gathered: the live
+/// deciders [`registry::ENTRIES`] lists for the area, and what its own `check` still
+/// decides ([`registry::Deciders::InArea`]).
 pub(crate) fn run_area(
     area: Area,
     target: &TargetEvidence,
@@ -193,13 +193,20 @@ pub(crate) fn run_area(
     settings: &CheckSettings,
 ) -> Vec<Raised> {
     let alone = |findings: Vec<Finding>| findings.into_iter().map(Raised::alone).collect();
-    match area {
-        Area::Workload => alone(workload::check(target, kopf, settings)),
+    let mut out = match area {
+        Area::Workload => Vec::new(),
         Area::Rbac => rbac::check(target, kopf),
         Area::Events => alone(events::check(target, kopf, settings)),
         Area::Persistence => alone(persistence::check(target, kopf, settings)),
         Area::Runtime => runtime::check(target, kopf, settings),
         // The source checks read the Python facts, not live evidence (`kopf-audit lint`).
-        Area::Source => Vec::new(),
-    }
+        Area::Source => return Vec::new(),
+    };
+    let input = LiveInput {
+        target,
+        kopf,
+        settings,
+    };
+    out.extend(registry::live_findings(area, &input));
+    out
 }

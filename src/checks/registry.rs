@@ -3,10 +3,11 @@
 //! or the evidence `kopf-audit lint` builds from manifests: one engine, two sources), from
 //! the source (the operator's Python and its settings), or both; a check with both is
 //! one module (`checks/<area>/<name>.rs`) whose [`Wording`] builds the finding of each.
-//! Lint runs the source deciders from here; the live ones run per area
-//! ([`super::run_area`]), whose preconditions (logs read, objects sampled) they share.
+//! Lint runs the source deciders from here, and so does [`super::run_area`] the live ones
+//! of an area whose evidence was gathered; what the deciders of an area share (logs read,
+//! objects sampled) is a helper of the area's module that each calls. A few checks are
+//! still decided inside their area's own `check` ([`Deciders::InArea`]).
 
-use super::Wording;
 use super::persistence::{default_finalizer, diffbase_annotation, progress_annotations};
 use super::runtime::handler_loop;
 use super::source::{
@@ -14,7 +15,13 @@ use super::source::{
     module_logger, no_resume, posting_flood, settings_outside_startup, silent_failure,
     sync_daemon_pool, syntax_error, timer_posting, unfiltered_builtin, watch_timeouts,
 };
-use crate::catalog::CheckId;
+use super::workload::{
+    cpu_limit, cpu_request, crash_loop, debug_logging, default_service_account, grace_period,
+    liveness, memory_limit, memory_request, no_scope_flag, not_kopf, oom_killed, rollout_overlap,
+    standalone_replicas, webhook_blast_radius,
+};
+use super::{LiveDecider, LiveInput, Raised, Wording};
+use crate::catalog::{Area, CheckId};
 use crate::model::source::{Handler, SourceFacts};
 
 /// A decider from the source: every finding of its check in the facts.
@@ -23,12 +30,30 @@ pub(crate) type SourceDecider = fn(&SourceFacts) -> Vec<SourceFinding>;
 /// Which deciders a check has.
 #[derive(Clone, Copy)]
 pub(crate) enum Deciders {
-    /// Live only: its area's `check` runs it on the evidence.
-    Live,
+    /// Live only: [`super::run_area`] runs it on the evidence of its area.
+    Live(LiveDecider),
     /// From the source only.
     Source(SourceDecider),
     /// Both, in the check's own module, with the wording they share.
+    #[expect(
+        dead_code,
+        reason = "the persistence checks with two deciders move onto it"
+    )]
     Both {
+        /// The live decider.
+        live: LiveDecider,
+        /// The source decider.
+        source: SourceDecider,
+        /// The message's advice and the fix, whichever decided.
+        wording: &'static Wording,
+    },
+    /// Live, but decided inside its area's own `check` function, not from here: the
+    /// RBAC checks, whose permission needs are built in `model/needs.rs` and judged
+    /// together, and the runtime checks until their deciders take a [`LiveInput`].
+    InArea,
+    /// As [`Deciders::InArea`] live, and from the source too, with the wording both
+    /// share.
+    InAreaAndSource {
         /// The source decider.
         source: SourceDecider,
         /// The message's advice and the fix, whichever decided.
@@ -44,8 +69,19 @@ impl Deciders {
     /// The decider from the source, if the check has one.
     pub(crate) fn source(self) -> Option<SourceDecider> {
         match self {
-            Deciders::Live => None,
-            Deciders::Source(d) | Deciders::Both { source: d, .. } => Some(d),
+            Deciders::Live(_) | Deciders::InArea => None,
+            Deciders::Source(d)
+            | Deciders::Both { source: d, .. }
+            | Deciders::InAreaAndSource { source: d, .. } => Some(d),
+        }
+    }
+
+    /// The live decider the area runner calls, if the check has one here (not one its
+    /// area's `check` runs).
+    pub(crate) fn live(self) -> Option<LiveDecider> {
+        match self {
+            Deciders::Live(d) | Deciders::Both { live: d, .. } => Some(d),
+            Deciders::Source(_) | Deciders::InArea | Deciders::InAreaAndSource { .. } => None,
         }
     }
 }
@@ -78,152 +114,152 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::WorkloadNotKopf,
         module: "src/checks/workload/not_kopf.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(not_kopf::live),
     },
     Entry {
         check: CheckId::WorkloadMemoryRequest,
         module: "src/checks/workload/memory_request.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(memory_request::live),
     },
     Entry {
         check: CheckId::WorkloadMemoryLimit,
         module: "src/checks/workload/memory_limit.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(memory_limit::live),
     },
     Entry {
         check: CheckId::WorkloadCpuLimit,
         module: "src/checks/workload/cpu_limit.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(cpu_limit::live),
     },
     Entry {
         check: CheckId::WorkloadCpuRequest,
         module: "src/checks/workload/cpu_request.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(cpu_request::live),
     },
     Entry {
         check: CheckId::WorkloadOomKilled,
         module: "src/checks/workload/oom_killed.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(oom_killed::live),
     },
     Entry {
         check: CheckId::WorkloadCrashLoop,
         module: "src/checks/workload/crash_loop.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(crash_loop::live),
     },
     Entry {
         check: CheckId::WorkloadStandaloneReplicas,
         module: "src/checks/workload/standalone_replicas.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(standalone_replicas::live),
     },
     Entry {
         check: CheckId::WorkloadLiveness,
         module: "src/checks/workload/liveness.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(liveness::live),
     },
     Entry {
         check: CheckId::WorkloadDefaultServiceAccount,
         module: "src/checks/workload/default_service_account.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(default_service_account::live),
     },
     Entry {
         check: CheckId::WorkloadNoScopeFlag,
         module: "src/checks/workload/no_scope_flag.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(no_scope_flag::live),
     },
     Entry {
         check: CheckId::WorkloadRolloutOverlap,
         module: "src/checks/workload/rollout_overlap.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(rollout_overlap::live),
     },
     Entry {
         check: CheckId::WorkloadDebugLogging,
         module: "src/checks/workload/debug_logging.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(debug_logging::live),
     },
     Entry {
         check: CheckId::WorkloadWebhookBlastRadius,
         module: "src/checks/workload/webhook_blast_radius.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(webhook_blast_radius::live),
     },
     Entry {
         check: CheckId::WorkloadGracePeriod,
         module: "src/checks/workload/grace_period.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::Live(grace_period::live),
     },
     Entry {
         check: CheckId::RbacCrdScan,
         module: "src/model/needs.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RbacEvents,
         module: "src/model/needs.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RbacEventsPatch,
         module: "src/model/needs.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RbacNamespaces,
         module: "src/model/needs.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RbacPeering,
         module: "src/model/needs.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RbacHandledResources,
         module: "src/model/needs.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RbacOverPrivileged,
         module: "src/checks/rbac.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::EventsSilentFailures,
         module: "src/checks/events.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::EventsLoggingFlood,
         module: "src/checks/events.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::EventsSteadyStateSpam,
         module: "src/checks/events.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::EventsPostFailures,
         module: "src/checks/events.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::EventsDuplicates,
         module: "src/checks/events.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::EventsTruncated,
         module: "src/checks/events.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::EventsPostingLevel,
         module: "src/checks/events.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::PersistenceProgressAnnotations,
         module: "src/checks/persistence/progress_annotations.rs",
-        deciders: Deciders::Both {
+        deciders: Deciders::InAreaAndSource {
             source: |f| progress_annotations::source(f).into_iter().collect(),
             wording: &progress_annotations::WORDING,
         },
@@ -231,7 +267,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::PersistenceDiffbaseAnnotation,
         module: "src/checks/persistence/diffbase_annotation.rs",
-        deciders: Deciders::Both {
+        deciders: Deciders::InAreaAndSource {
             source: |f| diffbase_annotation::source(f).into_iter().collect(),
             wording: &diffbase_annotation::WORDING,
         },
@@ -239,7 +275,7 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::PersistenceDefaultFinalizer,
         module: "src/checks/persistence/default_finalizer.rs",
-        deciders: Deciders::Both {
+        deciders: Deciders::InAreaAndSource {
             source: |f| default_finalizer::source(f).into_iter().collect(),
             wording: &default_finalizer::WORDING,
         },
@@ -247,97 +283,97 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::PersistenceStatusSchema,
         module: "src/checks/persistence.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::PersistencePatchInconsistencies,
         module: "src/checks/persistence.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::PersistenceStuckFinalizer,
         module: "src/checks/persistence.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::PersistenceAnnotationSize,
         module: "src/checks/persistence.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::PersistenceOrphanedFinalizers,
         module: "src/checks/persistence.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeHandlerFailures,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeStartupForbidden,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimePermissionDegraded,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimePeeringConflict,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeUnresolvedResources,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeThrottling,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeOrphanedDaemons,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeUnparsedLogs,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeNotHandling,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeDeadWatcher,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeKopfVersion,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeForeignPeer,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeRateLimited,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeHandlerLoop,
         module: "src/checks/runtime/handler_loop.rs",
-        deciders: Deciders::Both {
+        deciders: Deciders::InAreaAndSource {
             source: |f| per_handler(f, handler_loop::source),
             wording: &handler_loop::WORDING,
         },
@@ -345,32 +381,32 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::RuntimeStartupStalled,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeOperatorConflict,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeCredentialsLost,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeApiTlsFailure,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeThreadExhaustion,
         module: "src/checks/runtime.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::RuntimeWebhookCertificate,
         module: "src/checks/runtime/webhook_certificate.rs",
-        deciders: Deciders::Live,
+        deciders: Deciders::InArea,
     },
     Entry {
         check: CheckId::SourceSyntaxError,
@@ -455,6 +491,26 @@ pub(crate) fn source_findings(facts: &SourceFacts) -> Vec<SourceFinding> {
         let found = decide(facts);
         debug_assert!(
             found.iter().all(|f| f.finding.check == entry.check),
+            "a decider of {} raised another check",
+            entry.check.as_str()
+        );
+        out.extend(found);
+    }
+    out
+}
+
+/// Every finding of the live deciders of `area`'s checks listed here, in the order of
+/// [`ENTRIES`]; the checks its own `check` decides ([`Deciders::InArea`]) are not among
+/// them.
+pub(crate) fn live_findings(area: Area, input: &LiveInput<'_>) -> Vec<Raised> {
+    let mut out = Vec::new();
+    for entry in ENTRIES.iter().filter(|e| e.check.area() == area) {
+        let Some(decide) = entry.deciders.live() else {
+            continue;
+        };
+        let found = decide(input);
+        debug_assert!(
+            found.iter().all(|r| r.finding.check == entry.check),
             "a decider of {} raised another check",
             entry.check.as_str()
         );

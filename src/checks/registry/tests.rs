@@ -23,7 +23,10 @@ fn every_listed_module_exists_and_names_its_deciders() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(entry.module);
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {} ({e})", entry.check.as_str(), entry.module));
-        if matches!(entry.deciders, Deciders::Both { .. }) {
+        if matches!(
+            entry.deciders,
+            Deciders::Both { .. } | Deciders::InAreaAndSource { .. }
+        ) {
             assert!(
                 text.contains("pub(crate) fn live(") && text.contains("pub(crate) fn source("),
                 "{} has both deciders in {}",
@@ -54,7 +57,10 @@ fn every_source_check_has_a_module_of_its_own_named_after_it() {
 fn only_the_source_area_and_checks_with_both_deciders_read_the_source() {
     for entry in ENTRIES {
         let from_source = entry.deciders.source().is_some();
-        let both = matches!(entry.deciders, Deciders::Both { .. });
+        let both = matches!(
+            entry.deciders,
+            Deciders::Both { .. } | Deciders::InAreaAndSource { .. }
+        );
         let source_area = entry.check.area() == crate::catalog::Area::Source;
         assert_eq!(from_source, source_area || both, "{}", entry.check.as_str());
     }
@@ -149,7 +155,11 @@ fn both_deciders_of_a_check_give_one_message_shape_and_one_fix() {
     let facts = stamping_handler();
     let mut compared = 0;
     for entry in ENTRIES {
-        let Deciders::Both { source, wording } = entry.deciders else {
+        let (Deciders::Both {
+            source, wording, ..
+        }
+        | Deciders::InAreaAndSource { source, wording }) = entry.deciders
+        else {
             continue;
         };
         let id = entry.check.as_str();
