@@ -196,7 +196,7 @@ pub(crate) fn run_area(
     let mut out = match area {
         Area::Workload => Vec::new(),
         Area::Rbac => rbac::check(target, kopf),
-        Area::Events => alone(events::check(target, kopf, settings)),
+        Area::Events => Vec::new(),
         Area::Persistence => alone(persistence::check(target, kopf, settings)),
         Area::Runtime => runtime::check(target, kopf, settings),
         // The source checks read the Python facts, not live evidence (`kopf-audit lint`).

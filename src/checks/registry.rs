@@ -8,6 +8,10 @@
 //! objects sampled) is a helper of the area's module that each calls. A few checks are
 //! still decided inside their area's own `check` ([`Deciders::InArea`]).
 
+use super::events::{
+    duplicates, logging_flood, post_failures, posting_level, silent_failures, steady_state_spam,
+    truncated,
+};
 use super::persistence::{default_finalizer, diffbase_annotation, progress_annotations};
 use super::runtime::handler_loop;
 use super::source::{
@@ -223,38 +227,38 @@ pub(crate) const ENTRIES: &[Entry] = &[
     },
     Entry {
         check: CheckId::EventsSilentFailures,
-        module: "src/checks/events.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/events/silent_failures.rs",
+        deciders: Deciders::Live(silent_failures::live),
     },
     Entry {
         check: CheckId::EventsLoggingFlood,
-        module: "src/checks/events.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/events/logging_flood.rs",
+        deciders: Deciders::Live(logging_flood::live),
     },
     Entry {
         check: CheckId::EventsSteadyStateSpam,
-        module: "src/checks/events.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/events/steady_state_spam.rs",
+        deciders: Deciders::Live(steady_state_spam::live),
     },
     Entry {
         check: CheckId::EventsPostFailures,
-        module: "src/checks/events.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/events/post_failures.rs",
+        deciders: Deciders::Live(post_failures::live),
     },
     Entry {
         check: CheckId::EventsDuplicates,
-        module: "src/checks/events.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/events/duplicates.rs",
+        deciders: Deciders::Live(duplicates::live),
     },
     Entry {
         check: CheckId::EventsTruncated,
-        module: "src/checks/events.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/events/truncated.rs",
+        deciders: Deciders::Live(truncated::live),
     },
     Entry {
         check: CheckId::EventsPostingLevel,
-        module: "src/checks/events.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/events/posting_level.rs",
+        deciders: Deciders::Live(posting_level::live),
     },
     Entry {
         check: CheckId::PersistenceProgressAnnotations,
