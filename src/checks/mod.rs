@@ -185,20 +185,17 @@ pub(crate) type LiveDecider = fn(&LiveInput<'_>) -> Vec<Raised>;
 
 /// Runs one kopf area's checks on a target whose evidence for it was gathered: the live
 /// deciders [`registry::ENTRIES`] lists for the area, and what its own `check` still
-/// decides ([`registry::Deciders::InArea`]).
+/// decides ([`registry::Deciders::InArea`]: the RBAC and runtime checks).
 pub(crate) fn run_area(
     area: Area,
     target: &TargetEvidence,
     kopf: &KopfEvidence,
     settings: &CheckSettings,
 ) -> Vec<Raised> {
-    let alone = |findings: Vec<Finding>| findings.into_iter().map(Raised::alone).collect();
     let mut out = match area {
-        Area::Workload => Vec::new(),
         Area::Rbac => rbac::check(target, kopf),
-        Area::Events => Vec::new(),
-        Area::Persistence => alone(persistence::check(target, kopf, settings)),
         Area::Runtime => runtime::check(target, kopf, settings),
+        Area::Workload | Area::Events | Area::Persistence => Vec::new(),
         // The source checks read the Python facts, not live evidence (`kopf-audit lint`).
         Area::Source => return Vec::new(),
     };

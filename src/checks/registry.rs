@@ -12,7 +12,10 @@ use super::events::{
     duplicates, logging_flood, post_failures, posting_level, silent_failures, steady_state_spam,
     truncated,
 };
-use super::persistence::{default_finalizer, diffbase_annotation, progress_annotations};
+use super::persistence::{
+    annotation_size, default_finalizer, diffbase_annotation, orphaned_finalizers,
+    patch_inconsistencies, progress_annotations, status_schema, stuck_finalizer,
+};
 use super::runtime::handler_loop;
 use super::source::{
     SourceFinding, blocking_call, daemon_ignores_stop, handler_kwargs, index_worker_limit,
@@ -39,16 +42,16 @@ pub(crate) enum Deciders {
     /// From the source only.
     Source(SourceDecider),
     /// Both, in the check's own module, with the wording they share.
-    #[expect(
-        dead_code,
-        reason = "the persistence checks with two deciders move onto it"
-    )]
     Both {
         /// The live decider.
         live: LiveDecider,
         /// The source decider.
         source: SourceDecider,
         /// The message's advice and the fix, whichever decided.
+        #[cfg_attr(
+            not(test),
+            expect(dead_code, reason = "the deciders use it; the tests check them by it")
+        )]
         wording: &'static Wording,
     },
     /// Live, but decided inside its area's own `check` function, not from here: the
@@ -263,7 +266,8 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::PersistenceProgressAnnotations,
         module: "src/checks/persistence/progress_annotations.rs",
-        deciders: Deciders::InAreaAndSource {
+        deciders: Deciders::Both {
+            live: progress_annotations::live,
             source: |f| progress_annotations::source(f).into_iter().collect(),
             wording: &progress_annotations::WORDING,
         },
@@ -271,7 +275,8 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::PersistenceDiffbaseAnnotation,
         module: "src/checks/persistence/diffbase_annotation.rs",
-        deciders: Deciders::InAreaAndSource {
+        deciders: Deciders::Both {
+            live: diffbase_annotation::live,
             source: |f| diffbase_annotation::source(f).into_iter().collect(),
             wording: &diffbase_annotation::WORDING,
         },
@@ -279,35 +284,36 @@ pub(crate) const ENTRIES: &[Entry] = &[
     Entry {
         check: CheckId::PersistenceDefaultFinalizer,
         module: "src/checks/persistence/default_finalizer.rs",
-        deciders: Deciders::InAreaAndSource {
+        deciders: Deciders::Both {
+            live: default_finalizer::live,
             source: |f| default_finalizer::source(f).into_iter().collect(),
             wording: &default_finalizer::WORDING,
         },
     },
     Entry {
         check: CheckId::PersistenceStatusSchema,
-        module: "src/checks/persistence.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/persistence/status_schema.rs",
+        deciders: Deciders::Live(status_schema::live),
     },
     Entry {
         check: CheckId::PersistencePatchInconsistencies,
-        module: "src/checks/persistence.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/persistence/patch_inconsistencies.rs",
+        deciders: Deciders::Live(patch_inconsistencies::live),
     },
     Entry {
         check: CheckId::PersistenceStuckFinalizer,
-        module: "src/checks/persistence.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/persistence/stuck_finalizer.rs",
+        deciders: Deciders::Live(stuck_finalizer::live),
     },
     Entry {
         check: CheckId::PersistenceAnnotationSize,
-        module: "src/checks/persistence.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/persistence/annotation_size.rs",
+        deciders: Deciders::Live(annotation_size::live),
     },
     Entry {
         check: CheckId::PersistenceOrphanedFinalizers,
-        module: "src/checks/persistence.rs",
-        deciders: Deciders::InArea,
+        module: "src/checks/persistence/orphaned_finalizers.rs",
+        deciders: Deciders::Live(orphaned_finalizers::live),
     },
     Entry {
         check: CheckId::RuntimeHandlerFailures,

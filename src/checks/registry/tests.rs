@@ -137,9 +137,9 @@ fn looping_log() -> LogEvidence {
 fn live_example(check: CheckId) -> Option<Finding> {
     let objects = [marked_object()];
     match check {
-        CheckId::PersistenceProgressAnnotations => progress_annotations::live("op", &objects),
-        CheckId::PersistenceDiffbaseAnnotation => diffbase_annotation::live("op", &objects),
-        CheckId::PersistenceDefaultFinalizer => default_finalizer::live("op", &objects),
+        CheckId::PersistenceProgressAnnotations => progress_annotations::live_on("op", &objects),
+        CheckId::PersistenceDiffbaseAnnotation => diffbase_annotation::live_on("op", &objects),
+        CheckId::PersistenceDefaultFinalizer => default_finalizer::live_on("op", &objects),
         CheckId::RuntimeHandlerLoop => handler_loop::live("op", &looping_log(), &[])
             .into_iter()
             .next(),
