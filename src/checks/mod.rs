@@ -1,12 +1,13 @@
-//! The checks layer, pure: one module per condition area, each a set of functions from
-//! gathered evidence to findings; a check `area.some-name` is the function `some_name`
-//! in `checks/<area>.rs` (the RBAC permission checks build their needs in
-//! `model/needs.rs`, one function per ID there). A check decided both live (from the
-//! cluster's evidence) and from the source (the Python and its settings) is a module of
-//! its own, `checks/<area>/<some_name>.rs`, holding both deciders and its [`Wording`];
-//! so is each `source.*` check (lint only), `checks/source/<some_name>.rs`, with what
-//! they share in `checks/source.rs`.
-//! [`registry`] says, for every check ID, which deciders it has and where they are.
+//! The checks layer, pure: one module per check ID, `area.some-name` in
+//! `checks/<area>/<some_name>.rs`, holding its deciders (`live`, from the cluster's
+//! evidence; `source`, from the Python and its settings; or both, with the [`Wording`]
+//! they share), its message and its fix; `checks/<area>.rs` holds what an area's checks
+//! share (the preconditions of its live deciders, such as a log read or objects sampled).
+//! [`registry`] lists every check ID with its deciders, and is what runs them: a check's
+//! entry there is how its live decider runs ([`run_area`]) and how lint runs its source
+//! one. Two areas still decide live in their own `check` ([`registry::Deciders::InArea`]):
+//! the runtime checks, most of them functions `some_name` in `checks/runtime.rs`, and the
+//! RBAC permission checks, whose needs `model/needs.rs` builds, one function per ID.
 //! Nothing here performs I/O.
 
 pub(crate) mod events;
