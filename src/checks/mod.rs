@@ -1,12 +1,12 @@
-//! The checks layer, pure: one module per condition area, each a set of functions from
-//! gathered evidence to findings; a check `area.some-name` is the function `some_name`
-//! in `checks/<area>.rs` (the RBAC permission checks build their needs in
-//! `model/needs.rs`, one function per ID there). A check decided both live (from the
-//! cluster's evidence) and from the source (the Python and its settings) is a module of
-//! its own, `checks/<area>/<some_name>.rs`, holding both deciders and its [`Wording`];
-//! so is each `source.*` check (lint only), `checks/source/<some_name>.rs`, with what
-//! they share in `checks/source.rs`.
-//! [`registry`] says, for every check ID, which deciders it has and where they are.
+//! The checks layer, pure: one module per check ID, `area.some-name` in
+//! `checks/<area>/<some_name>.rs`, holding its deciders (`live`, from the cluster's
+//! evidence; `source`, from the Python and its settings; or both, with the [`Wording`]
+//! they share), its message and its fix; `checks/<area>.rs` holds what an area's checks
+//! share (the preconditions of its live deciders, such as a log read or objects sampled).
+//! [`registry`] lists every check ID with its deciders, and is what runs them: a check's
+//! entry there is how its live decider runs ([`run_area`]) and how lint runs its source
+//! one. The RBAC permission checks, whose needs `model/needs.rs` builds one function
+//! per ID, are judged together in `checks/rbac.rs` ([`registry::Deciders::InArea`]).
 //! Nothing here performs I/O.
 
 pub(crate) mod events;
@@ -181,24 +181,28 @@ pub(crate) struct LiveInput<'a> {
 }
 
 /// A live decider: every finding of its check in the input, with the causes it names.
-#[expect(dead_code, reason = "the deciders move onto it one area at a time")]
 pub(crate) type LiveDecider = fn(&LiveInput<'_>) -> Vec<Raised>;
 
-/// Runs one kopf area's checks on a target whose evidence for it was gathered.
+/// Runs one kopf area's checks on a target whose evidence for it was gathered: the live
+/// deciders [`registry::ENTRIES`] lists for the area, and what its own `check` still
+/// decides ([`registry::Deciders::InArea`]: the RBAC checks).
 pub(crate) fn run_area(
     area: Area,
     target: &TargetEvidence,
     kopf: &KopfEvidence,
     settings: &CheckSettings,
 ) -> Vec<Raised> {
-    let alone = |findings: Vec<Finding>| findings.into_iter().map(Raised::alone).collect();
-    match area {
-        Area::Workload => alone(workload::check(target, kopf, settings)),
+    let mut out = match area {
         Area::Rbac => rbac::check(target, kopf),
-        Area::Events => alone(events::check(target, kopf, settings)),
-        Area::Persistence => alone(persistence::check(target, kopf, settings)),
-        Area::Runtime => runtime::check(target, kopf, settings),
+        Area::Runtime | Area::Workload | Area::Events | Area::Persistence => Vec::new(),
         // The source checks read the Python facts, not live evidence (`kopf-audit lint`).
-        Area::Source => Vec::new(),
-    }
+        Area::Source => return Vec::new(),
+    };
+    let input = LiveInput {
+        target,
+        kopf,
+        settings,
+    };
+    out.extend(registry::live_findings(area, &input));
+    out
 }

@@ -7,73 +7,30 @@
 use super::{LiveInput, Raised, finding};
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::model::evidence::{KopfEvidence, LogEvidence, ObjectSample, TargetEvidence, qualified};
-use crate::model::settings::CheckSettings;
+use crate::model::evidence::{LogEvidence, ObjectSample, qualified};
 use kopf_log::{BackgroundTask, EventKind, KopfVersion, Record, VersionRange};
 
-mod api_tls_failure;
-mod credentials_lost;
-mod dead_watcher;
+pub(crate) mod api_tls_failure;
+pub(crate) mod credentials_lost;
+pub(crate) mod dead_watcher;
 mod faults;
-mod foreign_peer;
-mod handler_failures;
+pub(crate) mod foreign_peer;
+pub(crate) mod handler_failures;
 pub(crate) mod handler_loop;
-mod kopf_version;
-mod not_handling;
-mod operator_conflict;
-mod orphaned_daemons;
-mod peering_conflict;
-mod permission_degraded;
-mod rate_limited;
-mod startup_forbidden;
-mod startup_stalled;
-mod thread_exhaustion;
-mod throttling;
-mod unparsed_logs;
-mod unresolved_resources;
-mod webhook_certificate;
-
-/// Runs every runtime check on one kopf target, in a fixed order (the findings' order).
-/// Each decider tests what it reads itself: the checks of the log decide nothing when
-/// it was not read, `runtime.operator-conflict` and `runtime.webhook-certificate` read
-/// no log. No runtime check suppresses or merges with another here: a finding that
-/// shares a root cause with another area's (`runtime.startup-forbidden` and
-/// `runtime.permission-degraded` with the RBAC checks) names it in its causes, and
-/// evaluate keeps one finding per cause.
-pub(crate) fn check(
-    target: &TargetEvidence,
-    kopf: &KopfEvidence,
-    settings: &CheckSettings,
-) -> Vec<Raised> {
-    let input = LiveInput {
-        target,
-        kopf,
-        settings,
-    };
-    let deciders = [
-        operator_conflict::live,
-        webhook_certificate::live,
-        startup_forbidden::live,
-        permission_degraded::live,
-        foreign_peer::live,
-        not_handling::live,
-        startup_stalled::live,
-        dead_watcher::live,
-        kopf_version::live,
-        handler_failures::live,
-        peering_conflict::live,
-        unresolved_resources::live,
-        throttling::live,
-        rate_limited::live,
-        handler_loop::live,
-        orphaned_daemons::live,
-        unparsed_logs::live,
-        credentials_lost::live,
-        api_tls_failure::live,
-        thread_exhaustion::live,
-    ];
-    deciders.iter().flat_map(|live| live(&input)).collect()
-}
+pub(crate) mod kopf_version;
+pub(crate) mod not_handling;
+pub(crate) mod operator_conflict;
+pub(crate) mod orphaned_daemons;
+pub(crate) mod peering_conflict;
+pub(crate) mod permission_degraded;
+pub(crate) mod rate_limited;
+pub(crate) mod startup_forbidden;
+pub(crate) mod startup_stalled;
+pub(crate) mod thread_exhaustion;
+pub(crate) mod throttling;
+pub(crate) mod unparsed_logs;
+pub(crate) mod unresolved_resources;
+pub(crate) mod webhook_certificate;
 
 /// The operator's log, when it was read: a check of the log decides nothing without it.
 fn logs<'a>(input: &LiveInput<'a>) -> Option<&'a LogEvidence> {

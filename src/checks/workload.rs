@@ -1,64 +1,43 @@
 //! Workload checks (`workload.*`): the target Deployment and its pods. Each check has
-//! its module (`workload/<name>.rs`) with its decider; this one runs them and holds what
-//! several share.
+//! its module (`workload/<name>.rs`) with its live decider, which the registry lists and
+//! [`super::run_area`] runs; this one holds what several share, and runs the few that
+//! hold for any Deployment on a target that is not kopf.
 
+use super::{LiveInput, Raised};
 use crate::api::Finding;
-use crate::model::evidence::{HandledResource, KopfEvidence, TargetEvidence, Webhook};
-use crate::model::settings::CheckSettings;
+use crate::model::evidence::{HandledResource, TargetEvidence, Webhook};
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod};
 
-mod cpu_limit;
-mod cpu_request;
-mod crash_loop;
-mod debug_logging;
-mod default_service_account;
-mod grace_period;
-mod liveness;
-mod memory_limit;
-mod memory_request;
-mod no_scope_flag;
+pub(crate) mod cpu_limit;
+pub(crate) mod cpu_request;
+pub(crate) mod crash_loop;
+pub(crate) mod debug_logging;
+pub(crate) mod default_service_account;
+pub(crate) mod grace_period;
+pub(crate) mod liveness;
+pub(crate) mod memory_limit;
+pub(crate) mod memory_request;
+pub(crate) mod no_scope_flag;
 pub(crate) mod not_kopf;
-mod oom_killed;
-mod rollout_overlap;
-mod standalone_replicas;
-mod webhook_blast_radius;
+pub(crate) mod oom_killed;
+pub(crate) mod rollout_overlap;
+pub(crate) mod standalone_replicas;
+pub(crate) mod webhook_blast_radius;
 
-/// Runs every workload check on one kopf target.
-pub(crate) fn check(
-    target: &TargetEvidence,
-    kopf: &KopfEvidence,
-    settings: &CheckSettings,
-) -> Vec<Finding> {
-    let Some(container) = target.kopf_container() else {
+/// Runs a workload decider on the target's kopf container: the precondition every
+/// workload check of a kopf target shares (without its container known, none decides).
+/// `decide` gets the target's name and the container.
+fn on_kopf_container<I: IntoIterator<Item = Finding>>(
+    input: &LiveInput<'_>,
+    decide: impl FnOnce(&str, &Container) -> I,
+) -> Vec<Raised> {
+    let Some(container) = input.target.kopf_container() else {
         return Vec::new();
     };
-    let name = target.name();
-    let run = &kopf.run;
-    let thresholds = &settings.workload;
-    let pods = &target.pods;
-    let mut findings = Vec::new();
-    findings.extend(memory_request::live(name, container, thresholds));
-    findings.extend(memory_limit::live(name, container, thresholds));
-    findings.extend(cpu_limit::live(name, container));
-    findings.extend(cpu_request::live(name, container));
-    findings.extend(oom_killed::live(name, pods, &container.name));
-    findings.extend(crash_loop::live(name, pods, &container.name, &kopf.logs));
-    findings.extend(standalone_replicas::live(name, target, run));
-    findings.extend(liveness::live(name, container, run));
-    findings.extend(default_service_account::live(name, target));
-    findings.extend(no_scope_flag::live(name, run));
-    findings.extend(rollout_overlap::live(name, target, run));
-    findings.extend(debug_logging::live(name, run, &kopf.logs));
-    findings.extend(grace_period::live(target, kopf));
-    if let (Ok(handled), Ok(webhooks)) = (&kopf.handled, &kopf.webhooks) {
-        findings.extend(webhook_blast_radius::live(
-            target,
-            &container.name,
-            handled,
-            webhooks,
-        ));
-    }
-    findings
+    decide(input.target.name(), container)
+        .into_iter()
+        .map(Raised::alone)
+        .collect()
 }
 
 /// The workload checks that hold for any Deployment, run on a target that is not kopf
@@ -78,15 +57,15 @@ pub(crate) fn any_workload(target: &TargetEvidence, wanted: Option<&str>) -> Vec
     {
         findings.extend(memory_request::missing(name, container));
         findings.extend(memory_limit::missing(name, container));
-        findings.extend(oom_killed::live(name, &target.pods, &container.name));
-        findings.extend(crash_loop::live(
+        findings.extend(oom_killed::live_on(name, &target.pods, &container.name));
+        findings.extend(crash_loop::live_on(
             name,
             &target.pods,
             &container.name,
             &not_read,
         ));
     }
-    findings.extend(default_service_account::live(name, target));
+    findings.extend(default_service_account::live_on(name, target));
     findings
 }
 

@@ -246,7 +246,7 @@ fn evaluate_target(
                         eval.areas
                             .insert((name.clone(), area), AreaState::NotKopf(why.clone()));
                     }
-                    raised.push(Raised::alone(workload::not_kopf::live(target, wanted)));
+                    raised.push(Raised::alone(workload::not_kopf::live_on(target, wanted)));
                 }
             }
             raised.extend(

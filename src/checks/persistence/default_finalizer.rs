@@ -4,12 +4,13 @@
 //! makes kopf add its finalizer (kopf 1.45 `on.py`, `requires_finalizer`) and no
 //! `persistence.finalizer` setting.
 
+use super::on_objects;
 use super::storage::registrations;
 use super::storage::requires_finalizer;
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::Wording;
 use crate::checks::source::{SourceFinding, handler_target};
+use crate::checks::{LiveInput, Raised, Wording};
 use crate::model::evidence::ObjectSample;
 use crate::model::kopf_marks::DEFAULT_FINALIZER;
 use crate::model::source::SourceFacts;
@@ -26,8 +27,13 @@ fn fix() -> String {
     crate::checks::startup_settings(&["settings.persistence.finalizer = '<group>/finalizer'"])
 }
 
+/// The live decider the registry lists: [`live_on`] on the sampled objects.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_objects(input, |name, _, objects| live_on(name, objects))
+}
+
 /// Live: a sampled object carries kopf's default finalizer.
-pub(crate) fn live(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
+pub(crate) fn live_on(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
     let object = objects
         .iter()
         .find(|o| o.finalizers.iter().any(|f| f == DEFAULT_FINALIZER))?;

@@ -4,11 +4,12 @@
 //! annotations (kopf 1.45 `_cogs/configs/diffbase.py`, AnnotationsDiffBaseStorage by
 //! default).
 
+use super::on_objects;
 use super::storage::{annotations_chosen, at_setting_or, first_change_handler};
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::Wording;
 use crate::checks::source::{SourceFinding, handler_target};
+use crate::checks::{LiveInput, Raised, Wording};
 use crate::model::evidence::ObjectSample;
 use crate::model::kopf_marks::DIFFBASE_ANNOTATION as DIFFBASE;
 use crate::model::source::{SourceFacts, StorageKind};
@@ -27,8 +28,13 @@ fn fix() -> String {
     ])
 }
 
+/// The live decider the registry lists: [`live_on`] on the sampled objects.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_objects(input, |name, _, objects| live_on(name, objects))
+}
+
 /// Live: a sampled object carries kopf's diff-base annotation.
-pub(crate) fn live(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
+pub(crate) fn live_on(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
     let object = objects
         .iter()
         .find(|o| o.annotations.contains_key(DIFFBASE))?;

@@ -3,11 +3,12 @@
 //! source, from change handlers whose progress storage is annotations (kopf 1.45
 //! `_cogs/configs/progress.py`: SmartProgressStorage, annotations only since 1.44).
 
+use super::on_objects;
 use super::storage::{at_setting_or, first_change_handler};
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::Wording;
 use crate::checks::source::{SourceFinding, handler_target};
+use crate::checks::{LiveInput, Raised, Wording};
 use crate::model::evidence::ObjectSample;
 use crate::model::kopf_marks;
 use crate::model::source::{SourceFacts, StorageKind};
@@ -26,9 +27,14 @@ fn fix() -> String {
     ])
 }
 
+/// The live decider the registry lists: [`live_on`] on the sampled objects.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_objects(input, |name, _, objects| live_on(name, objects))
+}
+
 /// Live: a sampled object carries a progress annotation under kopf's prefix (its own or
 /// the one its storage settings chose).
-pub(crate) fn live(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
+pub(crate) fn live_on(target: &str, objects: &[ObjectSample]) -> Option<Finding> {
     let (object, key) = objects.iter().find_map(|o| {
         let prefix = kopf_marks::prefix(o.annotations.keys().map(String::as_str));
         o.annotations

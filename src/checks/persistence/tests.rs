@@ -1,8 +1,10 @@
 //! Tests of the persistence checks.
 
 use super::*;
-use crate::model::evidence::{CrdInfo, HandledSource};
+use crate::catalog::Severity;
+use crate::model::evidence::{CrdInfo, HandledSource, LogEvidence, TargetEvidence};
 use crate::model::kopf_marks::{DEFAULT_FINALIZER, DIFFBASE_ANNOTATION as DIFFBASE};
+use kopf_log::{KopfVersion, VersionRange};
 use std::collections::BTreeMap;
 
 fn object(annotations: &[(&str, usize)], finalizers: &[&str]) -> ObjectSample {
@@ -47,36 +49,36 @@ fn annotations_storage_and_default_finalizer() {
         ],
         &[DEFAULT_FINALIZER],
     )];
-    assert!(progress_annotations::live("op", &objs).is_some());
-    assert!(diffbase_annotation::live("op", &objs).is_some());
-    assert!(default_finalizer::live("op", &objs).is_some());
+    assert!(progress_annotations::live_on("op", &objs).is_some());
+    assert!(diffbase_annotation::live_on("op", &objs).is_some());
+    assert!(default_finalizer::live_on("op", &objs).is_some());
     let clean = [object(&[("app", 10)], &["example.com/finalizer"])];
-    assert!(progress_annotations::live("op", &clean).is_none());
-    assert!(diffbase_annotation::live("op", &clean).is_none());
-    assert!(default_finalizer::live("op", &clean).is_none());
+    assert!(progress_annotations::live_on("op", &clean).is_none());
+    assert!(diffbase_annotation::live_on("op", &clean).is_none());
+    assert!(default_finalizer::live_on("op", &clean).is_none());
     let only_diffbase = [object(&[(DIFFBASE, 300)], &[])];
-    assert!(progress_annotations::live("op", &only_diffbase).is_none());
+    assert!(progress_annotations::live_on("op", &only_diffbase).is_none());
 }
 
 #[test]
 fn pruning_status_schema_is_an_error_when_status_storage_is_used() {
     let mut with_status = object(&[], &[]);
     with_status.status_kopf_keys = vec!["progress".into()];
-    let f = status_schema("op", &[resource(true, false)], &[with_status], None, false);
+    let f = status_schema::live_on("op", &[resource(true, false)], &[with_status], None, false);
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].severity, Severity::Error);
     let annotated = object(&[(DIFFBASE, 10)], &[]);
-    let f = status_schema("op", &[resource(false, false)], &[annotated], None, false);
+    let f = status_schema::live_on("op", &[resource(false, false)], &[annotated], None, false);
     assert_eq!(f[0].severity, Severity::Warning);
-    assert!(status_schema("op", &[resource(true, true)], &[], None, false).is_empty());
+    assert!(status_schema::live_on("op", &[resource(true, true)], &[], None, false).is_empty());
 }
 
 #[test]
 fn status_storage_declared_in_the_source_makes_a_pruning_schema_an_error() {
     // From files there are no objects: the source's storage settings decide.
-    let declared = status_schema("op", &[resource(true, false)], &[], None, true);
+    let declared = status_schema::live_on("op", &[resource(true, false)], &[], None, true);
     assert_eq!(declared[0].severity, Severity::Error);
-    let default = status_schema("op", &[resource(true, false)], &[], None, false);
+    let default = status_schema::live_on("op", &[resource(true, false)], &[], None, false);
     assert_eq!(default[0].severity, Severity::Warning);
 }
 
@@ -86,7 +88,7 @@ fn a_schema_that_keeps_status_is_fine_without_a_status_subresource() {
     // (`_cogs/clients/patching.py`): what the schema keeps stays, nothing is pruned.
     let mut with_status = object(&[], &[]);
     with_status.status_kopf_keys = vec!["progress".into()];
-    let kept = status_schema("op", &[resource(false, true)], &[with_status], None, false);
+    let kept = status_schema::live_on("op", &[resource(false, true)], &[with_status], None, false);
     assert_eq!(kept, Vec::new());
 }
 
@@ -95,20 +97,24 @@ fn stuck_deletion_and_annotation_size() {
     let now = jiff::Timestamp::from_second(10_000).expect("ts");
     let mut deleting = object(&[], &["example.com/finalizer"]);
     deleting.deletion_timestamp = Some(jiff::Timestamp::from_second(10_000 - 11 * 60).expect("ts"));
-    assert!(stuck_finalizer("op", std::slice::from_ref(&deleting), now).is_some());
+    assert!(stuck_finalizer::live_on("op", std::slice::from_ref(&deleting), now).is_some());
     deleting.deletion_timestamp = Some(jiff::Timestamp::from_second(10_000 - 60).expect("ts"));
-    assert!(stuck_finalizer("op", &[deleting], now).is_none());
+    assert!(stuck_finalizer::live_on("op", &[deleting], now).is_none());
     let big = [object(&[(DIFFBASE, 240_000)], &[])];
     assert_eq!(
-        annotation_size("op", &big).expect("finding").severity,
+        annotation_size::live_on("op", &big)
+            .expect("finding")
+            .severity,
         Severity::Error
     );
     let half = [object(&[(DIFFBASE, 140_000)], &[])];
     assert_eq!(
-        annotation_size("op", &half).expect("finding").severity,
+        annotation_size::live_on("op", &half)
+            .expect("finding")
+            .severity,
         Severity::Warning
     );
-    assert!(annotation_size("op", &[object(&[(DIFFBASE, 1000)], &[])]).is_none());
+    assert!(annotation_size::live_on("op", &[object(&[(DIFFBASE, 1000)], &[])]).is_none());
 }
 
 // --- persistence.orphaned-finalizers ---------------------------------------------------
@@ -169,7 +175,7 @@ fn finalized_objects_of_a_stopped_operator_are_orphaned() {
             "every pod of it crash-loops",
         ),
     ] {
-        let found = orphaned_finalizers(&target, &handled, &objects);
+        let found = orphaned_finalizers::live_on(&target, &handled, &objects);
         assert_eq!(found.len(), 1, "{why}: {found:#?}");
         let f = &found[0];
         assert_eq!(f.severity, Severity::Error);
@@ -183,10 +189,10 @@ fn finalized_objects_of_a_stopped_operator_are_orphaned() {
     }
     // One running pod releases them.
     let alive = operator(2, &[crash_looping(), running()]);
-    assert!(orphaned_finalizers(&alive, &handled, &objects).is_empty());
+    assert!(orphaned_finalizers::live_on(&alive, &handled, &objects).is_empty());
     // Without kopf's finalizer there is nothing to orphan.
     let plain = [finalized("apps", "plain", "kubernetes.io/pvc-protection")];
-    assert!(orphaned_finalizers(&operator(0, &[]), &handled, &plain).is_empty());
+    assert!(orphaned_finalizers::live_on(&operator(0, &[]), &handled, &plain).is_empty());
 }
 
 #[test]
@@ -196,7 +202,7 @@ fn finalizing_objects_in_the_operator_s_own_namespace_is_worth_knowing() {
         finalized("home", "w1", DEFAULT_FINALIZER),
         finalized("apps", "w2", DEFAULT_FINALIZER),
     ];
-    let found = orphaned_finalizers(&operator(1, &[running()]), &handled, &objects);
+    let found = orphaned_finalizers::live_on(&operator(1, &[running()]), &handled, &objects);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].severity, Severity::Info);
     assert!(
@@ -224,7 +230,7 @@ fn the_status_schema_message_says_what_this_kopf_writes() {
     };
     let annotated = object(&[(DIFFBASE, 100)], &[]);
     let said = |v| {
-        status_schema(
+        status_schema::live_on(
             "op",
             &[resource(true, false)],
             std::slice::from_ref(&annotated),
@@ -289,7 +295,8 @@ fn inconsistencies_on_a_built_in_kind_say_what_is_true_there() {
         (mixed.to_vec(), std::slice::from_ref(&sample), INCONSISTENT),
         (mixed.to_vec(), &[][..], INCONSISTENT_JSON),
     ] {
-        let f = patch_inconsistencies("op", &logged(line), &handled, objects).expect("finding");
+        let f = patch_inconsistencies::live_on("op", &logged(line), &handled, objects)
+            .expect("finding");
         assert_eq!(f.severity, Severity::Warning, "{}", f.message);
         assert!(
             f.message.contains("Secret objects, a built-in kind"),
@@ -304,7 +311,7 @@ fn inconsistencies_on_a_built_in_kind_say_what_is_true_there() {
 #[test]
 fn inconsistencies_on_a_custom_resource_name_its_crd_and_stay_errors() {
     let objects = [object(&[], &[])];
-    let f = patch_inconsistencies(
+    let f = patch_inconsistencies::live_on(
         "op",
         &logged(INCONSISTENT),
         &[resource(true, false)],
@@ -323,8 +330,9 @@ fn inconsistencies_on_a_custom_resource_name_its_crd_and_stay_errors() {
         kind: Some("ConfigMap".into()),
         ..secrets()
     };
-    let f = patch_inconsistencies("op", &logged(INCONSISTENT), &[secrets(), configmaps], &[])
-        .expect("finding");
+    let f =
+        patch_inconsistencies::live_on("op", &logged(INCONSISTENT), &[secrets(), configmaps], &[])
+            .expect("finding");
     assert_eq!(f.severity, Severity::Warning);
     assert!(
         f.message.contains("status of its objects, a built-in kind"),
@@ -332,7 +340,7 @@ fn inconsistencies_on_a_custom_resource_name_its_crd_and_stay_errors() {
         f.message
     );
     // Nothing known of the object: both fixes, at the check's severity.
-    let f = patch_inconsistencies("op", &logged(INCONSISTENT), &[], &[]).expect("finding");
+    let f = patch_inconsistencies::live_on("op", &logged(INCONSISTENT), &[], &[]).expect("finding");
     assert_eq!(f.severity, Severity::Error);
     assert!(
         f.message.contains("custom resource") && f.message.contains("built-in kind"),
@@ -348,7 +356,7 @@ fn progress_marks_follow_kopfs_one_rule_whatever_the_prefix() {
         &[("kopf.zalando.org/last-handled-configuration-ofDRS", 10)],
         &[],
     )];
-    assert!(progress_annotations::live("op", &drs).is_none());
+    assert!(progress_annotations::live_on("op", &drs).is_none());
     // Progress under a prefix the operator's storage settings chose is found.
     let custom = [object(
         &[
@@ -357,7 +365,7 @@ fn progress_marks_follow_kopfs_one_rule_whatever_the_prefix() {
         ],
         &[],
     )];
-    let found = progress_annotations::live("op", &custom).expect("custom prefix progress");
+    let found = progress_annotations::live_on("op", &custom).expect("custom prefix progress");
     assert!(
         found
             .evidence

@@ -1,5 +1,6 @@
-//! Tests of the registry: every check once, and a check with two deciders says the
-//! same thing, with the same fix, whichever decided.
+//! Tests of the registry: every check once, with its deciders here but for the RBAC and
+//! runtime checks, and a check with two deciders says the same thing, with the same fix,
+//! whichever decided.
 
 use super::*;
 use crate::api::Finding;
@@ -23,31 +24,67 @@ fn every_listed_module_exists_and_names_its_deciders() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(entry.module);
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {} ({e})", entry.check.as_str(), entry.module));
-        if matches!(entry.deciders, Deciders::Both { .. }) {
-            assert!(
-                text.contains("pub(crate) fn live(") && text.contains("pub(crate) fn source("),
-                "{} has both deciders in {}",
-                entry.check.as_str(),
+        let id = entry.check.as_str();
+        let live = "pub(crate) fn live(";
+        let source = "pub(crate) fn source(";
+        match entry.deciders {
+            Deciders::Live(_) => assert!(text.contains(live), "{id}: `{live}` in {}", entry.module),
+            Deciders::Both { .. } => assert!(
+                text.contains(live) && text.contains(source),
+                "{id} has both deciders in {}",
                 entry.module
+            ),
+            Deciders::Source(_) | Deciders::InArea => {}
+        }
+    }
+}
+
+/// The checks whose live decision is made inside their area's own `check`: the RBAC
+/// checks, whose needs `model/needs.rs` builds and judges together.
+fn decided_in_area(check: CheckId) -> bool {
+    check.area() == crate::catalog::Area::Rbac
+}
+
+/// A check is one thing: but for those decided in their area, the registry holds its
+/// deciders, so that adding a check touches no area's list.
+#[test]
+fn every_check_but_rbac_has_its_deciders_in_the_registry() {
+    for entry in ENTRIES {
+        let id = entry.check.as_str();
+        let in_area = matches!(entry.deciders, Deciders::InArea);
+        assert_eq!(
+            in_area,
+            decided_in_area(entry.check),
+            "{id}: only the rbac checks are decided in their area"
+        );
+        if !decided_in_area(entry.check) {
+            assert!(
+                entry.deciders.live().is_some() || entry.deciders.source().is_some(),
+                "{id}: a live or a source decider in the registry"
             );
         }
     }
 }
 
-/// A `source.*` check lives in a module of its own, named after it: no two share one.
+/// A check with its deciders in the registry lives in a module of its own, named after
+/// it (`area.some-name` in `src/checks/<area>/<some_name>.rs`): no two share one.
 #[test]
-fn every_source_check_has_a_module_of_its_own_named_after_it() {
+fn every_check_but_rbac_has_a_module_of_its_own_named_after_it() {
     let mut modules = BTreeSet::new();
-    for entry in ENTRIES {
+    for entry in ENTRIES.iter().filter(|e| !decided_in_area(e.check)) {
         let id = entry.check.as_str();
-        let Some(name) = id.strip_prefix("source.") else {
-            continue;
-        };
-        let named = format!("src/checks/source/{}.rs", name.replace('-', "_"));
+        let (area, name) = id.split_once('.').expect("area.name");
+        let named = format!("src/checks/{area}/{}.rs", name.replace('-', "_"));
         assert_eq!(entry.module, named, "{id}");
         assert!(modules.insert(entry.module), "{id} shares {}", entry.module);
     }
-    assert!(!modules.is_empty(), "the source checks");
+    for area in ["workload", "events", "persistence", "runtime", "source"] {
+        let folder = format!("src/checks/{area}/");
+        assert!(
+            modules.iter().any(|m| m.starts_with(&folder)),
+            "the {area} checks"
+        );
+    }
 }
 
 #[test]
@@ -131,9 +168,9 @@ fn looping_log() -> LogEvidence {
 fn live_example(check: CheckId) -> Option<Finding> {
     let objects = [marked_object()];
     match check {
-        CheckId::PersistenceProgressAnnotations => progress_annotations::live("op", &objects),
-        CheckId::PersistenceDiffbaseAnnotation => diffbase_annotation::live("op", &objects),
-        CheckId::PersistenceDefaultFinalizer => default_finalizer::live("op", &objects),
+        CheckId::PersistenceProgressAnnotations => progress_annotations::live_on("op", &objects),
+        CheckId::PersistenceDiffbaseAnnotation => diffbase_annotation::live_on("op", &objects),
+        CheckId::PersistenceDefaultFinalizer => default_finalizer::live_on("op", &objects),
         CheckId::RuntimeHandlerLoop => handler_loop::decide("op", &looping_log(), &[])
             .into_iter()
             .next(),
@@ -149,7 +186,10 @@ fn both_deciders_of_a_check_give_one_message_shape_and_one_fix() {
     let facts = stamping_handler();
     let mut compared = 0;
     for entry in ENTRIES {
-        let Deciders::Both { source, wording } = entry.deciders else {
+        let Deciders::Both {
+            source, wording, ..
+        } = entry.deciders
+        else {
             continue;
         };
         let id = entry.check.as_str();

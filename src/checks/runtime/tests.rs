@@ -2,8 +2,9 @@
 
 use super::*;
 use crate::catalog::Severity;
-use crate::model::evidence::{Handling, KopfEvidence};
+use crate::model::evidence::{Handling, KopfEvidence, TargetEvidence};
 use crate::model::kopf_run::{Peering, Scope};
+use crate::model::settings::CheckSettings;
 use crate::model::testing::run;
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::BTreeMap;
@@ -46,6 +47,11 @@ fn target_with(logs: LogEvidence) -> (TargetEvidence, KopfEvidence) {
     let mut k = KopfEvidence::unread(run(Scope::ClusterWide, Peering::Auto));
     k.logs = Ok(logs);
     (t, k)
+}
+
+/// Every runtime check on one target, as the registry runs them (catalogue order).
+fn check(target: &TargetEvidence, kopf: &KopfEvidence, settings: &CheckSettings) -> Vec<Raised> {
+    crate::checks::run_area(crate::catalog::Area::Runtime, target, kopf, settings)
 }
 
 /// The checks [`check`] finds in a log, in its order.

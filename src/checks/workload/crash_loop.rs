@@ -2,10 +2,11 @@
 //! restarted. Reads the pods' container statuses, and quotes the lines of the previous
 //! container's log that explain the exit.
 
+use super::on_kopf_container;
 use super::{pod_name, statuses};
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::finding;
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::evidence::{Gathered, LogEvidence};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
@@ -16,9 +17,16 @@ const CRASH_QUOTE_LINES: usize = 4;
 /// How long each quoted line may be.
 const QUOTE_CHARS: usize = 240;
 
+/// The live decider the registry lists: [`live_on`] on the target's kopf container.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_kopf_container(input, |name, c| {
+        live_on(name, &input.target.pods, &c.name, &input.kopf.logs)
+    })
+}
+
 /// The first pod whose `container` is in CrashLoopBackOff, else the first where it has
 /// restarted, with the previous log's explanation as evidence.
-pub(crate) fn live(
+pub(crate) fn live_on(
     target: &str,
     pods: &[Pod],
     container: &str,

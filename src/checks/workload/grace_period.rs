@@ -5,9 +5,10 @@
 //! short. Reads the pod template's terminationGracePeriodSeconds and the daemon stop the
 //! source declares: live evidence has none, and nothing is decided.
 
+use super::on_kopf_container;
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::finding;
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::evidence::{KopfEvidence, TargetEvidence};
 
 /// The kubelet's grace period when the pod sets none (Kubernetes'
@@ -17,8 +18,13 @@ const DEFAULT_GRACE_SECONDS: i64 = 30;
 /// Seconds the fix leaves beyond kopf's wait, for the rest of kopf's exit.
 const MARGIN_SECONDS: u64 = 10;
 
+/// The live decider the registry lists: [`live_on`] on the target's kopf container.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_kopf_container(input, |_, _| live_on(input.target, input.kopf))
+}
+
 /// The declared daemon stop against the pods' grace period (set or default).
-pub(crate) fn live(target: &TargetEvidence, kopf: &KopfEvidence) -> Option<Finding> {
+pub(crate) fn live_on(target: &TargetEvidence, kopf: &KopfEvidence) -> Option<Finding> {
     let stop = kopf.declared_daemon_stop.as_ref()?;
     let set = target
         .deployment

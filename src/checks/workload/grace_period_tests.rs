@@ -1,5 +1,6 @@
 use super::*;
 use crate::catalog::CheckId;
+use crate::model::evidence::KopfEvidence;
 use crate::model::source::{DaemonStop, Location, Millis};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
@@ -45,7 +46,7 @@ fn kopf(target: &TargetEvidence, stop: Option<(u64, u64)>) -> KopfEvidence {
 #[test]
 fn a_daemon_waited_for_longer_than_the_default_grace_period_is_reported() {
     let t = target(None);
-    let found = grace_period::live(&t, &kopf(&t, Some((5_000, 60_000)))).expect("reported");
+    let found = grace_period::live_on(&t, &kopf(&t, Some((5_000, 60_000)))).expect("reported");
     assert_eq!(found.check, CheckId::WorkloadGracePeriod);
     assert!(
         found.message.contains("the default, 30 s"),
@@ -69,17 +70,17 @@ fn a_daemon_waited_for_longer_than_the_default_grace_period_is_reported() {
 fn a_grace_period_that_covers_the_wait_or_no_declared_wait_is_no_finding() {
     let t = target(Some(90));
     assert_eq!(
-        grace_period::live(&t, &kopf(&t, Some((5_000, 60_000)))),
+        grace_period::live_on(&t, &kopf(&t, Some((5_000, 60_000)))),
         None
     );
     let t = target(None);
     assert_eq!(
-        grace_period::live(&t, &kopf(&t, Some((0, 30_000)))),
+        grace_period::live_on(&t, &kopf(&t, Some((0, 30_000)))),
         None,
         "equal"
     );
     assert_eq!(
-        grace_period::live(&t, &kopf(&t, None)),
+        grace_period::live_on(&t, &kopf(&t, None)),
         None,
         "live: no source"
     );
@@ -88,7 +89,7 @@ fn a_grace_period_that_covers_the_wait_or_no_declared_wait_is_no_finding() {
 #[test]
 fn a_set_grace_period_below_a_fractional_wait_is_named() {
     let t = target(Some(10));
-    let found = grace_period::live(&t, &kopf(&t, Some((0, 10_500)))).expect("reported");
+    let found = grace_period::live_on(&t, &kopf(&t, Some((0, 10_500)))).expect("reported");
     assert!(found.message.contains("terminationGracePeriodSeconds: 10,"));
     assert!(found.message.contains("10.500 s"));
     assert!(

@@ -2,9 +2,10 @@
 //! liveness endpoint (or there is none, or kopf binds it where the kubelet cannot reach
 //! it). Reads the container's livenessProbe and kopf's `--liveness` flag.
 
+use super::on_kopf_container;
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::finding;
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::kopf_run::{KopfRun, LivenessEndpoint};
 use k8s_openapi::api::core::v1::{Container, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -12,9 +13,14 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 /// What kopf's documentation uses as the liveness endpoint.
 const LIVENESS_FIX: &str = "--liveness=http://0.0.0.0:8080/healthz";
 
+/// The live decider the registry lists: [`live_on`] on the target's kopf container.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_kopf_container(input, |name, c| live_on(name, c, &input.kopf.run))
+}
+
 /// The kopf container's probe against the endpoint kopf serves, when its flags are
 /// known; else only whether it has a probe at all.
-pub(crate) fn live(target: &str, container: &Container, run: &KopfRun) -> Option<Finding> {
+pub(crate) fn live_on(target: &str, container: &Container, run: &KopfRun) -> Option<Finding> {
     let endpoint = run.liveness.as_deref().and_then(LivenessEndpoint::parse);
     let probe = container.liveness_probe.as_ref();
     if endpoint.is_none() && !run.origin.flags_known() {

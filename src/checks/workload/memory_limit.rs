@@ -2,10 +2,11 @@
 //! above kopf's resting baseline (or there is none). Reads the container's
 //! resources.limits.memory.
 
+use super::on_kopf_container;
 use super::{Bound, resource};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
-use crate::checks::{container_patch, finding};
+use crate::checks::{LiveInput, Raised, container_patch, finding};
 use crate::model::quantity;
 use crate::model::settings::WorkloadThresholds;
 use k8s_openapi::api::core::v1::Container;
@@ -13,9 +14,14 @@ use k8s_openapi::api::core::v1::Container;
 /// Below this memory limit a kopf operator is OOMKilled before doing any work.
 const MEMORY_LIMIT_ERROR_BELOW: f64 = 256.0 * 1024.0 * 1024.0;
 
+/// The live decider the registry lists: [`live_on`] on the target's kopf container.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_kopf_container(input, |name, c| live_on(name, c, &input.settings.workload))
+}
+
 /// The kopf container: no memory limit, one below the threshold (an error below
 /// [`MEMORY_LIMIT_ERROR_BELOW`]), or an unreadable one.
-pub(crate) fn live(
+pub(crate) fn live_on(
     target: &str,
     container: &Container,
     thresholds: &WorkloadThresholds,

@@ -1,16 +1,22 @@
 //! `workload.memory-request`: the kopf container requests less memory than kopf's
 //! resting baseline (or none). Reads the container's resources.requests.memory.
 
+use super::on_kopf_container;
 use super::{Bound, resource};
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::{container_patch, finding};
+use crate::checks::{LiveInput, Raised, container_patch, finding};
 use crate::model::quantity;
 use crate::model::settings::WorkloadThresholds;
 use k8s_openapi::api::core::v1::Container;
 
+/// The live decider the registry lists: [`live_on`] on the target's kopf container.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_kopf_container(input, |name, c| live_on(name, c, &input.settings.workload))
+}
+
 /// The kopf container: no memory request, or one below the threshold, or unreadable.
-pub(crate) fn live(
+pub(crate) fn live_on(
     target: &str,
     container: &Container,
     thresholds: &WorkloadThresholds,

@@ -1,14 +1,21 @@
 //! `workload.not-kopf`: the target Deployment runs no kopf, by neither its command line
-//! nor its log. Decided by the area runner, which calls [`live`] for such a target.
+//! nor its log. Decided for such a target by the evaluation, which calls [`live_on`];
+//! the registry's [`live`] has nothing to say of a target with kopf evidence.
 
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::finding;
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::evidence::TargetEvidence;
+
+/// The live decider the registry lists: a target whose kopf evidence was gathered runs
+/// kopf, so nothing; the finding is [`live_on`]'s, for a target without.
+pub(crate) fn live(_: &LiveInput<'_>) -> Vec<Raised> {
+    Vec::new()
+}
 
 /// The finding for a target with no kopf container (`wanted_container`: the one
 /// spec.target names, if any).
-pub(crate) fn live(target: &TargetEvidence, wanted_container: Option<&str>) -> Finding {
+pub(crate) fn live_on(target: &TargetEvidence, wanted_container: Option<&str>) -> Finding {
     let name = target.name();
     let which = wanted_container
         .map(|c| format!("container {c:?}"))

@@ -2,15 +2,23 @@
 //! stops runs two instances of a single-leader operator at once. Reads the
 //! Deployment's replicas and strategy, and kopf's peering.
 
+use super::on_kopf_container;
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::finding;
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::evidence::TargetEvidence;
 use crate::model::kopf_run::{KopfRun, Peering};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+/// The live decider the registry lists: [`live_on`] on the target's kopf container.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_kopf_container(input, |name, _| {
+        live_on(name, input.target, &input.kopf.run)
+    })
+}
+
 /// A single-leader operator (one replica, or --standalone) rolled out with a surge.
-pub(crate) fn live(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Option<Finding> {
+pub(crate) fn live_on(target: &str, evidence: &TargetEvidence, run: &KopfRun) -> Option<Finding> {
     let spec = &evidence.deployment.spec;
     let replicas = spec.replicas.unwrap_or(1);
     let single_leader = replicas <= 1 || run.peering == Peering::Standalone;

@@ -4,7 +4,7 @@ use super::*;
 use crate::catalog::{CheckId, Severity};
 use crate::model::evidence::{Gathered, LogEvidence, WebhookConfig};
 use crate::model::kopf_run::{KopfLogFormat, KopfRun, Peering, parse_in_namespace};
-use crate::model::settings::WorkloadThresholds;
+use crate::model::settings::{CheckSettings, WorkloadThresholds};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateTerminated, ContainerStateWaiting, HTTPGetAction, PodSpec,
@@ -116,9 +116,9 @@ fn settings() -> CheckSettings {
 
 fn run_checks(t: &TargetEvidence) -> Vec<CheckId> {
     let kopf = t.kopf.as_ref().expect("kopf");
-    check(t, kopf, &settings())
+    crate::checks::run_area(crate::catalog::Area::Workload, t, kopf, &settings())
         .into_iter()
-        .map(|f| f.check)
+        .map(|r| r.finding.check)
         .collect()
 }
 
@@ -150,7 +150,7 @@ fn small_limits_cpu_limit_standalone_replicas_and_defaults() {
         assert!(found.contains(&want), "{want} missing from {found:?}");
     }
     let run = parse_container(&c).expect("kopf");
-    let limit = memory_limit::live("op", &c, &WorkloadThresholds::default()).expect("finding");
+    let limit = memory_limit::live_on("op", &c, &WorkloadThresholds::default()).expect("finding");
     assert_eq!(limit.severity, Severity::Error);
     assert!(limit.message.contains("128Mi"));
     assert_eq!(run.log_format, KopfLogFormat::Full);
@@ -159,7 +159,7 @@ fn small_limits_cpu_limit_standalone_replicas_and_defaults() {
 #[test]
 fn memory_limit_between_256_and_512_is_a_warning() {
     let c = container(&["-A"], &[], &[("memory", "300Mi")]);
-    let f = memory_limit::live("op", &c, &WorkloadThresholds::default()).expect("finding");
+    let f = memory_limit::live_on("op", &c, &WorkloadThresholds::default()).expect("finding");
     assert_eq!(f.severity, Severity::Warning);
     let patch: serde_json::Value =
         serde_yaml_ng::from_str(f.fix.as_deref().expect("a mechanical fix")).expect("YAML");
@@ -174,7 +174,7 @@ fn memory_limit_between_256_and_512_is_a_warning() {
         memory_limit: 256.0 * 1024.0 * 1024.0,
         ..Default::default()
     };
-    assert!(memory_limit::live("op", &c, &lenient).is_none());
+    assert!(memory_limit::live_on("op", &c, &lenient).is_none());
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn liveness_probe_on_the_wrong_port() {
         p.port = IntOrString::Int(9090);
     }
     let run = parse_container(&c).expect("kopf");
-    let f = liveness::live("op", &c, &run).expect("finding");
+    let f = liveness::live_on("op", &c, &run).expect("finding");
     assert!(
         f.message.contains("9090") && f.message.contains("8080"),
         "{}",
@@ -244,7 +244,7 @@ fn oom_killed_and_crash_loop_quote_the_previous_log() {
         previous: [("op-1".to_string(), previous)].into(),
         ..Default::default()
     });
-    let crash = crash_loop::live("op", &t.pods, "operator", &logs).expect("finding");
+    let crash = crash_loop::live_on("op", &t.pods, "operator", &logs).expect("finding");
     assert!(crash.message.contains("CrashLoopBackOff"));
     let evidence = crash.evidence.unwrap_or_default();
     assert!(evidence.starts_with("pod op-1: "), "{evidence}");
@@ -261,7 +261,7 @@ fn oom_killed_and_crash_loop_quote_the_previous_log() {
         crate::model::evidence::Obstacle::Forbidden,
         "may not get pods/log",
     ));
-    let crash = crash_loop::live("op", &t.pods, "operator", &unreadable).expect("finding");
+    let crash = crash_loop::live_on("op", &t.pods, "operator", &unreadable).expect("finding");
     assert!(
         crash
             .evidence
@@ -318,7 +318,7 @@ fn a_crash_before_kopf_logs_anything_quotes_python_s_traceback() {
         previous_tail: [("op-1".to_string(), tail)].into(),
         ..Default::default()
     });
-    let crash = crash_loop::live("op", &t.pods, "operator", &logs).expect("finding");
+    let crash = crash_loop::live_on("op", &t.pods, "operator", &logs).expect("finding");
     let evidence = crash.evidence.unwrap_or_default();
     assert!(
         evidence.starts_with("pod op-1: ImportError: cannot import name 'Widget'"),
@@ -336,7 +336,7 @@ fn a_liveness_url_without_a_host_is_unreachable() {
     let mut c = good_container();
     c.args = Some(vec!["-A".into(), "--liveness=http://:8080/healthz".into()]);
     let run = parse_container(&c).expect("kopf");
-    let f = liveness::live("op", &c, &run).expect("finding");
+    let f = liveness::live_on("op", &c, &run).expect("finding");
     assert!(f.message.contains("localhost"), "{}", f.message);
     assert!(
         f.message.contains("http://0.0.0.0:8080/healthz"),
@@ -354,8 +354,8 @@ fn a_healthy_pod_is_no_crash_loop() {
     };
     let mut t = target(&good_container(), 1, Some("op"));
     t.pods = vec![pod_with(status)];
-    assert!(crash_loop::live("op", &t.pods, "operator", &Ok(LogEvidence::default())).is_none());
-    assert!(oom_killed::live("op", &t.pods, "operator").is_none());
+    assert!(crash_loop::live_on("op", &t.pods, "operator", &Ok(LogEvidence::default())).is_none());
+    assert!(oom_killed::live_on("op", &t.pods, "operator").is_none());
 }
 
 // --- workload.rollout-overlap ---------------------------------------------------------
@@ -379,7 +379,7 @@ fn a_rolling_update_with_surge_runs_two_leaders_at_once() {
         serde_json::json!({"type": "RollingUpdate"}),
     );
     let kopf = default_rolling.kopf.as_ref().expect("kopf");
-    let f = rollout_overlap::live("op", &default_rolling, &kopf.run).expect("a finding");
+    let f = rollout_overlap::live_on("op", &default_rolling, &kopf.run).expect("a finding");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(
         f.evidence.as_deref(),
@@ -417,7 +417,7 @@ fn standalone_overlap_handles_twice_and_peered_replicas_are_not_single_leaders()
         Peering::Standalone,
         "the good container is standalone"
     );
-    let f = rollout_overlap::live("op", &standalone, &kopf.run).expect("a finding");
+    let f = rollout_overlap::live_on("op", &standalone, &kopf.run).expect("a finding");
     assert!(
         f.message.contains("both handle every object"),
         "{}",
@@ -435,7 +435,7 @@ fn standalone_overlap_handles_twice_and_peered_replicas_are_not_single_leaders()
         serde_json::json!({"type": "RollingUpdate"}),
     );
     let kopf = replicas.kopf.as_ref().expect("kopf");
-    assert!(rollout_overlap::live("op", &replicas, &kopf.run).is_none());
+    assert!(rollout_overlap::live_on("op", &replicas, &kopf.run).is_none());
 }
 
 // --- workload.debug-logging ------------------------------------------------------------
@@ -447,7 +447,7 @@ fn debug_flags_or_a_debug_flood_are_debug_logging() {
         let t = target(&c, 1, Some("op"));
         let kopf = t.kopf.as_ref().expect("kopf");
         let f =
-            debug_logging::live("op", &kopf.run, &kopf.logs).unwrap_or_else(|| panic!("{flag}"));
+            debug_logging::live_on("op", &kopf.run, &kopf.logs).unwrap_or_else(|| panic!("{flag}"));
         assert!(
             f.message.starts_with(&format!("kopf runs with {flag}")),
             "{}",
@@ -459,14 +459,14 @@ fn debug_flags_or_a_debug_flood_are_debug_logging() {
     let mut logs = LogEvidence::default();
     logs.stats.records = 100;
     logs.stats.debug_records = 40;
-    assert!(debug_logging::live("op", &kopf.run, &Ok(logs.clone())).is_none());
+    assert!(debug_logging::live_on("op", &kopf.run, &Ok(logs.clone())).is_none());
     logs.stats.debug_records = 60;
-    let f = debug_logging::live("op", &kopf.run, &Ok(logs.clone())).expect("a flood");
+    let f = debug_logging::live_on("op", &kopf.run, &Ok(logs.clone())).expect("a flood");
     assert!(!f.message.contains("60"), "no counts: {}", f.message);
     // Too few records say nothing.
     logs.stats.records = 10;
     logs.stats.debug_records = 10;
-    assert!(debug_logging::live("op", &kopf.run, &Ok(logs)).is_none());
+    assert!(debug_logging::live_on("op", &kopf.run, &Ok(logs)).is_none());
 }
 
 // --- workload.webhook-blast-radius -----------------------------------------------------
@@ -500,7 +500,7 @@ fn configuration(webhooks: Vec<Webhook>) -> WebhookConfig {
 fn a_failing_closed_webhook_of_a_single_replica_blocks_writes() {
     let t = target(&good_container(), 1, Some("op"));
     let configs = [configuration(vec![kopf_webhook(true, None, None)])];
-    let found = webhook_blast_radius::live(&t, "operator", &widgets(), &configs);
+    let found = webhook_blast_radius::live_on(&t, "operator", &widgets(), &configs);
     assert_eq!(found.len(), 1, "{found:#?}");
     let f = &found[0];
     assert_eq!(f.check, CheckId::WorkloadWebhookBlastRadius);
@@ -520,7 +520,7 @@ fn a_failing_closed_webhook_of_a_single_replica_blocks_writes() {
 
     // Ignore: an outage does not block writes.
     let ignoring = [configuration(vec![kopf_webhook(false, None, None)])];
-    assert!(webhook_blast_radius::live(&t, "operator", &widgets(), &ignoring).is_empty());
+    assert!(webhook_blast_radius::live_on(&t, "operator", &widgets(), &ignoring).is_empty());
 }
 
 #[test]
@@ -531,7 +531,7 @@ fn a_dev_tunnel_url_is_flagged_and_other_operators_webhooks_are_not() {
         Some("https://abcd-1-2.ngrok-free.app/validate-widget"),
         None,
     )])];
-    let f = webhook_blast_radius::live(&t, "operator", &widgets(), &tunnel);
+    let f = webhook_blast_radius::live_on(&t, "operator", &widgets(), &tunnel);
     assert!(
         f[0].message.contains("abcd-1-2.ngrok-free.app"),
         "{}",
@@ -552,5 +552,5 @@ fn a_dev_tunnel_url_is_flagged_and_other_operators_webhooks_are_not() {
     gadgets.resources = vec![("example.com".into(), "gadgets".into())];
     let elsewhere = kopf_webhook(true, None, Some("other"));
     let theirs = [configuration(vec![gadgets, elsewhere])];
-    assert!(webhook_blast_radius::live(&t, "operator", &widgets(), &theirs).is_empty());
+    assert!(webhook_blast_radius::live_on(&t, "operator", &widgets(), &theirs).is_empty());
 }

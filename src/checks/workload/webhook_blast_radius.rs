@@ -2,15 +2,26 @@
 //! resources that make the API server refuse writes whenever the operator is down.
 //! Reads the webhook configurations, the Deployment's replicas and its pods' readiness.
 
+use super::on_kopf_container;
 use super::{dev_tunnel, serves_this_operator};
 use crate::api::Finding;
 use crate::catalog::CheckId;
-use crate::checks::finding;
+use crate::checks::{LiveInput, Raised, finding};
 use crate::model::evidence::{HandledResource, TargetEvidence, Webhook, WebhookConfig};
+
+/// The live decider the registry lists: [`live_on`] on the target's kopf container.
+pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
+    on_kopf_container(input, |_, c| {
+        match (&input.kopf.handled, &input.kopf.webhooks) {
+            (Ok(handled), Ok(webhooks)) => live_on(input.target, &c.name, handled, webhooks),
+            _ => Vec::new(),
+        }
+    })
+}
 
 /// One finding per configuration with webhooks of this operator, naming what makes it
 /// fragile.
-pub(crate) fn live(
+pub(crate) fn live_on(
     target: &TargetEvidence,
     container: &str,
     handled: &[HandledResource],
