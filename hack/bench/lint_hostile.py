@@ -212,6 +212,20 @@ def linked_copies(out, name, text, count):
         os.link(first, os.path.join(out, f"{name}{i}"))
 
 
+def imports_same_name(out, files=700, imports=1000):
+    """`files` files all named op.py, each importing `imports` modules whose files
+    would be named op.py too, and a Deployment that runs `kopf run /app/op.py`: every
+    import is compared with every file of that name (lint's comparison bound)."""
+    for i in range(files):
+        lines = "".join(f"import x{i}_{j}.op\n" for j in range(imports))
+        write(os.path.join(out, f"d{i:04}", "op.py"), "import kopf\n" + lines)
+    write(os.path.join(out, "a-deploy.yaml"),
+          "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: op, namespace: ns}\n"
+          "spec:\n  selector: {matchLabels: {app: op}}\n  template:\n"
+          "    metadata: {labels: {app: op}}\n    spec:\n      containers:\n"
+          "      - name: op\n        image: op:1\n        command: [kopf, run, -A, /app/op.py]\n")
+
+
 def chain(terms):
     return "x = 1" + "+1" * (terms - 1) + "\n"
 
@@ -276,6 +290,8 @@ CASES = {
                              lambda d: write(f"{d}/op.py", call_fan_repeated())),
     "py-call-fan-wide": ("4 layers of 64 helpers each calling all 64 of the next, none blocking; 50 async handlers",
                          lambda d: write(f"{d}/op.py", call_fan_wide())),
+    "py-imports-same-name": ("700 files named op.py, each importing 1,000 modules named op; kopf runs /app/op.py",
+                             lambda d: imports_same_name(d)),
     "py-not-utf8": ("Python that is not UTF-8",
                     lambda d: write(f"{d}/op.py", b"x = '\xff\xfe'\n")),
     # YAML: size.

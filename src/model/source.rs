@@ -308,7 +308,7 @@ pub(crate) struct SourceFacts {
 
 /// Which of the repository's Python files a kopf process loads.
 pub(crate) mod loaded;
-pub(crate) use loaded::{Entry, Import, Loaded};
+pub(crate) use loaded::{Entry, Import, ImportGraph, Loaded};
 
 /// The kopf versions an operator's files allow, as a range, and what kopf does with a
 /// handler's log records across them.

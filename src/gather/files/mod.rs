@@ -30,7 +30,9 @@ use crate::model::kopf_run::{
 };
 use crate::model::needs;
 use crate::model::rbac::PeeringCrds;
-use crate::model::source::{Entry, Literal, Loaded, ResourceSpec, SourceFacts, Unread};
+use crate::model::source::{
+    Entry, ImportGraph, Literal, Loaded, ResourceSpec, SourceFacts, Unread,
+};
 use dockerfile::Image;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -133,12 +135,13 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     unread.sort();
     unread.dedup();
     let python_files: Vec<&str> = python.iter().map(|(path, _)| path.as_str()).collect();
+    let imports = source.import_graph(&python_files);
     let starts = Starts {
         images: &images,
         scripts: &scripts,
         s2i: &s2i,
         source: &source,
-        python: &python_files,
+        imports: &imports,
     };
     let (targets, loads): (Vec<TargetEvidence>, Vec<Option<Loaded>>) = manifests
         .deployments
@@ -687,8 +690,8 @@ struct Starts<'a> {
     s2i: &'a [script::S2iOptions],
     /// The Python source.
     source: &'a SourceFacts,
-    /// Every Python file read, relative to the linted root.
-    python: &'a [&'a str],
+    /// What the Python files import, to tell which ones kopf loads.
+    imports: &'a ImportGraph<'a>,
 }
 
 /// One Deployment's evidence, and which Python files its kopf loads (`None` when it
@@ -712,7 +715,7 @@ fn target(
     let Some(run) = run else {
         return (target, None);
     };
-    let loaded = starts.source.loaded_from(&run.entries, starts.python);
+    let loaded = starts.imports.loaded_from(&run.entries);
     let own;
     let source = match &loaded {
         Loaded::Files(files) => {

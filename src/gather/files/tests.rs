@@ -302,7 +302,7 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
         scripts: &scripts,
         s2i: &[],
         source: &source,
-        python: &[],
+        imports: &source.import_graph(&[]),
     };
     let run = from_script(&m.deployments[0], &starts).expect("kopf from the script");
     assert_eq!(run.peering, Peering::Standalone);
@@ -333,7 +333,7 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
         scripts: &scripts,
         s2i: &[],
         source: &source,
-        python: &[],
+        imports: &source.import_graph(&[]),
     };
     assert!(from_script(&m.deployments[0], &starts).is_none());
 }
@@ -367,7 +367,7 @@ fn an_s2i_kopf_build_runs_kopf_with_its_options_file() {
         scripts: &[],
         s2i: &s2i,
         source: &source,
-        python: &[],
+        imports: &source.import_graph(&[]),
     };
     let run = from_s2i(&m.deployments[0], &starts).expect("kopf from the s2i run script");
     assert_eq!(run.peering, Peering::Standalone);
@@ -422,7 +422,7 @@ fn handlers_and_the_one_image_built_make_the_only_deployment_kopf() {
         scripts: &[],
         s2i: &[],
         source: &source,
-        python: &[],
+        imports: &source.import_graph(&[]),
     };
     let run = from_handlers(&m.deployments[0], 1, &starts).expect("kopf, by its handlers");
     assert_eq!(run.scope, crate::model::kopf_run::Scope::Unknown);
@@ -474,7 +474,7 @@ fn scripts_handing_over_to_scripts_are_followed_three_deep() {
             scripts,
             s2i: &[],
             source: &source,
-            python: &[],
+            imports: &source.import_graph(&[]),
         };
         from_script(&m.deployments[0], &starts)
     };

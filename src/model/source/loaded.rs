@@ -6,7 +6,8 @@
 //! are not the operator's, and what they would need or do wrong is not a finding.
 
 use super::{Location, SourceFacts};
-use std::collections::BTreeSet;
+use std::cell::Cell;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What a kopf process is told to load.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,46 +40,59 @@ pub(crate) enum Loaded {
     Unknown,
 }
 
-impl SourceFacts {
-    /// The files of `python` (every Python file read, relative to the linted root) that
-    /// a process loading `entries` runs. [`Loaded::Unknown`] when there is no entry, an
-    /// entry matches no file, or a loaded file's imports are not all known (it did not
-    /// parse, or imports a computed name).
-    pub(crate) fn loaded_from(&self, entries: &[Entry], python: &[&str]) -> Loaded {
-        if entries.is_empty() {
-            return Loaded::Unknown;
-        }
-        let mut loaded = BTreeSet::new();
-        let mut queue: Vec<String> = Vec::new();
-        for entry in entries {
-            let found = match entry {
-                Entry::Path(path) => by_path(path, python),
-                Entry::Module(module) => by_module(module, python),
-            };
-            if found.is_empty() {
-                return Loaded::Unknown;
-            }
-            queue.extend(found);
-        }
-        while let Some(file) = queue.pop() {
-            if !loaded.insert(file.clone()) {
-                continue;
-            }
-            if self.imports_unknown(&file) {
-                return Loaded::Unknown;
-            }
-            for import in self.imports.iter().filter(|i| i.location.file == file) {
-                queue.extend(imported(import, python));
-            }
-        }
-        Loaded::Files(loaded)
-    }
+/// Most candidate files [`ImportGraph`] compares, over all its loads: past that, what
+/// is loaded is not known and every file is checked. A hostile repository of 20,000
+/// files of the same name, each importing a thousand modules, would otherwise cost
+/// billions of comparisons.
+pub(crate) const MAX_COMPARISONS: usize = 4_000_000;
 
-    /// Whether what `file` imports is not all known: it did not parse, or it imports a
-    /// name computed at run time.
-    fn imports_unknown(&self, file: &str) -> bool {
-        self.problems.iter().any(|p| p.location.file == file)
-            || self.dynamic_imports.iter().any(|l| l.file == file)
+/// The repository's Python files and what each imports, indexed once for every
+/// Deployment's [`ImportGraph::loaded_from`].
+pub(crate) struct ImportGraph<'a> {
+    /// Every Python file read, by its file name.
+    by_name: HashMap<&'a str, Vec<&'a str>>,
+    /// Every Python file read.
+    files: HashSet<&'a str>,
+    /// The imports of each file.
+    imports_of: HashMap<&'a str, Vec<&'a Import>>,
+    /// The files whose imports are not all known: they did not parse, or import a name
+    /// computed at run time.
+    unknown: HashSet<&'a str>,
+    /// The comparisons left of [`MAX_COMPARISONS`].
+    budget: Cell<usize>,
+}
+
+/// The comparisons ran out: what is loaded is not known.
+struct Exhausted;
+
+impl SourceFacts {
+    /// The import graph of `python` (every Python file read, relative to the linted
+    /// root), to tell which files a kopf process loads.
+    pub(crate) fn import_graph<'a>(&'a self, python: &[&'a str]) -> ImportGraph<'a> {
+        let mut by_name: HashMap<&str, Vec<&str>> = HashMap::new();
+        for file in python {
+            by_name.entry(file_name(file)).or_default().push(file);
+        }
+        let mut imports_of: HashMap<&str, Vec<&Import>> = HashMap::new();
+        for import in &self.imports {
+            imports_of
+                .entry(import.location.file.as_str())
+                .or_default()
+                .push(import);
+        }
+        let unknown = self
+            .problems
+            .iter()
+            .map(|p| p.location.file.as_str())
+            .chain(self.dynamic_imports.iter().map(|l| l.file.as_str()))
+            .collect();
+        ImportGraph {
+            by_name,
+            files: python.iter().copied().collect(),
+            imports_of,
+            unknown,
+            budget: Cell::new(MAX_COMPARISONS),
+        }
     }
 
     /// The facts of `files` only.
@@ -98,9 +112,169 @@ impl SourceFacts {
     }
 }
 
+impl ImportGraph<'_> {
+    /// The files a process loading `entries` runs: [`Loaded::Unknown`] when there is no
+    /// entry, an entry matches no file, a loaded file's imports are not all known, or
+    /// the comparisons ran out.
+    pub(crate) fn loaded_from(&self, entries: &[Entry]) -> Loaded {
+        self.walk(entries).unwrap_or(Loaded::Unknown)
+    }
+
+    /// [`ImportGraph::loaded_from`], stopped when the comparisons run out.
+    fn walk(&self, entries: &[Entry]) -> Result<Loaded, Exhausted> {
+        if entries.is_empty() {
+            return Ok(Loaded::Unknown);
+        }
+        let mut queue: Vec<String> = Vec::new();
+        for entry in entries {
+            let found = match entry {
+                Entry::Path(path) => self.by_path(path)?,
+                Entry::Module(module) => self.by_module(module)?,
+            };
+            if found.is_empty() {
+                return Ok(Loaded::Unknown);
+            }
+            queue.extend(found);
+        }
+        let mut loaded = BTreeSet::new();
+        let mut modules_seen = HashSet::new();
+        while let Some(file) = queue.pop() {
+            if loaded.contains(&file) {
+                continue;
+            }
+            if self.unknown.contains(file.as_str()) {
+                return Ok(Loaded::Unknown);
+            }
+            for import in self.imports_of.get(file.as_str()).into_iter().flatten() {
+                queue.extend(self.imported(import, &mut modules_seen)?);
+            }
+            loaded.insert(file);
+        }
+        Ok(Loaded::Files(loaded))
+    }
+
+    /// The files whose path is `tail` or ends with `/tail`, each compared charged to
+    /// the budget.
+    fn ending_with(&self, tail: &str) -> Result<Vec<String>, Exhausted> {
+        let candidates = self
+            .by_name
+            .get(file_name(tail))
+            .map_or(&[][..], Vec::as_slice);
+        let left = self.budget.get();
+        if candidates.len() > left {
+            self.budget.set(0);
+            return Err(Exhausted);
+        }
+        self.budget.set(left - candidates.len());
+        Ok(candidates
+            .iter()
+            .filter(|f| ends_with_path(f, tail))
+            .map(|f| (*f).to_string())
+            .collect())
+    }
+
+    /// The files a container's path names: those that end with the longest tail of its
+    /// components that any file ends with (`/app/src/op.py`: `app/src/op.py`, then
+    /// `src/op.py`, then `op.py`), since the image copies the repository's files to a
+    /// directory of its own.
+    fn by_path(&self, path: &str) -> Result<Vec<String>, Exhausted> {
+        let parts: Vec<&str> = path
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        for skip in 0..parts.len() {
+            let found = self.ending_with(&parts[skip..].join("/"))?;
+            if !found.is_empty() {
+                return Ok(found);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// The files a dotted module is (`a.b`: `…/a/b.py` or `…/a/b/__init__.py`), with the
+    /// packages' `__init__.py` on the way, which Python runs first.
+    fn by_module(&self, module: &str) -> Result<Vec<String>, Exhausted> {
+        if module.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tail = module.replace('.', "/");
+        let mut found = self.ending_with(&format!("{tail}.py"))?;
+        found.extend(self.ending_with(&format!("{tail}/__init__.py"))?);
+        let packages: Vec<String> = found
+            .iter()
+            .flat_map(|f| packages_of(f, module))
+            .filter(|p| self.files.contains(p.as_str()))
+            .collect();
+        found.extend(packages);
+        Ok(found)
+    }
+
+    /// The repository's files one import loads: the module, and each name of a `from`
+    /// import that is a submodule. A relative import is resolved from the importing
+    /// file's package; an absolute one by the module's path anywhere in the repository
+    /// (over-including a same-named module only keeps findings, never loses them),
+    /// once per load (`seen`).
+    fn imported(
+        &self,
+        import: &Import,
+        seen: &mut HashSet<String>,
+    ) -> Result<Vec<String>, Exhausted> {
+        if import.level > 0 {
+            return Ok(self.relative(import));
+        }
+        let named = import
+            .names
+            .iter()
+            .map(|n| format!("{}.{n}", import.module));
+        let mut found = Vec::new();
+        for module in std::iter::once(import.module.clone()).chain(named) {
+            if seen.insert(module.clone()) {
+                found.extend(self.by_module(&module)?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The files a relative import loads: from the importing file's directory, up
+    /// `level - 1` directories, then the module's path.
+    fn relative(&self, import: &Import) -> Vec<String> {
+        let mut dir: Vec<&str> = import.location.file.split('/').collect();
+        dir.pop();
+        for _ in 1..import.level {
+            if dir.pop().is_none() {
+                return Vec::new();
+            }
+        }
+        let exact = |path: String| self.files.contains(path.as_str()).then_some(path);
+        let mut base = dir.join("/");
+        // The packages on the way, which Python runs first.
+        let mut found = Vec::new();
+        for part in import.module.split('.').filter(|p| !p.is_empty()) {
+            found.extend(exact(join(&base, "__init__.py")));
+            base = join(&base, part);
+        }
+        if !import.module.is_empty() {
+            found.extend(exact(format!("{base}.py")));
+        }
+        // `from . import x` runs the package itself, then each name.
+        found.extend(exact(join(&base, "__init__.py")));
+        for name in &import.names {
+            let sub = join(&base, name);
+            found.extend(exact(format!("{sub}.py")));
+            found.extend(exact(join(&sub, "__init__.py")));
+        }
+        found
+    }
+}
+
 /// The items `keep` keeps.
 fn filtered<T: Clone>(items: &[T], keep: impl Fn(&T) -> bool) -> Vec<T> {
     items.iter().filter(|i| keep(i)).cloned().collect()
+}
+
+/// The last component of a path.
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Whether `file` is `tail` or ends with `/tail`.
@@ -109,42 +283,6 @@ fn ends_with_path(file: &str, tail: &str) -> bool {
         || file
             .strip_suffix(tail)
             .is_some_and(|head| head.ends_with('/'))
-}
-
-/// The files a container's path names: those that end with the longest tail of its
-/// components that any file ends with (`/app/src/op.py`: `app/src/op.py`, then
-/// `src/op.py`, then `op.py`), since the image copies the repository's files to a
-/// directory of its own.
-fn by_path(path: &str, python: &[&str]) -> Vec<String> {
-    let parts: Vec<&str> = path
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
-    (0..parts.len())
-        .map(|skip| parts[skip..].join("/"))
-        .map(|tail| matching(python, |f| ends_with_path(f, &tail)))
-        .find(|found| !found.is_empty())
-        .unwrap_or_default()
-}
-
-/// The files a dotted module is (`a.b`: `…/a/b.py` or `…/a/b/__init__.py`), with the
-/// packages' `__init__.py` on the way, which Python runs first.
-fn by_module(module: &str, python: &[&str]) -> Vec<String> {
-    if module.is_empty() {
-        return Vec::new();
-    }
-    let tail = module.replace('.', "/");
-    let mut found = matching(python, |f| {
-        ends_with_path(f, &format!("{tail}.py"))
-            || ends_with_path(f, &format!("{tail}/__init__.py"))
-    });
-    let packages: Vec<String> = found.iter().flat_map(|f| packages_of(f, module)).collect();
-    found.extend(
-        packages
-            .into_iter()
-            .filter(|p| python.contains(&p.as_str())),
-    );
-    found
 }
 
 /// The `__init__.py` of each package above the module `module` in `file`.
@@ -159,74 +297,6 @@ fn packages_of(file: &str, module: &str) -> Vec<String> {
     (root_len + 1..dirs.len() + 1 - own)
         .map(|end| format!("{}/__init__.py", dirs[..end].join("/")))
         .collect()
-}
-
-/// The files of `python` that `wanted` picks.
-fn matching(python: &[&str], wanted: impl Fn(&str) -> bool) -> Vec<String> {
-    python
-        .iter()
-        .filter(|f| wanted(f))
-        .map(|f| (*f).to_string())
-        .collect()
-}
-
-/// The repository's files one import loads: the module, and each name of a `from`
-/// import that is a submodule. A relative import is resolved from the importing
-/// file's package; an absolute one by the module's path anywhere in the repository
-/// (over-including a same-named module only keeps findings, never loses them).
-fn imported(import: &Import, python: &[&str]) -> Vec<String> {
-    let modules: Vec<String> = if import.level == 0 {
-        std::iter::once(import.module.clone())
-            .chain(
-                import
-                    .names
-                    .iter()
-                    .map(|n| format!("{}.{n}", import.module)),
-            )
-            .collect()
-    } else {
-        return relative(import, python);
-    };
-    modules.iter().flat_map(|m| by_module(m, python)).collect()
-}
-
-/// The files a relative import loads: from the importing file's directory, up
-/// `level - 1` directories, then the module's path.
-fn relative(import: &Import, python: &[&str]) -> Vec<String> {
-    let mut dir: Vec<&str> = import.location.file.split('/').collect();
-    dir.pop();
-    for _ in 1..import.level {
-        if dir.pop().is_none() {
-            return Vec::new();
-        }
-    }
-    let exact = |tail: String| python.iter().find(|f| **f == tail).map(|f| f.to_string());
-    let mut base = dir.join("/");
-    // The packages on the way, which Python runs first.
-    let mut packages = Vec::new();
-    for part in import.module.split('.').filter(|p| !p.is_empty()) {
-        packages.extend(exact(join(&base, "__init__.py")));
-        base = join(&base, part);
-    }
-    let mut found: Vec<String> = if import.module.is_empty() {
-        // `from . import x`: the package itself, then each name.
-        exact(join(&base, "__init__.py")).into_iter().collect()
-    } else {
-        [
-            exact(format!("{base}.py")),
-            exact(join(&base, "__init__.py")),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
-    };
-    found.extend(packages);
-    for name in &import.names {
-        let sub = join(&base, name);
-        found.extend(exact(format!("{sub}.py")));
-        found.extend(exact(join(&sub, "__init__.py")));
-    }
-    found
 }
 
 /// `dir/name`, or `name` at the root.

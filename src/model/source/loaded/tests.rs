@@ -37,17 +37,23 @@ fn a_path_follows_absolute_imports_and_leaves_out_the_rest() {
         import("mainOperator.py", "kubernetes", 0, &[]),
         import("Archive/basic-op.py", "helpers", 0, &[]),
     ]);
-    let loaded = facts.loaded_from(&[Entry::Path("/app/mainOperator.py".into())], &python);
+    let loaded = facts
+        .import_graph(&python)
+        .loaded_from(&[Entry::Path("/app/mainOperator.py".into())]);
     assert_eq!(files(loaded), ["helpers.py", "mainOperator.py"]);
 }
 
 #[test]
 fn a_container_path_matches_the_longest_tail_a_file_has() {
     let python = ["src/op/main.py", "op/main.py", "other/main.py"];
-    let loaded = facts(vec![]).loaded_from(&[Entry::Path("/app/src/op/main.py".into())], &python);
+    let loaded = facts(vec![])
+        .import_graph(&python)
+        .loaded_from(&[Entry::Path("/app/src/op/main.py".into())]);
     assert_eq!(files(loaded), ["src/op/main.py"]);
     // Only the file's name matches: every file of that name may be the one copied.
-    let loaded = facts(vec![]).loaded_from(&[Entry::Path("/srv/main.py".into())], &python);
+    let loaded = facts(vec![])
+        .import_graph(&python)
+        .loaded_from(&[Entry::Path("/srv/main.py".into())]);
     assert_eq!(
         files(loaded),
         ["op/main.py", "other/main.py", "src/op/main.py"]
@@ -64,7 +70,9 @@ fn a_module_loads_its_packages_and_from_imports_load_submodules() {
         "src/pkg/unused.py",
     ];
     let facts = facts(vec![import("src/pkg/handlers.py", "pkg.util", 0, &["k8s"])]);
-    let loaded = facts.loaded_from(&[Entry::Module("pkg.handlers".into())], &python);
+    let loaded = facts
+        .import_graph(&python)
+        .loaded_from(&[Entry::Module("pkg.handlers".into())]);
     assert_eq!(
         files(loaded),
         [
@@ -91,7 +99,9 @@ fn relative_imports_resolve_from_the_importing_package() {
         import("op/main.py", "sub.a", 1, &[]),
         import("op/sub/a.py", "", 2, &["b"]),
     ]);
-    let loaded = facts.loaded_from(&[Entry::Path("op/main.py".into())], &python);
+    let loaded = facts
+        .import_graph(&python)
+        .loaded_from(&[Entry::Path("op/main.py".into())]);
     assert_eq!(
         files(loaded),
         [
@@ -108,9 +118,10 @@ fn relative_imports_resolve_from_the_importing_package() {
 fn what_cannot_be_followed_leaves_every_file_in() {
     let python = ["main.py", "plugin.py"];
     let none = facts(vec![]);
-    assert_eq!(none.loaded_from(&[], &python), Loaded::Unknown);
+    assert_eq!(none.import_graph(&python).loaded_from(&[]), Loaded::Unknown);
     assert_eq!(
-        none.loaded_from(&[Entry::Path("missing.py".into())], &python),
+        none.import_graph(&python)
+            .loaded_from(&[Entry::Path("missing.py".into())]),
         Loaded::Unknown
     );
     let dynamic = SourceFacts {
@@ -118,7 +129,9 @@ fn what_cannot_be_followed_leaves_every_file_in() {
         ..SourceFacts::default()
     };
     assert_eq!(
-        dynamic.loaded_from(&[Entry::Path("main.py".into())], &python),
+        dynamic
+            .import_graph(&python)
+            .loaded_from(&[Entry::Path("main.py".into())]),
         Loaded::Unknown
     );
     let broken = SourceFacts {
@@ -129,7 +142,9 @@ fn what_cannot_be_followed_leaves_every_file_in() {
         ..SourceFacts::default()
     };
     assert_eq!(
-        broken.loaded_from(&[Entry::Path("main.py".into())], &python),
+        broken
+            .import_graph(&python)
+            .loaded_from(&[Entry::Path("main.py".into())]),
         Loaded::Unknown
     );
 }
@@ -141,7 +156,9 @@ fn import_cycles_end() {
         import("a.py", "b", 0, &[]),
         import("b.py", "a", 0, &[]),
     ]);
-    let loaded = facts.loaded_from(&[Entry::Path("a.py".into())], &python);
+    let loaded = facts
+        .import_graph(&python)
+        .loaded_from(&[Entry::Path("a.py".into())]);
     assert_eq!(files(loaded), ["a.py", "b.py"]);
 }
 
@@ -157,4 +174,28 @@ fn only_keeps_the_facts_of_the_files_given() {
     assert_eq!(kept.imports.len(), 1);
     assert!(kept.problems.is_empty());
     assert_eq!(kept.files, 1);
+}
+
+#[test]
+fn the_comparisons_are_bounded_and_running_out_leaves_every_file_in() {
+    let names: Vec<String> = (0..10).map(|i| format!("d{i}/op.py")).collect();
+    let python: Vec<&str> = names.iter().map(String::as_str).collect();
+    let facts = facts(vec![]);
+    let graph = facts.import_graph(&python);
+    graph.budget.set(25);
+    // Ten candidates of that name: compared, all kept.
+    assert_eq!(
+        files(graph.loaded_from(&[Entry::Path("op.py".into())])),
+        names
+    );
+    assert_eq!(graph.budget.get(), 15);
+    // Then twice more: the second runs out.
+    assert!(matches!(
+        graph.loaded_from(&[Entry::Path("op.py".into())]),
+        Loaded::Files(_)
+    ));
+    assert_eq!(
+        graph.loaded_from(&[Entry::Path("op.py".into())]),
+        Loaded::Unknown
+    );
 }
