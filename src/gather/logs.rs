@@ -449,7 +449,12 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
     }
     evidence.dropped += log.dropped.iter().map(|(_, n)| n).sum::<usize>();
     if let Some((_, previous)) = &log.previous {
-        evidence.previous.insert(pod.to_string(), previous.clone());
+        let kept: Vec<kopf_log::Record> = previous
+            .iter()
+            .filter(|r| !log.digest.iter().any(|s| same_line(&s.record, r)))
+            .cloned()
+            .collect();
+        evidence.previous.insert(pod.to_string(), kept);
         if !log.previous_tail.is_empty() {
             evidence
                 .previous_tail
@@ -457,6 +462,22 @@ fn add_to_evidence(evidence: &mut LogEvidence, pod: &str, log: &ContainerLog) {
         }
     }
     evidence.version.narrow(log.version);
+}
+
+/// Whether two records are one line of the log read twice: the same times, object and
+/// message.
+/// A container waiting to restart (CrashLoopBackOff) has no log of its own, and a real
+/// kubelet answers its plain read with the last terminated container's log, as it does
+/// `previous=true` (Kubernetes 1.37 `pkg/kubelet/kubelet_pods.go`,
+/// `validateContainerLogStatus`): without this, those records count twice. Records with
+/// no time at all are never taken for one another.
+fn same_line(a: &kopf_log::Record, b: &kopf_log::Record) -> bool {
+    let timed = a.timestamp.is_some() || a.kubelet_timestamp.is_some();
+    timed
+        && a.timestamp == b.timestamp
+        && a.kubelet_timestamp == b.kubelet_timestamp
+        && a.object == b.object
+        && a.message == b.message
 }
 
 /// What makes two records the same for the checks: their kind, handler, object and

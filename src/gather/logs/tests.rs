@@ -533,3 +533,46 @@ async fn many_kopfaudits_stay_within_the_process_budget_the_least_recent_dropped
     );
     assert!(capped.total_bytes() <= process);
 }
+
+/// A container in CrashLoopBackOff, as a real kubelet serves it: the plain read returns
+/// the last terminated container's log, the same as `previous=true` (Kubernetes 1.37
+/// `pkg/kubelet/kubelet_pods.go`, `validateContainerLogStatus`).
+fn crash_looping(method: &Method, path: &str, _body: &serde_json::Value) -> Response<Body> {
+    assert_eq!(method, Method::GET, "{path}");
+    // One log, read twice: the same lines whenever it is read.
+    static WRITTEN: std::sync::LazyLock<Timestamp> = std::sync::LazyLock::new(Timestamp::now);
+    let now = *WRITTEN;
+    let line = |object: &str| {
+        format!(
+            "{} [{}] kopf.objects         [ERROR   ] [ns/{object}] Handler 'reconcile' failed temporarily: gone",
+            now.strftime("%Y-%m-%dT%H:%M:%S.%9fZ"),
+            now.strftime("%Y-%m-%d %H:%M:%S,000"),
+        )
+    };
+    let body = [line("w1"), line("w2")].join("\n");
+    Response::new(Body::from(body.into_bytes()))
+}
+
+#[tokio::test]
+async fn a_crash_looping_container_s_records_count_once() {
+    let (client, _api) = FakeApi::start("ns", crash_looping);
+    let memory = LogMemory::default();
+    let pods = [restarted_pod()];
+    let logs = gather(
+        &client,
+        &memory,
+        "ns/audit",
+        "ns",
+        &pods,
+        "operator",
+        bounds(1 << 20),
+    )
+    .await
+    .expect("read");
+    let failures: Vec<&str> = logs
+        .all_records()
+        .filter(|r| r.kind.is_handler_failure())
+        .filter_map(|r| r.object.as_ref().map(|o| o.name.as_str()))
+        .collect();
+    assert_eq!(failures, ["w1", "w2"], "each line once: {failures:?}");
+}
