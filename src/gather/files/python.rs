@@ -159,6 +159,7 @@ fn read_bounded(path: &str, text: &str) -> SourceFacts {
     let loggers = module_loggers(&module.body);
     let constants = module_constants(&module.body);
     let clients = module_clients(&module.body);
+    let kopf = KopfNames::of(&module.body);
     let mut walker = Walker {
         path,
         text,
@@ -166,6 +167,7 @@ fn read_bounded(path: &str, text: &str) -> SourceFacts {
         loggers,
         constants,
         clients,
+        kopf,
         facts,
         handler: None,
         helper: None,
@@ -230,6 +232,86 @@ fn makes_logger(call: &ruff_python_ast::ExprCall) -> bool {
         f.strip_suffix("().getChild")
             .is_some_and(|base| LOGGER_FACTORIES.contains(&base))
     })
+}
+
+/// kopf's registering decorators under `on`: `X.on.create(...)` with one of these is
+/// kopf's, whatever name X binds kopf to.
+const KOPF_ON: [&str; 12] = [
+    "create", "update", "delete", "resume", "field", "event", "startup", "cleanup", "login",
+    "probe", "validate", "mutate",
+];
+
+/// How a module names kopf: `import kopf as k` (aliases), `from kopf import on, timer`
+/// (names taken from it, by the name bound), and whether it imports kopf at all.
+#[derive(Default)]
+struct KopfNames {
+    /// Names bound to the kopf module itself.
+    aliases: BTreeSet<String>,
+    /// Names bound to a name of kopf's: local name to kopf's name.
+    taken: BTreeMap<String, String>,
+    /// Whether the module imports kopf (then `X.on.create` is kopf's whatever X is: a
+    /// class that registers its handlers takes kopf as a parameter).
+    imported: bool,
+}
+
+impl KopfNames {
+    /// Reads a module's imports of kopf, at module level.
+    fn of(body: &[Stmt]) -> KopfNames {
+        let mut names = KopfNames::default();
+        for stmt in body {
+            match stmt {
+                Stmt::Import(i) => {
+                    for alias in i.names.iter().filter(|a| a.name.as_str() == "kopf") {
+                        names.imported = true;
+                        if let Some(bound) = &alias.asname {
+                            names.aliases.insert(bound.as_str().to_string());
+                        }
+                    }
+                }
+                Stmt::ImportFrom(from)
+                    if from.level == 0
+                        && from.module.as_ref().is_some_and(|m| m.as_str() == "kopf") =>
+                {
+                    names.imported = true;
+                    for alias in &from.names {
+                        let bound = alias.asname.as_ref().unwrap_or(&alias.name);
+                        names
+                            .taken
+                            .insert(bound.as_str().to_string(), alias.name.as_str().to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        names
+    }
+
+    /// A dotted name as kopf's own (`kopf.on.create`) when it names kopf another way;
+    /// else as it is.
+    fn canonical(&self, func: String) -> String {
+        let Some((head, rest)) = func.split_once('.') else {
+            return match self.taken.get(&func) {
+                Some(name) => format!("kopf.{name}"),
+                None => func,
+            };
+        };
+        if head == "kopf" {
+            return func;
+        }
+        if self.aliases.contains(head) {
+            return format!("kopf.{rest}");
+        }
+        if let Some(name) = self.taken.get(head) {
+            return format!("kopf.{name}.{rest}");
+        }
+        let registers = rest
+            .strip_prefix("on.")
+            .is_some_and(|event| KOPF_ON.contains(&event));
+        if self.imported && registers {
+            return format!("kopf.{rest}");
+        }
+        func
+    }
 }
 
 /// The names bound at module level to a logger of [`LOGGER_FACTORIES`] or imported
@@ -430,6 +512,8 @@ struct Walker<'a> {
     constants: BTreeMap<String, String>,
     /// Module-level objects of a synchronous Kubernetes client ([`module_clients`]).
     clients: BTreeMap<String, String>,
+    /// How the module names kopf.
+    kopf: KopfNames,
     facts: SourceFacts,
     /// The handler whose body is being walked (index into `facts.handlers`).
     handler: Option<usize>,
@@ -520,6 +604,7 @@ impl Walker<'_> {
             Expr::Call(call) => (dotted(&call.func)?, Some(call)),
             other => (dotted(other)?, None),
         };
+        let func = self.kopf.canonical(func);
         let name = func.strip_prefix("kopf.")?;
         if name == "subhandler" {
             return None;
@@ -574,6 +659,7 @@ impl Walker<'_> {
         let Some(func) = dotted(&call.func).or_else(|| chained_call(&call.func)) else {
             return;
         };
+        let func = self.kopf.canonical(func);
         if IMPORTERS.contains(&func.as_str()) {
             self.import_call(call);
         }
@@ -1111,7 +1197,7 @@ impl<'a> Walker<'_> {
             }
             Stmt::Raise(r) => {
                 if let Some(Expr::Call(call)) = r.exc.as_deref()
-                    && let Some(func) = dotted(&call.func)
+                    && let Some(func) = dotted(&call.func).map(|f| self.kopf.canonical(f))
                     && KOPF_ERRORS.contains(&func.as_str())
                 {
                     let location = self.location(r.range.start());

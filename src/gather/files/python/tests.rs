@@ -430,3 +430,37 @@ fn a_daemon_stacked_under_another_decorator_keeps_its_facts() {
     let daemon = facts.handlers[0].daemon.as_ref().expect("stacked daemon");
     assert_eq!(daemon.cancellation_timeout, Some(Millis(5000)));
 }
+
+#[test]
+fn handlers_are_kopf_s_however_the_module_names_kopf() {
+    let aliased = read_ok(
+        "a.py",
+        "import kopf as k\n\n@k.on.create('widgets')\ndef created(**_):\n    raise k.TemporaryError('later')\n",
+    );
+    assert_eq!(aliased.handlers[0].decorator, "on.create");
+    assert_eq!(aliased.handlers[0].raises[0].0, "kopf.TemporaryError");
+    let taken = read_ok(
+        "b.py",
+        "from kopf import on, timer, PermanentError\n\n@on.update('widgets')\ndef updated(**_):\n    raise PermanentError('no')\n\n@timer('widgets', interval=60)\ndef tick(**_):\n    pass\n",
+    );
+    let decorators: Vec<&str> = taken
+        .handlers
+        .iter()
+        .map(|h| h.decorator.as_str())
+        .collect();
+    assert_eq!(decorators, ["on.update", "timer"]);
+    assert_eq!(taken.handlers[0].raises[0].0, "kopf.PermanentError");
+    // A class that registers its handlers on the kopf module it is given.
+    let passed = read_ok(
+        "c.py",
+        "import kopf\n\nclass Operator:\n    def register(self, kopf_module):\n        @kopf_module.on.delete(self.group, self.version, self.plural)\n        def on_delete(name, **kwargs):\n            pass\n",
+    );
+    assert_eq!(passed.handlers.len(), 1);
+    assert_eq!(passed.handlers[0].decorator, "on.delete");
+    // Without kopf imported, `X.on.create` is someone else's.
+    let other = read_ok(
+        "d.py",
+        "import app\n\n@app.on.create('widgets')\ndef created(**_):\n    pass\n",
+    );
+    assert!(other.handlers.is_empty());
+}
