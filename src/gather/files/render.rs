@@ -943,14 +943,40 @@ fn failure_message(
 }
 
 /// The first line saying what failed: one starting `Error:` (helm's own prefix, which
-/// is dropped), else one naming an error, else the first that is not blank.
+/// is dropped), else klog's error line (kubectl's: `E1207 12:00:00.000000 1 run.go:72]
+/// "command failed" err="..."`, its `err` kept), else one naming an error, else the
+/// first that is not blank and not a warning (kustomize warns of deprecated fields
+/// before it fails for another reason).
 pub(super) fn error_line(text: &str) -> Option<&str> {
     let lines = || text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let warning = |l: &&str| {
+        let l = l.trim_start_matches('#').trim_start();
+        l.starts_with("Warning:") || l.starts_with("WARNING:")
+    };
     lines()
         .find_map(|l| l.strip_prefix("Error:"))
         .map(str::trim)
-        .or_else(|| lines().find(|l| l.to_ascii_lowercase().contains("error")))
+        .or_else(|| lines().find_map(klog_error))
+        .or_else(|| {
+            lines()
+                .filter(|l| !warning(l))
+                .find(|l| l.to_ascii_lowercase().contains("error"))
+        })
+        .or_else(|| lines().find(|l| !warning(l)))
         .or_else(|| lines().next())
+}
+
+/// What a klog error line (`E1207 22:46:35.011860   10333 run.go:72] "command failed"
+/// err="..."`) says: its `err` value, else all after the header.
+fn klog_error(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix('E')
+        .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))?;
+    let (_, message) = rest.split_once("] ")?;
+    Some(match message.split_once("err=\"") {
+        Some((_, err)) => err.strip_suffix('"').unwrap_or(err),
+        None => message,
+    })
 }
 
 /// `line` with the words the chart chose itself cut short: in `execution error at

@@ -563,6 +563,16 @@ fn the_error_line_is_helms_error_else_the_first() {
     );
     assert_eq!(error_line("\n  just this\n"), Some("just this"));
     assert_eq!(error_line("\n \n"), None);
+    // kubectl kustomize: deprecation warnings first, then klog's error line.
+    let kustomize = "# Warning: 'bases' is deprecated. Please use 'resources' instead.\nE1207 22:46:35.011860   10333 run.go:72] \"command failed\" err=\"accumulating resources: lstat ./crd.yaml: no such file or directory\"\n";
+    assert_eq!(
+        error_line(kustomize),
+        Some("accumulating resources: lstat ./crd.yaml: no such file or directory")
+    );
+    assert_eq!(
+        error_line("# Warning: old field\nsomething else broke\n"),
+        Some("something else broke")
+    );
     let text = "Error: found in Chart.yaml, but missing in charts/ directory: postgresql\n";
     assert_eq!(
         error_line(text),
