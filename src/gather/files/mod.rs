@@ -7,6 +7,7 @@
 //! areas are `NotInFiles`.
 
 pub(crate) mod bounds;
+mod built_here;
 pub(crate) mod dockerfile;
 mod kustomize;
 pub(crate) mod manifests;
@@ -136,12 +137,15 @@ pub(crate) fn read(input: &FilesInput) -> Result<Linted, FilesError> {
     unread.dedup();
     let python_files: Vec<&str> = python.iter().map(|(path, _)| path.as_str()).collect();
     let imports = source.import_graph(&python_files);
+    let project = built_here::project_names(input.path.as_deref(), &python_files, &images);
+    let elsewhere = built_here::built_elsewhere(&manifests.deployments, &project);
     let starts = Starts {
         images: &images,
         scripts: &scripts,
         s2i: &s2i,
         source: &source,
         imports: &imports,
+        elsewhere: &elsewhere,
     };
     let (targets, loads): (Vec<TargetEvidence>, Vec<Option<Loaded>>) = manifests
         .deployments
@@ -692,6 +696,8 @@ struct Starts<'a> {
     source: &'a SourceFacts,
     /// What the Python files import, to tell which ones kopf loads.
     imports: &'a ImportGraph<'a>,
+    /// The images the Deployments run that the repository does not build.
+    elsewhere: &'a BTreeSet<String>,
 }
 
 /// One Deployment's evidence, and which Python files its kopf loads (`None` when it
@@ -706,6 +712,8 @@ fn target(
     let mut target = TargetEvidence::new(deployment.clone(), Vec::new(), None);
     let run = match target.kopf.take() {
         Some(kopf) => Some(kopf.run),
+        // Another project's image: the repository's files do not say what it runs.
+        None if built_here::runs_only_others(deployment, starts.elsewhere) => None,
         None => from_image(deployment, starts.images)
             .or_else(|| from_script(deployment, starts))
             .or_else(|| from_s2i(deployment, starts))
@@ -985,7 +993,7 @@ fn python_entries(words: &[String]) -> Vec<Entry> {
     };
     let mut rest = words[at + 1..].iter().filter(|w| *w != "-u" && *w != "-O");
     match rest.next().map(String::as_str) {
-        Some("-m") => rest.next().map(|m| vec![Entry::Module(m.clone())]),
+        Some("-m") => rest.next().map(|m| vec![Entry::Main(m.clone())]),
         Some(file) if file.ends_with(".py") => Some(vec![Entry::Path(file.to_string())]),
         _ => None,
     }

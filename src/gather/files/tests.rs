@@ -303,6 +303,7 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
         s2i: &[],
         source: &source,
         imports: &source.import_graph(&[]),
+        elsewhere: &BTreeSet::new(),
     };
     let run = from_script(&m.deployments[0], &starts).expect("kopf from the script");
     assert_eq!(run.peering, Peering::Standalone);
@@ -334,6 +335,7 @@ fn a_cmd_running_a_script_that_starts_kopf_is_kopf() {
         s2i: &[],
         source: &source,
         imports: &source.import_graph(&[]),
+        elsewhere: &BTreeSet::new(),
     };
     assert!(from_script(&m.deployments[0], &starts).is_none());
 }
@@ -368,6 +370,7 @@ fn an_s2i_kopf_build_runs_kopf_with_its_options_file() {
         s2i: &s2i,
         source: &source,
         imports: &source.import_graph(&[]),
+        elsewhere: &BTreeSet::new(),
     };
     let run = from_s2i(&m.deployments[0], &starts).expect("kopf from the s2i run script");
     assert_eq!(run.peering, Peering::Standalone);
@@ -423,6 +426,7 @@ fn handlers_and_the_one_image_built_make_the_only_deployment_kopf() {
         s2i: &[],
         source: &source,
         imports: &source.import_graph(&[]),
+        elsewhere: &BTreeSet::new(),
     };
     let run = from_handlers(&m.deployments[0], 1, &starts).expect("kopf, by its handlers");
     assert_eq!(run.scope, crate::model::kopf_run::Scope::Unknown);
@@ -475,6 +479,7 @@ fn scripts_handing_over_to_scripts_are_followed_three_deep() {
             s2i: &[],
             source: &source,
             imports: &source.import_graph(&[]),
+            elsewhere: &BTreeSet::new(),
         };
         from_script(&m.deployments[0], &starts)
     };
@@ -528,7 +533,7 @@ fn python_entries_are_the_file_or_module_python_runs() {
     );
     assert_eq!(
         python_entries(&words(&["/usr/bin/python3", "-m", "op.main"])),
-        [Entry::Module("op.main".into())]
+        [Entry::Main("op.main".into())]
     );
     assert!(python_entries(&words(&["/app/start.sh"])).is_empty());
     assert!(python_entries(&words(&["python", "-c", "import op"])).is_empty());

@@ -14,8 +14,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 pub(crate) enum Entry {
     /// A file, as the container names it (`/app/operator.py`, `handlers.py`).
     Path(String),
-    /// A module (`-m pkg.handlers`).
+    /// A module kopf imports (`kopf run -m pkg.handlers`).
     Module(String),
+    /// A module Python runs as the main one (`python -m pkg`): a package's
+    /// `__main__.py`, after its `__init__.py`, or a module's own file.
+    Main(String),
 }
 
 /// A module a file imports, as the file writes it.
@@ -130,6 +133,11 @@ impl ImportGraph<'_> {
             let found = match entry {
                 Entry::Path(path) => self.by_path(path)?,
                 Entry::Module(module) => self.by_module(module)?,
+                Entry::Main(module) => {
+                    let mut found = self.by_module(module)?;
+                    found.extend(self.by_module(&format!("{module}.__main__"))?);
+                    found
+                }
             };
             if found.is_empty() {
                 return Ok(Loaded::Unknown);

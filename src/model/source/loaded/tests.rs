@@ -85,6 +85,24 @@ fn a_module_loads_its_packages_and_from_imports_load_submodules() {
 }
 
 #[test]
+fn python_dash_m_runs_a_package_s_main() {
+    let python = [
+        "op/__init__.py",
+        "op/__main__.py",
+        "op/handlers.py",
+        "op/unused.py",
+    ];
+    let facts = facts(vec![import("op/__main__.py", "handlers", 1, &[])]);
+    let loaded = facts
+        .import_graph(&python)
+        .loaded_from(&[Entry::Main("op".into())]);
+    assert_eq!(
+        files(loaded),
+        ["op/__init__.py", "op/__main__.py", "op/handlers.py"]
+    );
+}
+
+#[test]
 fn relative_imports_resolve_from_the_importing_package() {
     let python = [
         "op/__init__.py",
