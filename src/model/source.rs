@@ -304,6 +304,9 @@ pub(crate) struct SourceFacts {
     /// Imports of a name computed at run time (`importlib.import_module(name)`), or
     /// past the bound on a file's imports: what that file loads is not known.
     pub(crate) dynamic_imports: Vec<Location>,
+    /// `kopf.configure(debug=True)` or `verbose=True` calls: the root logger at DEBUG
+    /// (kopf 1.45 `_core/actions/loggers.py` `configure`), whatever the command line says.
+    pub(crate) debug_configures: Vec<(String, Location)>,
 }
 
 /// Which of the repository's Python files a kopf process loads.
@@ -326,6 +329,7 @@ impl SourceFacts {
         self.files += other.files;
         self.imports.extend(other.imports);
         self.dynamic_imports.extend(other.dynamic_imports);
+        self.debug_configures.extend(other.debug_configures);
         if let Some(pin) = other.kopf {
             self.keep_pin(pin);
         }

@@ -41,7 +41,7 @@ pub(crate) fn live_on(
         CheckId::WorkloadDebugLogging,
         target,
         format!(
-            "{why}: at DEBUG kopf logs whole object bodies and patches (Secrets' data too, when it handles Secrets) and floods the log, crowding failures out of any bounded window. Drop -v/--verbose/-d/--debug in production (kopf logs INFO by default)."
+            "{why}: at DEBUG kopf logs whole object bodies and patches (Secrets' data too, when it handles Secrets) and floods the log, crowding failures out of any bounded window. Drop -v/--verbose/-d/--debug (and kopf.configure(verbose=True) or debug=True) in production (kopf logs INFO by default)."
         ),
         None,
     ))

@@ -1039,8 +1039,15 @@ fn from_handlers(
 /// over the command line's (kopf 1.45 `_core/reactor/running.py` maps `--peering` to
 /// `peering.name` and `peering.mandatory = True` before the startup handlers run):
 /// `peering.standalone = True` turns peering off; `peering.mandatory = True` makes it
-/// mandatory under `peering.name` (`default` unless set).
+/// mandatory under `peering.name` (`default` unless set). A `kopf.configure(verbose=True)`
+/// (or `debug=True`) in the Python sets the root logger to DEBUG after the command
+/// line's flags did (kopf 1.45 `_core/actions/loggers.py`).
 fn with_settings(mut run: KopfRun, source: &SourceFacts) -> KopfRun {
+    if let Some((call, at)) = source.debug_configures.first()
+        && matches!(run.verbosity.0, Verbosity::Normal | Verbosity::Quiet)
+    {
+        run.verbosity = (Verbosity::Verbose, Some(format!("{call} (at {at})")));
+    }
     let is_true = |path| source.setting(path) == Some(&Literal::Bool(true));
     let name = match source.setting("peering.name") {
         Some(Literal::Str(name)) => Some(name.clone()),

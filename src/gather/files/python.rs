@@ -663,6 +663,9 @@ impl Walker<'_> {
         if IMPORTERS.contains(&func.as_str()) {
             self.import_call(call);
         }
+        if func == "kopf.configure" {
+            self.configure_call(call);
+        }
         if STARTERS.contains(&func.as_str()) {
             let start = self.start(&func, call);
             self.facts.starts.push(start);
@@ -735,6 +738,24 @@ impl Walker<'_> {
             level,
             names,
         });
+    }
+
+    /// `kopf.configure(debug=True)` or `verbose=True`: kopf's loggers at DEBUG (once a
+    /// file is enough to tell).
+    fn configure_call(&mut self, call: &ruff_python_ast::ExprCall) {
+        let on = call.arguments.keywords.iter().find_map(|k| {
+            let name = k.arg.as_ref()?.as_str();
+            let is_true = matches!(&k.value, Expr::BooleanLiteral(b) if b.value);
+            (is_true && matches!(name, "debug" | "verbose")).then_some(name)
+        });
+        if let Some(name) = on
+            && self.facts.debug_configures.is_empty()
+        {
+            let location = self.location(call.range().start());
+            self.facts
+                .debug_configures
+                .push((format!("kopf.configure({name}=True)"), location));
+        }
     }
 
     /// `importlib.import_module("pkg.mod")` or `__import__("mod")`: an import of that

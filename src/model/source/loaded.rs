@@ -109,6 +109,7 @@ impl SourceFacts {
             problems: filtered(&self.problems, |p| keep(&p.location)),
             imports: filtered(&self.imports, |i| keep(&i.location)),
             dynamic_imports: filtered(&self.dynamic_imports, keep),
+            debug_configures: filtered(&self.debug_configures, |(_, l)| keep(l)),
             files: files.len(),
             kopf: self.kopf.clone(),
         }

@@ -464,3 +464,23 @@ fn handlers_are_kopf_s_however_the_module_names_kopf() {
     );
     assert!(other.handlers.is_empty());
 }
+
+#[test]
+fn kopf_configure_at_debug_is_read() {
+    let facts = read_ok(
+        "main.py",
+        "import kopf\n\nasync def main():\n    kopf.configure(log_prefix=True, verbose=True)\n",
+    );
+    assert_eq!(
+        facts.debug_configures,
+        [(
+            "kopf.configure(verbose=True)".to_string(),
+            Location::new("main.py", 4)
+        )]
+    );
+    let quiet = read_ok(
+        "q.py",
+        "import kopf\nkopf.configure(verbose=False, debug=None)\n",
+    );
+    assert!(quiet.debug_configures.is_empty());
+}
