@@ -47,6 +47,15 @@ fn samples<'a>(input: &LiveInput<'a>) -> &'a [ObjectSample] {
         .map_or(&[][..], |o| &o.samples[..])
 }
 
+/// Runs a decider of the log alone on the target's log, the precondition every check
+/// of the log shares: none decides when the log was not read.
+fn on_log<F>(input: &LiveInput<'_>, decide: impl FnOnce(&str, &LogEvidence) -> F) -> Vec<Raised>
+where
+    F: IntoIterator<Item = Finding>,
+{
+    logs(input).map_or_else(Vec::new, |logs| alone(decide(input.target.name(), logs)))
+}
+
 /// Findings with no cause shared with other checks.
 fn alone(findings: impl IntoIterator<Item = Finding>) -> Vec<Raised> {
     findings.into_iter().map(Raised::alone).collect()

@@ -2,7 +2,7 @@
 //! the finding names the host and the failing step the log shows.
 
 use super::faults::{fault_quote, names};
-use super::{alone, logs, task_name};
+use super::{on_log, task_name};
 use crate::api::Finding;
 use crate::catalog::CheckId;
 use crate::checks::{LiveInput, Raised, finding};
@@ -11,10 +11,7 @@ use kopf_log::{EventKind, Fault, Record};
 
 /// Decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// `host:port` of an aiohttp connection error (`Cannot connect to host H:P ssl:...`,

@@ -2,7 +2,7 @@
 //! the finding names the login handler the log shows.
 
 use super::faults::{fault_quote, first_with};
-use super::{EXITS_ON_DEAD_WATCHER, alone, describe_version, logs, quote, task_name};
+use super::{EXITS_ON_DEAD_WATCHER, describe_version, on_log, quote, task_name};
 use crate::api::Finding;
 use crate::catalog::CheckId;
 use crate::checks::{LiveInput, Raised, finding};
@@ -11,10 +11,7 @@ use kopf_log::{EventKind, Fault, HandlerKind};
 
 /// Decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// The ids of kopf's own login handlers (kopf 1.37.5, 1.38.0 and 1.45.2

@@ -1,7 +1,7 @@
 //! `runtime.dead-watcher`: a background task that must run for as long as the
 //! operator does (a watcher, a peering keep-alive or observer) has failed.
 
-use super::{EXITS_ON_DEAD_WATCHER, alone, describe_version, logs, quote, task_name};
+use super::{EXITS_ON_DEAD_WATCHER, describe_version, on_log, quote, task_name};
 use crate::api::Finding;
 use crate::catalog::CheckId;
 use crate::checks::{LiveInput, Raised, finding};
@@ -11,10 +11,7 @@ use std::collections::BTreeMap;
 
 /// Each dead task: decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// `runtime.dead-watcher`: a background task that must run for as long as the operator

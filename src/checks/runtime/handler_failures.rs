@@ -1,7 +1,7 @@
 //! `runtime.handler-failures`: handlers that fail in the log window, one finding per
 //! handler, the first failure quoted, the objects named.
 
-use super::{alone, logs, quote};
+use super::{on_log, quote};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::checks::{LiveInput, Raised, finding};
@@ -11,10 +11,7 @@ use std::collections::BTreeMap;
 
 /// Each failing handler: decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// The object a record is about, as messages name it.

@@ -1,7 +1,7 @@
 //! `runtime.kopf-version`: the kopf version the log's wording shows; below 1.44 a
 //! watch can freeze silently.
 
-use super::{alone, describe_version, logs};
+use super::{describe_version, on_log};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::checks::{LiveInput, Raised, finding};
@@ -10,10 +10,7 @@ use crate::model::source::kopf_version::BOOKMARKS;
 
 /// The log's version: decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// `runtime.kopf-version`: the version the log's wording shows; below 1.44 a watch can

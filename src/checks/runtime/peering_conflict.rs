@@ -1,7 +1,7 @@
 //! `runtime.peering-conflict`: two operators with the same peering priority pause
 //! each other (kopf logs `Possibly conflicting operators with the same priority`).
 
-use super::{alone, first_of, logs};
+use super::{first_of, on_log};
 use crate::api::Finding;
 use crate::catalog::CheckId;
 use crate::checks::{LiveInput, Raised};
@@ -10,10 +10,7 @@ use kopf_log::EventKind;
 
 /// The first `Possibly conflicting operators` line: decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// `runtime.peering-conflict`: `Possibly conflicting operators with the same priority`.

@@ -1,7 +1,7 @@
 //! `runtime.rate-limited`: the API server answered the operator with HTTP 429 again
 //! and again, so kopf backs off and handling lags.
 
-use super::{alone, logs, quote};
+use super::{on_log, quote};
 use crate::api::Finding;
 use crate::catalog::{CheckId, Severity};
 use crate::checks::{LiveInput, Raised, finding};
@@ -10,10 +10,7 @@ use kopf_log::{EventKind, KopfVersion, Record};
 
 /// The refused requests: decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// The last kopf release that retries a 429 only on watch-streams, with the warning

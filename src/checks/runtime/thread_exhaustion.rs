@@ -2,7 +2,7 @@
 //! and daemons kopf runs in its thread pool fail.
 
 use super::faults::{fault_quote, first_with, names};
-use super::{alone, logs};
+use super::on_log;
 use crate::api::Finding;
 use crate::catalog::CheckId;
 use crate::checks::{LiveInput, Raised, finding};
@@ -11,10 +11,7 @@ use kopf_log::Fault;
 
 /// Decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// `runtime.thread-exhaustion`: Python could not start a thread (CPython's

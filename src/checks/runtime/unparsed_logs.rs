@@ -1,7 +1,7 @@
 //! `runtime.unparsed-logs`: most lines of the operator's log match none of kopf's
 //! formats, so the log-based checks see little.
 
-use super::{alone, logs};
+use super::on_log;
 use crate::api::Finding;
 use crate::catalog::CheckId;
 use crate::checks::{LiveInput, Raised, finding};
@@ -9,10 +9,7 @@ use crate::model::evidence::LogEvidence;
 
 /// The log's statistics: decided from the log, when it was read.
 pub(crate) fn live(input: &LiveInput<'_>) -> Vec<Raised> {
-    let Some(logs) = logs(input) else {
-        return Vec::new();
-    };
-    alone(decide(input.target.name(), logs))
+    on_log(input, decide)
 }
 
 /// Below this share of kopf lines, the log evidence is weak (with enough lines to judge).
