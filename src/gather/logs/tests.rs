@@ -264,12 +264,15 @@ fn import_error(method: &Method, path: &str, _body: &serde_json::Value) -> Respo
     Response::new(Body::from(body.into_bytes()))
 }
 
-#[tokio::test]
-async fn a_previous_log_keeps_the_lines_after_kopf_s_last_one() {
-    let (client, _api) = FakeApi::start("ns", import_error);
+/// The evidence of one read of a pod whose kopf container restarted once, its logs as
+/// `answer` serves them.
+async fn read_restarted(
+    answer: fn(&Method, &str, &serde_json::Value) -> Response<Body>,
+) -> LogEvidence {
+    let (client, _api) = FakeApi::start("ns", answer);
     let memory = LogMemory::default();
     let pods = [restarted_pod()];
-    let logs = gather(
+    gather(
         &client,
         &memory,
         "ns/audit",
@@ -279,7 +282,12 @@ async fn a_previous_log_keeps_the_lines_after_kopf_s_last_one() {
         bounds(1 << 20),
     )
     .await
-    .expect("read");
+    .expect("read")
+}
+
+#[tokio::test]
+async fn a_previous_log_keeps_the_lines_after_kopf_s_last_one() {
+    let logs = read_restarted(import_error).await;
     let tail = logs.previous_tail.get("op-1").expect("the non-kopf tail");
     assert_eq!(tail.len(), 1, "the traceback is one record: {tail:#?}");
     let exception = tail[0].traceback.last().expect("the exception line");
@@ -555,20 +563,7 @@ fn crash_looping(method: &Method, path: &str, _body: &serde_json::Value) -> Resp
 
 #[tokio::test]
 async fn a_crash_looping_container_s_records_count_once() {
-    let (client, _api) = FakeApi::start("ns", crash_looping);
-    let memory = LogMemory::default();
-    let pods = [restarted_pod()];
-    let logs = gather(
-        &client,
-        &memory,
-        "ns/audit",
-        "ns",
-        &pods,
-        "operator",
-        bounds(1 << 20),
-    )
-    .await
-    .expect("read");
+    let logs = read_restarted(crash_looping).await;
     let failures: Vec<&str> = logs
         .all_records()
         .filter(|r| r.kind.is_handler_failure())
